@@ -1,0 +1,1 @@
+"""ahp-bridge copilot provider adapter."""

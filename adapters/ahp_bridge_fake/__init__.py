@@ -1,0 +1,1 @@
+"""ahp-bridge fake provider adapter."""

@@ -1,0 +1,1 @@
+"""ahp-bridge remote provider adapter."""

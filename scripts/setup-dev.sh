@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Set up a development environment from scratch: a virtualenv with the project and its dev
+# extras, and the pinned Copilot CLI from npm (used by the copilot provider's tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[dev]'
+if [ -f scripts/install-copilot-cli.sh ]; then
+  bash scripts/install-copilot-cli.sh
+fi
