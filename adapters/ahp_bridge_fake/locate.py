@@ -102,10 +102,10 @@ class LineIndex:
                 self._lines.setdefault(path, lineno)
                 current = path
                 continue
-            key = _key_of_line(line)
-            if key is None:
+            dotted = _key_of_line(line)
+            if dotted is None:
                 continue
-            full = (*current, *key)
+            full = (*current, *dotted)
             self._lines.setdefault(full, lineno)
             for quote in ('"""', "'''"):
                 if raw.count(quote) % 2 == 1:

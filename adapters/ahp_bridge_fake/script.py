@@ -255,7 +255,7 @@ class ConversationRules:
     index: int | None = None
 
     def selects(self, title: str, workdir: str, index: int) -> bool:
-        """Whether this block applies to a conversation (OpenRequest title, workdir, 1-based index)."""
+        """Whether this block applies to a conversation (title, workdir, 1-based index)."""
         if self.title is not None and title != self.title:
             return False
         if self.workdir is not None and workdir != self.workdir:
@@ -324,6 +324,8 @@ STEP_KINDS = (
 _FIELD_TYPES = ("string", "number", "integer", "boolean", "array")
 _FIELD_FORMATS = ("", "email", "uri", "date", "date-time")
 _TOOL_END = ("completed", "failed")
+_TOOL_KEYS: tuple[str, ...] = ("kind", "name", "title", "input", "output", "status")
+_TOOL_KEYS += ("exit_code", "duration", "progress", "file_edits")
 _QUESTION_RESERVED = ("reject", "cancel", "answered", "default")
 
 
@@ -564,8 +566,7 @@ class _Parser:
         self.check_keys(
             table,
             path,
-            ("kind", "name", "title", "input", "output", "status", "exit_code", "duration")
-            + ("progress", "file_edits"),
+            _TOOL_KEYS,
         )
         edits = []
         for i, edit in enumerate(self.tables(table, "file_edits", path)):
@@ -597,9 +598,9 @@ class _Parser:
         self.check_keys(
             table, path, ("kind", "title", "detail", "intention", "options", "tool", "on")
         )
-        options = DEFAULT_OPTIONS
+        options: tuple[OptionSpec, ...] = DEFAULT_OPTIONS
         if "options" in table:
-            parsed = []
+            parsed: list[OptionSpec] = []
             for i, opt in enumerate(self.tables(table, "options", path)):
                 opath: Path = (*path, "options", i)
                 self.check_keys(opt, opath, ("id", "label", "reject", "allow_once"))
