@@ -1,11 +1,10 @@
-"""The fake provider's script parser: valid scripts parse, and every mistake names file:line:field."""
+"""The fake provider's script parser: valid scripts parse; each mistake names file:line:field."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
 from ahp_bridge_fake.script import (
     PermissionStep,
     QuestionStep,
