@@ -1,0 +1,53 @@
+"""Run every AHP 0.7.0 reducer fixture against our reducers (one test per file).
+
+Conventions (fixture README): null means absent, so None-valued keys are stripped
+recursively from initial, actions and expected; the clock is mocked to 9999 ms.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ahp_bridge.state.reducers import reduce
+
+FIXTURES = Path("/work/shared/conformance/ahp-0.7.0")
+NOW = "1970-01-01T00:00:09.999Z"
+
+
+def _files() -> list[Path]:
+    found = sorted((FIXTURES / "reducers").glob("*.json"))
+    found += sorted((FIXTURES / "forward-compat" / "reducers").glob("*.json"))
+    return found
+
+
+FILES = _files()
+
+
+def strip_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: strip_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [strip_none(v) for v in value]
+    return value
+
+
+def test_fixture_set_is_complete() -> None:
+    assert len([f for f in FILES if f.parent.name == "reducers" and "forward" not in str(f)]) == 239
+    assert len([f for f in FILES if "forward-compat" in str(f)]) == 6
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.parent.name}/{p.name}" for p in FILES])
+def test_reducer_fixture(path: Path) -> None:
+    fixture = json.loads(path.read_text())
+    state = strip_none(fixture["initial"])
+    pristine = copy.deepcopy(state)
+    before = state
+    for action in fixture["actions"]:
+        state = reduce(fixture["reducer"], state, strip_none(action), now=NOW)
+    assert strip_none(state) == strip_none(fixture["expected"]), fixture["description"]
+    assert before == pristine, "reducer mutated its input"
