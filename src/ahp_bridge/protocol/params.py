@@ -1,0 +1,117 @@
+"""Validation of the ``params`` of every client-to-host AHP 0.7.0 method.
+
+:func:`parse_params` returns the typed params or raises :class:`ParamsError`, whose message
+names the offending field (``params.protocolVersions: Field required``): the host sends it as
+the JSON-RPC ``-32602`` message. A method this table does not know raises
+:class:`UnknownMethod` (``-32601``).
+
+``dispatchAction`` is a notification, so a bad action cannot be answered with ``-32602``: its
+``action`` is only checked to be an object here, and the host validates it with
+:func:`ahp_bridge.protocol.actions.parse_action` to echo a ``rejectionReason`` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from ahp_bridge.protocol import _generated as _g
+from ahp_bridge.protocol.base import WireModel
+from ahp_bridge.protocol.fieldpath import describe
+
+__all__ = [
+    "CLIENT_NOTIFICATIONS",
+    "METHODS",
+    "DispatchActionParams",
+    "ParamsError",
+    "UnknownMethod",
+    "parse_params",
+]
+
+
+class DispatchActionParams(_g.DispatchActionParams):
+    """``dispatchAction`` params; ``action`` stays a raw object for ``parse_action``."""
+
+    action: dict[str, Any]  # type: ignore[assignment]
+
+
+#: Method name -> params model, for every request and notification a client sends in 0.7.0.
+METHODS: Final[dict[str, type[WireModel]]] = {
+    "initialize": _g.InitializeParams,
+    "ping": _g.PingParams,
+    "reconnect": _g.ReconnectParams,
+    "subscribe": _g.SubscribeParams,
+    "unsubscribe": _g.UnsubscribeParams,
+    "dispatchAction": DispatchActionParams,
+    "createSession": _g.CreateSessionParams,
+    "disposeSession": _g.DisposeSessionParams,
+    "createChat": _g.CreateChatParams,
+    "disposeChat": _g.DisposeChatParams,
+    "createTerminal": _g.CreateTerminalParams,
+    "disposeTerminal": _g.DisposeTerminalParams,
+    "createResourceWatch": _g.CreateResourceWatchParams,
+    "listSessions": _g.ListSessionsParams,
+    "resolveSessionConfig": _g.ResolveSessionConfigParams,
+    "sessionConfigCompletions": _g.SessionConfigCompletionsParams,
+    "fetchTurns": _g.FetchTurnsParams,
+    "completions": _g.CompletionsParams,
+    "invokeChangesetOperation": _g.InvokeChangesetOperationParams,
+    "authenticate": _g.AuthenticateParams,
+    "resourceRead": _g.ResourceReadParams,
+    "resourceWrite": _g.ResourceWriteParams,
+    "resourceList": _g.ResourceListParams,
+    "resourceCopy": _g.ResourceCopyParams,
+    "resourceDelete": _g.ResourceDeleteParams,
+    "resourceMove": _g.ResourceMoveParams,
+    "resourceResolve": _g.ResourceResolveParams,
+    "resourceMkdir": _g.ResourceMkdirParams,
+    "resourceRequest": _g.ResourceRequestParams,
+}
+
+#: The methods a client sends as notifications (no ``id``, never answered).
+CLIENT_NOTIFICATIONS: Final[frozenset[str]] = frozenset({"dispatchAction", "unsubscribe"})
+
+
+class ParamsError(ValueError):
+    """Invalid params for a known method; ``message`` names the field (JSON-RPC -32602)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class UnknownMethod(LookupError):
+    """The method is not an AHP 0.7.0 client method (JSON-RPC -32601)."""
+
+    def __init__(self, method: str) -> None:
+        super().__init__(f"Method not found: {method!r}")
+        self.method = method
+
+
+_JSON_NAMES: Final[dict[type, str]] = {
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+}
+
+
+def parse_params(method: str, params: object) -> WireModel:
+    """Validate ``params`` of ``method`` and return the typed model.
+
+    Raises :class:`UnknownMethod` for a method outside :data:`METHODS`, and
+    :class:`ParamsError` when ``params`` is missing, not an object, or has a bad field.
+    """
+    model = METHODS.get(method)
+    if model is None:
+        raise UnknownMethod(method)
+    if not isinstance(params, Mapping):
+        got = "missing" if params is None else _JSON_NAMES.get(type(params), "not an object")
+        raise ParamsError(f"params: must be an object (got {got})")
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        raise ParamsError(describe(exc, "params")) from None
