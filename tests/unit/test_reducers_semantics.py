@@ -1,0 +1,165 @@
+"""Reducer properties the fixtures do not pin down: sharing, identity on no-op, clock use."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from ahp_bridge.state.reducers import KINDS, reduce
+
+NOW = "2026-01-01T00:00:00.000Z"
+T0 = "2025-01-01T00:00:00.000Z"
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"text": text, "origin": {"kind": "user"}}
+
+
+def turn(i: int) -> dict[str, Any]:
+    return {"id": f"t{i}", "message": user(f"m{i}"), "responseParts": [], "state": "complete"}
+
+
+def chat(**extra: Any) -> dict[str, Any]:
+    base = {
+        "resource": "ahp-chat:/c",
+        "title": "c",
+        "status": 1,
+        "modifiedAt": T0,
+        "turns": [turn(i) for i in range(100)],
+    }
+    return {**base, **extra}
+
+
+def active(*parts: dict[str, Any]) -> dict[str, Any]:
+    return {"id": "a", "startedAt": T0, "message": user("go"), "responseParts": list(parts)}
+
+
+def test_delta_copies_only_the_changed_path() -> None:
+    md = {"kind": "markdown", "id": "p", "content": "he"}
+    other = {"kind": "reasoning", "id": "r", "content": "x"}
+    state = chat(activeTurn=active(other, md), queuedMessages=[{"id": "q", "message": user("q")}])
+    snapshot = copy.deepcopy(state)
+    new = reduce(
+        "chat", state, {"type": "chat/delta", "turnId": "a", "partId": "p", "content": "y"}, now=NOW
+    )
+    assert new["activeTurn"]["responseParts"][1]["content"] == "hey"
+    assert state == snapshot  # input untouched
+    assert new["turns"] is state["turns"]  # unchanged branches shared
+    assert new["queuedMessages"] is state["queuedMessages"]
+    assert new["activeTurn"]["responseParts"][0] is other
+    assert new["modifiedAt"] == T0  # deltas do not stamp the clock
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        {"type": "chat/delta", "turnId": "other", "partId": "p", "content": "x"},
+        {"type": "chat/delta", "turnId": "a", "partId": "missing", "content": "x"},
+        {"type": "chat/reasoning", "turnId": "a", "partId": "p", "content": "x"},
+        {"type": "chat/turnComplete", "turnId": "other", "duration": 1},
+        {"type": "chat/toolCallConfirmed", "turnId": "a", "toolCallId": "nope", "approved": True},
+        {"type": "chat/pendingMessageRemoved", "kind": "queued", "id": "nope"},
+        {"type": "chat/truncated", "turnId": "nope"},
+        {"type": "chat/inputCompleted", "requestId": "nope", "response": "accept"},
+        {"type": "chat/queuedMessagesReordered", "order": []},
+        {"type": "chat/somethingFromTheFuture", "x": 1},
+    ],
+    ids=lambda a: a["type"],
+)
+def test_noop_returns_the_same_object(action: dict[str, Any]) -> None:
+    state = chat(status=8, activeTurn=active({"kind": "markdown", "id": "p", "content": ""}))
+    assert reduce("chat", state, action, now=NOW) is state
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_unknown_action_is_noop_for_every_kind(kind: str) -> None:
+    state: dict[str, Any] = {"turns": [], "agents": [], "content": [], "files": []}
+    assert reduce(kind, state, {"type": f"{kind}/fromTheFuture"}, now=NOW) is state
+
+
+def test_turn_start_and_end_stamp_now_and_status() -> None:
+    state = chat(status=1 | 32)  # idle + read
+    started = reduce(
+        "chat",
+        state,
+        {"type": "chat/turnStarted", "turnId": "n", "startedAt": NOW, "message": user("hi")},
+        now=NOW,
+    )
+    assert started["modifiedAt"] == NOW
+    assert started["status"] == 8  # in progress, IsRead cleared
+    later = "2026-01-01T00:00:05.000Z"
+    ended = reduce(
+        "chat",
+        started,
+        {
+            "type": "chat/error",
+            "turnId": "n",
+            "duration": -5,
+            "error": {"errorType": "x", "message": "m"},
+        },
+        now=later,
+    )
+    assert ended["modifiedAt"] == later
+    assert ended["status"] == 2
+    last = ended["turns"][-1]
+    assert last["state"] == "error" and last["duration"] == 0 and last["error"]["errorType"] == "x"
+    assert "activeTurn" not in ended and len(ended["turns"]) == 101
+
+
+def test_explicit_null_in_action_means_absent() -> None:
+    state = {"provider": "p", "title": "t", "status": 1, "activity": "busy", "chats": []}
+    cleared = reduce(
+        "session", state, {"type": "session/activityChanged", "activity": None}, now=NOW
+    )
+    assert "activity" not in cleared
+    result = {"success": True, "pastTenseMessage": "ok", "content": None}
+    tc = {
+        "status": "running",
+        "toolCallId": "x",
+        "toolName": "t",
+        "displayName": "T",
+        "invocationMessage": "m",
+        "confirmed": "not-needed",
+        "content": [{"type": "text", "text": "a"}],
+    }
+    st = chat(activeTurn=active({"kind": "toolCall", "toolCall": tc}))
+    done = reduce(
+        "chat",
+        st,
+        {"type": "chat/toolCallComplete", "turnId": "a", "toolCallId": "x", "result": result},
+        now=NOW,
+    )
+    out = done["activeTurn"]["responseParts"][0]["toolCall"]
+    assert out["status"] == "completed" and "content" not in out and None not in out.values()
+
+
+def test_turns_loaded_noop_on_full_list_and_prepend_on_window() -> None:
+    state = chat()
+    page = {"type": "chat/turnsLoaded", "turns": [turn(1), turn(2)]}
+    assert reduce("chat", state, page, now=NOW) is state
+    window = chat(turns=[turn(3)], turnsNextCursor="c")
+    out = reduce("chat", window, {**page, "turnsNextCursor": "d"}, now=NOW)
+    assert [t["id"] for t in out["turns"]] == ["t1", "t2", "t3"] and out["turnsNextCursor"] == "d"
+
+
+def test_bad_inputs_raise_clear_errors() -> None:
+    with pytest.raises(ValueError, match="unknown state kind"):
+        reduce("nope", {}, {"type": "x"}, now=NOW)
+    with pytest.raises(ValueError, match="JSON object"):
+        reduce("chat", chat(), ["chat/turnStarted"], now=NOW)  # type: ignore[arg-type]
+
+
+def test_terminal_data_extends_open_command_only() -> None:
+    state = {"title": "t", "claim": {"kind": "client", "clientId": "c"}, "content": []}
+    assert reduce("terminal", state, {"type": "terminal/data", "data": ""}, now=NOW) is state
+    run = reduce(
+        "terminal",
+        state,
+        {"type": "terminal/commandExecuted", "commandId": "1", "commandLine": "ls", "timestamp": 1},
+        now=NOW,
+    )
+    run = reduce("terminal", run, {"type": "terminal/data", "data": "a"}, now=NOW)
+    assert run["content"][-1]["output"] == "a"
+    assert reduce("terminal", run, {"type": "terminal/input", "data": "x"}, now=NOW) is run
