@@ -226,14 +226,22 @@ class TierPrices(_message.Message):
     def __init__(self, input: _Optional[float] = ..., output: _Optional[float] = ..., cache_read: _Optional[float] = ..., cache_write: _Optional[float] = ..., max_prompt_tokens: _Optional[int] = ...) -> None: ...
 
 class Prices(_message.Message):
-    __slots__ = ("batch_size", "tier_prices", "long_context")
+    __slots__ = ("input", "output", "cache_read", "cache_write", "max_prompt_tokens", "batch_size", "long_context")
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    CACHE_READ_FIELD_NUMBER: _ClassVar[int]
+    CACHE_WRITE_FIELD_NUMBER: _ClassVar[int]
+    MAX_PROMPT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
-    TIER_PRICES_FIELD_NUMBER: _ClassVar[int]
     LONG_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+    max_prompt_tokens: int
     batch_size: int
-    tier_prices: TierPrices
     long_context: TierPrices
-    def __init__(self, batch_size: _Optional[int] = ..., tier_prices: _Optional[_Union[TierPrices, _Mapping]] = ..., long_context: _Optional[_Union[TierPrices, _Mapping]] = ...) -> None: ...
+    def __init__(self, input: _Optional[float] = ..., output: _Optional[float] = ..., cache_read: _Optional[float] = ..., cache_write: _Optional[float] = ..., max_prompt_tokens: _Optional[int] = ..., batch_size: _Optional[int] = ..., long_context: _Optional[_Union[TierPrices, _Mapping]] = ...) -> None: ...
 
 class Model(_message.Message):
     __slots__ = ("id", "name", "efforts", "context_sizes", "media", "cost_tier", "discount_percent", "prices")
@@ -290,18 +298,20 @@ class ReadRequest(_message.Message):
     def __init__(self, conversation_id: _Optional[str] = ..., workdir: _Optional[str] = ...) -> None: ...
 
 class WindowRequest(_message.Message):
-    __slots__ = ("read_request", "agent_id", "item_id", "before", "after")
-    READ_REQUEST_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ("conversation_id", "workdir", "agent_id", "item_id", "before", "after")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKDIR_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     ITEM_ID_FIELD_NUMBER: _ClassVar[int]
     BEFORE_FIELD_NUMBER: _ClassVar[int]
     AFTER_FIELD_NUMBER: _ClassVar[int]
-    read_request: ReadRequest
+    conversation_id: str
+    workdir: str
     agent_id: str
     item_id: str
     before: int
     after: int
-    def __init__(self, read_request: _Optional[_Union[ReadRequest, _Mapping]] = ..., agent_id: _Optional[str] = ..., item_id: _Optional[str] = ..., before: _Optional[int] = ..., after: _Optional[int] = ...) -> None: ...
+    def __init__(self, conversation_id: _Optional[str] = ..., workdir: _Optional[str] = ..., agent_id: _Optional[str] = ..., item_id: _Optional[str] = ..., before: _Optional[int] = ..., after: _Optional[int] = ...) -> None: ...
 
 class HistoryWindow(_message.Message):
     __slots__ = ("items", "at", "start", "next")

@@ -1,0 +1,400 @@
+"""RemoteProvider: an agentapi Provider whose runtime is a provider served over gRPC.
+
+Unary calls use grpcio's synchronous stubs through ``.future()``: the future's done-callback
+wakes the trio task (no worker thread per call), and every exit path cancels the future, so
+cancelling the caller cancels the call on the server. Each open conversation's Events stream
+is drained by one worker thread (its own CapacityLimiter, so streams never starve other
+``to_thread`` users) that emits straight into the EventSink, which is safe from any thread.
+A stream that ends other than by Close becomes one EventExit, and the conversation is closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import grpc
+import trio
+from google.protobuf import empty_pb2
+
+from ahp_bridge import agentapi
+
+from . import auth, errors
+from ._gen.agentapi.v1 import agentapi_pb2 as pb
+from ._gen.agentapi.v1 import agentapi_pb2_grpc as pb_grpc
+from .convert import from_proto, to_proto
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+EMPTY = empty_pb2.Empty()
+
+# Reconnect quickly once a restarted server is back (gRPC's default backoff reaches 120 s).
+CHANNEL_OPTIONS = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.max_receive_message_length", 64 << 20),
+    ("grpc.max_send_message_length", 64 << 20),
+)
+
+
+async def _wait_future(future: grpc.Future) -> None:
+    """Wait for a grpc future from trio; cancel it on every exit path."""
+    token = trio.lowlevel.current_trio_token()
+    done = trio.Event()
+
+    def wake(_f: grpc.Future) -> None:  # grpc thread, or this one when already done
+        with contextlib.suppress(trio.RunFinishedError):
+            token.run_sync_soon(done.set)
+
+    future.add_done_callback(wake)
+    try:
+        await done.wait()
+    finally:
+        future.cancel()
+
+
+class RemoteProvider:
+    """agentapi.Provider over gRPC. Options: address (``unix:PATH`` or ``HOST:PORT``), token.
+
+    ``async with`` connects (waiting up to connect_timeout for the server) and reads the served
+    provider's name and capabilities; leaving closes this client's conversations. The served
+    provider's runtimes are stopped only by shutdown(stop_remote=True) or owns_server=True.
+    """
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        token: str | None = None,
+        connect_timeout: float = 10.0,
+        max_streams: int = 256,
+        owns_server: bool = False,
+    ) -> None:
+        if not address.startswith(("unix:", "unix-abstract:")):
+            auth.split_host_port(address)  # validates
+        self._address = address
+        self._metadata = auth.bearer(token) if token else ()
+        self._connect_timeout = connect_timeout
+        self._owns_server = owns_server
+        self._stream_limiter = trio.CapacityLimiter(max_streams)
+        self._channel: grpc.Channel | None = None
+        self._state = grpc.ChannelConnectivity.IDLE
+        self._info: pb.ProviderInfo | None = None
+        self._capabilities: agentapi.Capabilities | None = None
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._nursery: trio.Nursery | None = None
+        self._conversations: set[RemoteConversation] = set()
+
+    # -- lifetime ------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        stack = contextlib.AsyncExitStack()
+        self._channel = grpc.insecure_channel(self._address, options=CHANNEL_OPTIONS)
+        self._channel.subscribe(self._on_state, try_to_connect=True)
+        stack.callback(self._close_channel)
+        try:
+            self._nursery = await stack.enter_async_context(trio.open_nursery())
+            self._provider = pb_grpc.ProviderServiceStub(self._channel)
+            self._conv = pb_grpc.ConversationServiceStub(self._channel)
+            info = await self._call(self._provider.Info, pb.InfoRequest(), "info")
+            self._info = info
+            self._capabilities = from_proto(info.capabilities, agentapi.Capabilities)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        stack, self._stack = self._stack, None
+        if stack is None:
+            return
+        try:
+            with trio.CancelScope(shield=True), trio.move_on_after(self._connect_timeout):
+                await self.shutdown()
+        finally:
+            assert self._nursery is not None
+            self._nursery.cancel_scope.cancel()
+            await stack.aclose()
+
+    def _close_channel(self) -> None:
+        if self._channel is not None:
+            self._channel.unsubscribe(self._on_state)
+            self._channel.close()
+
+    def _on_state(self, state: grpc.ChannelConnectivity) -> None:  # grpc thread
+        self._state = state
+
+    # -- calls ---------------------------------------------------------------------------
+
+    async def _ready(self, where: str) -> None:
+        if self._state == grpc.ChannelConnectivity.READY:
+            return
+        if self._channel is None:
+            raise errors.RemoteNotConnected(f"{where}: the provider is not started")
+        future = grpc.channel_ready_future(self._channel)
+        with trio.move_on_after(self._connect_timeout):
+            await _wait_future(future)
+            return
+        raise errors.RemoteNotConnected(
+            f"{where}: provider at {self._address} unreachable for {self._connect_timeout:g}s",
+            grpc.StatusCode.UNAVAILABLE,
+        )
+
+    async def _call(self, method: Any, request: Any, where: str) -> Any:
+        await self._ready(where)
+        future = method.future(request, metadata=self._metadata)
+        await _wait_future(future)
+        try:
+            return future.result()
+        except grpc.RpcError as exc:
+            raise errors.from_rpc_error(exc, where=where) from None
+
+    def _started(self) -> trio.Nursery:
+        if self._nursery is None or self._stack is None:
+            raise agentapi.Closed("the remote provider is not started (use `async with`)")
+        return self._nursery
+
+    # -- agentapi.Provider ---------------------------------------------------------------
+
+    def name(self) -> str:
+        return self._info.name if self._info is not None else "remote"
+
+    def display_name(self) -> str:
+        return self._info.display_name if self._info is not None else "Remote provider"
+
+    def capabilities(self) -> agentapi.Capabilities:
+        return self._capabilities or agentapi.Capabilities()
+
+    async def check(self) -> None:
+        self._started()
+        await self._call(self._provider.Check, EMPTY, "check")
+
+    async def models(self) -> list[agentapi.Model]:
+        self._started()
+        reply = await self._call(self._provider.Models, EMPTY, "models")
+        return [from_proto(m, agentapi.Model) for m in reply.models]
+
+    async def open(self, req: agentapi.OpenRequest) -> RemoteConversation:
+        nursery = self._started()
+        reply = await self._call(self._provider.Open, to_proto(req), "open")
+        conversation = RemoteConversation(self, reply.handle, reply.conversation_id, req.events)
+        self._conversations.add(conversation)
+        await nursery.start(conversation._pump_task)
+        return conversation
+
+    async def shutdown(self, *, stop_remote: bool | None = None) -> None:
+        """Close this client's conversations; with stop_remote also the served provider."""
+        async with trio.open_nursery() as nursery:
+            for conversation in list(self._conversations):
+                nursery.start_soon(conversation.close)
+        if self._owns_server if stop_remote is None else stop_remote:
+            await self._call(self._provider.Shutdown, EMPTY, "shutdown")
+
+    # -- optional capabilities (present when the served provider has them) ----------------
+
+    async def read_history(self, req: agentapi.ReadRequest) -> agentapi.History:
+        self._started()
+        if self._info is None or not self._info.history_reader:
+            raise agentapi.Unsupported("the served provider cannot read history")
+        reply = await self._call(self._provider.ReadHistory, to_proto(req), "read_history")
+        return from_proto(reply, agentapi.History)
+
+    async def read_history_window(self, req: agentapi.WindowRequest) -> agentapi.HistoryWindow:
+        self._started()
+        if self._info is None or not self._info.history_pager:
+            raise agentapi.Unsupported("the served provider cannot page history")
+        reply = await self._call(self._provider.ReadHistoryWindow, to_proto(req), "history page")
+        return from_proto(reply, agentapi.HistoryWindow)
+
+
+class RemoteConversation:
+    """agentapi.Conversation over gRPC, addressed by the handle Open returned."""
+
+    def __init__(
+        self, provider: RemoteProvider, handle: str, conversation_id: str, sink: Any
+    ) -> None:
+        self._p = provider
+        self._handle = handle
+        self._ref = pb.ConversationRef(handle=handle)
+        self._id = conversation_id
+        self._sink: agentapi.EventSink = sink
+        self._call_obj: Any = None
+        self._closing = False  # Close was called: the stream's end is expected
+        self._gone = False  # an exit was delivered or the stream died
+        self._pump_done = trio.Event()
+
+    def __hash__(self) -> int:
+        return hash(self._handle)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RemoteConversation) and other._handle == self._handle
+
+    # -- the event stream ----------------------------------------------------------------
+
+    async def _pump_task(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        call = self._p._conv.Events(self._ref, metadata=self._p._metadata)
+        self._call_obj = call
+        task_status.started()
+        try:
+            await trio.to_thread.run_sync(
+                self._pump, call, abandon_on_cancel=True, limiter=self._p._stream_limiter
+            )
+        finally:
+            call.cancel()
+            self._pump_done.set()
+            self._p._conversations.discard(self)
+
+    def _pump(self, call: Any) -> None:
+        """Worker thread: deliver every event in order, then at most one synthesized exit."""
+        reason = ""
+        try:
+            for message in call:
+                event = from_proto(message, agentapi.Event)
+                if event.kind == agentapi.EventKind.EXIT:
+                    self._gone = True
+                self._sink.emit(event)
+            if not self._gone and not self._closing:
+                reason = "the provider server closed the conversation"
+        except grpc.RpcError as exc:
+            if self._gone or self._closing:
+                return
+            code = exc.code()
+            if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                reason = "the provider server dropped the conversation: events were not read fast enough"
+            else:
+                reason = f"lost the connection to the provider ({code.name})"
+        except Exception as exc:  # a message the contract refuses: stop, never guess
+            call.cancel()
+            log.warning("invalid event from the provider server: %s", type(exc).__name__)
+            reason = f"the provider server sent an invalid event ({type(exc).__name__})"
+        if reason and not self._gone:
+            self._gone = True
+            self._sink.emit(agentapi.Event(kind=agentapi.EventKind.EXIT, error=reason))
+
+    # -- calls ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._gone or self._closing:
+            raise agentapi.Closed("conversation is closed")
+
+    async def _call(self, method: Any, request: Any, where: str, *, submits: bool = False) -> Any:
+        """One call; transport failures become Closed, or SubmissionUncertain for prompts."""
+        self._check_open()
+        try:
+            return await self._p._call(method, request, where)
+        except errors.RemoteNotConnected as exc:  # nothing was sent
+            raise agentapi.Closed(str(exc)) from exc
+        except errors.RemoteError as exc:
+            if exc.from_provider or exc.code not in _TRANSPORT_CODES:
+                raise
+            if submits:
+                raise agentapi.SubmissionUncertain(str(exc)) from exc
+            raise agentapi.Closed(str(exc)) from exc
+
+    def id(self) -> str:
+        return self._id
+
+    async def history(self) -> agentapi.History:
+        reply = await self._call(self._p._conv.History, self._ref, "history")
+        return from_proto(reply, agentapi.History)
+
+    async def send(self, prompt: agentapi.Prompt) -> None:
+        request = pb.PromptRequest(handle=self._handle, prompt=to_proto(prompt))
+        await self._call(self._p._conv.Send, request, "send", submits=True)
+
+    async def commands(self) -> list[agentapi.Command]:
+        reply = await self._call(self._p._conv.Commands, self._ref, "commands")
+        return [from_proto(c, agentapi.Command) for c in reply.commands]
+
+    async def run_command(self, name: str, args: agentapi.Prompt) -> None:
+        request = pb.RunCommandRequest(handle=self._handle, name=name, args=to_proto(args))
+        await self._call(self._p._conv.RunCommand, request, "run_command", submits=True)
+
+    async def steer(self, prompt: agentapi.Prompt) -> None:
+        request = pb.PromptRequest(handle=self._handle, prompt=to_proto(prompt))
+        await self._call(self._p._conv.Steer, request, "steer", submits=True)
+
+    async def cancel(self) -> None:
+        await self._call(self._p._conv.Cancel, self._ref, "cancel")
+
+    async def cancel_subagent(self, agent_id: str) -> None:
+        request = pb.SubagentRef(handle=self._handle, agent_id=agent_id)
+        await self._call(self._p._conv.CancelSubagent, request, "cancel_subagent")
+
+    async def prompt_subagent(self, agent_id: str, text: str) -> None:
+        request = pb.PromptSubagentRequest(handle=self._handle, agent_id=agent_id, text=text)
+        await self._call(self._p._conv.PromptSubagent, request, "prompt_subagent", submits=True)
+
+    async def respond(self, interaction_id: str, answer: agentapi.Answer) -> None:
+        request = pb.RespondRequest(
+            handle=self._handle, interaction_id=interaction_id, answer=to_proto(answer)
+        )
+        await self._call(self._p._conv.Respond, request, "respond")
+
+    async def diff(self) -> list[agentapi.FileDiff]:
+        reply = await self._call(self._p._conv.Diff, self._ref, "diff")
+        return [from_proto(f, agentapi.FileDiff) for f in reply.files]
+
+    async def set_model(self, model: str, effort: str, context_size: str) -> None:
+        request = pb.SetModelRequest(
+            handle=self._handle, model=model, effort=effort, context_size=context_size
+        )
+        await self._call(self._p._conv.SetModel, request, "set_model")
+
+    async def set_title(self, title: str) -> None:
+        request = pb.SetTitleRequest(handle=self._handle, title=title)
+        await self._call(self._p._conv.SetTitle, request, "set_title")
+
+    async def close(self) -> None:
+        """Close on the server; return once every event before it was delivered."""
+        if self._closing:
+            await self._pump_done.wait()
+            return
+        already_gone = self._gone
+        self._closing = True
+        closed = False
+        try:
+            if not already_gone:
+                with contextlib.suppress(errors.RemoteError, agentapi.Closed):
+                    await self._p._call(self._p._conv.Close, self._ref, "close")
+                    closed = True
+        finally:
+            if not closed and self._call_obj is not None:
+                self._call_obj.cancel()
+            await self._pump_done.wait()
+
+
+# Statuses a call ends with when the connection, not the provider, failed.
+_TRANSPORT_CODES = frozenset(
+    {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.UNKNOWN,
+    }
+)
+
+
+def create_provider(options: Mapping[str, Any]) -> RemoteProvider:
+    """Entry point ``remote``: options address (required), token, connect_timeout."""
+    address = options.get("address")
+    if not isinstance(address, str) or not address:
+        raise ValueError("the remote provider needs option 'address' (unix:PATH or HOST:PORT)")
+    token = options.get("token") or None
+    if token is not None and not isinstance(token, str):
+        raise ValueError("option 'token' must be a string")
+    timeout = float(options.get("connect_timeout", 10.0))
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise ValueError("option 'connect_timeout' must be a positive number of seconds")
+    return RemoteProvider(address, token=token, connect_timeout=timeout)
+

@@ -1,0 +1,490 @@
+"""Serve any agentapi Provider over gRPC (agentapi.v1), from a trio program.
+
+grpcio's synchronous server runs each RPC on a pool thread. Unary calls hop into trio with
+``trio.from_thread.run(..., trio_token=...)`` inside a cancel scope that the RPC's
+termination callback cancels, so a client that cancels a call cancels the provider call.
+Events never touch trio: the EventSink appends to a per-conversation deque under a
+threading.Condition, and the Events stream thread drains it, converting off the trio thread.
+
+Run standalone: ``python -m ahp_bridge_remote.server --provider fake --listen unix:/tmp/p.sock``
+(the token, when needed, comes from the environment variable AHP_BRIDGE_REMOTE_TOKEN).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import logging
+import os
+import secrets
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from importlib.metadata import entry_points
+from typing import Any, NoReturn, TypeVar
+
+import grpc
+import trio
+from google.protobuf import empty_pb2
+
+from ahp_bridge import agentapi
+
+from . import auth, errors
+from ._gen.agentapi.v1 import agentapi_pb2 as pb
+from ._gen.agentapi.v1 import agentapi_pb2_grpc as pb_grpc
+from .convert import from_proto, to_proto
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+EMPTY = empty_pb2.Empty()
+TOKEN_ENV = "AHP_BRIDGE_REMOTE_TOKEN"
+DEFAULT_EVENT_BUFFER = 65536
+ATTACH_GRACE_SECONDS = 60.0
+
+
+class _CallCancelledError(Exception):
+    """The client cancelled the RPC, so the provider call was cancelled."""
+
+
+class _Call:
+    """One unary RPC's trio side: a cancel scope the RPC's end cancels."""
+
+    def __init__(self, token: trio.lowlevel.TrioToken) -> None:
+        self._token = token
+        self._scope: trio.CancelScope | None = None
+        self._cancelled = False
+
+    def rpc_done(self) -> None:  # grpc thread, also after a normal finish (harmless then)
+        try:
+            self._token.run_sync_soon(self._cancel)
+        except trio.RunFinishedError:
+            pass
+
+    def _cancel(self) -> None:
+        self._cancelled = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def run(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        with trio.CancelScope() as scope:
+            self._scope = scope
+            if self._cancelled:
+                scope.cancel()
+            return await fn(*args)
+        raise _CallCancelledError
+
+
+class _Served:
+    """One open conversation: the EventSink given at Open and the queue its stream drains."""
+
+    def __init__(self, handle: str, limit: int) -> None:
+        self.handle = handle
+        self.conversation: agentapi.Conversation | None = None
+        self._limit = limit
+        self._cond = threading.Condition()
+        self._queue: collections.deque[agentapi.Event] = collections.deque()
+        self._ended = False  # no more events will be queued; the stream ends after draining
+        self.overflowed = False
+        self.attached = False
+        self.attached_event = trio.Event()
+        self.dropped = False  # scheduled for (or done with) closing on the server side
+
+    def emit(self, event: agentapi.Event) -> None:
+        """EventSink.emit: never blocks (a short lock), safe from any thread."""
+        with self._cond:
+            if self._ended:
+                return
+            if len(self._queue) >= self._limit:
+                self.overflowed = True
+                self._ended = True
+                self._queue.clear()
+            else:
+                self._queue.append(event)
+            self._cond.notify()
+
+    def end(self) -> None:
+        with self._cond:
+            self._ended = True
+            self._cond.notify()
+
+    def wake(self) -> None:
+        with self._cond:
+            self._cond.notify()
+
+    def attach(self) -> bool:
+        with self._cond:
+            if self.attached:
+                return False
+            self.attached = True
+            return True
+
+    def take(self, active: Callable[[], bool]) -> tuple[list[agentapi.Event], bool]:
+        """Wait for events; return (batch, ended). Returns empty when the RPC went away."""
+        with self._cond:
+            while not self._queue and not self._ended and active():
+                self._cond.wait(timeout=5.0)
+            batch = list(self._queue)
+            self._queue.clear()
+            return batch, self._ended
+
+
+class _Service:
+    """Both servicers' logic; the generated base classes only route to it."""
+
+    def __init__(
+        self,
+        provider: agentapi.Provider,
+        nursery: trio.Nursery,
+        token: trio.lowlevel.TrioToken,
+        event_buffer: int,
+    ) -> None:
+        self.provider = provider
+        self.nursery = nursery
+        self.token = token
+        self.event_buffer = event_buffer
+        self.served: dict[str, _Served] = {}
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def call(self, context: grpc.ServicerContext, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Run fn in trio for this RPC; map its failure to a status + ErrorInfo."""
+        rpc = _Call(self.token)
+        if not context.add_callback(rpc.rpc_done):
+            context.abort(grpc.StatusCode.CANCELLED, "call ended before it started")
+        try:
+            return trio.from_thread.run(rpc.run, fn, *args, trio_token=self.token)
+        except trio.RunFinishedError:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "the provider server is shutting down")
+        except _CallCancelledError:
+            context.abort(grpc.StatusCode.CANCELLED, "call cancelled")
+        except agentapi.AgentAPIError as exc:
+            self._abort(context, errors.status_for(exc), exc.reason, str(exc))
+        except Exception as exc:
+            log.warning("provider call failed: %s", type(exc).__name__)
+            self._abort(context, grpc.StatusCode.UNKNOWN, "", str(exc) or type(exc).__name__)
+
+    @staticmethod
+    def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, reason: str, msg: str) -> NoReturn:
+        context.set_trailing_metadata(errors.error_trailer(reason, msg))
+        context.abort(code, msg)
+        raise AssertionError("unreachable")  # pragma: no cover - abort raises
+
+    def lookup(self, context: grpc.ServicerContext, handle: str) -> agentapi.Conversation:
+        served = self.served.get(handle)
+        if served is None or served.conversation is None or served.dropped:
+            self._abort(
+                context,
+                grpc.StatusCode.FAILED_PRECONDITION,
+                agentapi.Closed.reason,
+                "conversation is closed",
+            )
+        return served.conversation
+
+    def schedule_drop(self, served: _Served) -> None:
+        """Close a conversation whose stream is gone (any thread)."""
+        try:
+            self.token.run_sync_soon(self._drop_soon, served)
+        except trio.RunFinishedError:
+            pass
+
+    def _drop_soon(self, served: _Served) -> None:
+        if not served.dropped:
+            served.dropped = True
+            self.nursery.start_soon(self._close, served)
+
+    async def _close(self, served: _Served) -> None:
+        self.served.pop(served.handle, None)
+        served.end()
+        if served.conversation is not None:
+            try:
+                await served.conversation.close()
+            except Exception as exc:  # already closed or its runtime is gone: nothing to keep
+                log.info("closing dropped conversation: %s", type(exc).__name__)
+
+    async def _attach_grace(self, served: _Served) -> None:
+        with trio.move_on_after(ATTACH_GRACE_SECONDS):
+            await served.attached_event.wait()
+            return
+        log.info("no event stream attached within %ss; closing", ATTACH_GRACE_SECONDS)
+        self._drop_soon(served)
+
+    # -- provider ------------------------------------------------------------------------
+
+    def info(self) -> pb.ProviderInfo:
+        p = self.provider
+        caps = p.capabilities().model_copy(update={"host_tools": False})
+        return pb.ProviderInfo(
+            name=p.name(),
+            display_name=p.display_name(),
+            capabilities=to_proto(caps),
+            history_reader=isinstance(p, agentapi.HistoryReader),
+            history_pager=isinstance(p, agentapi.HistoryPager),
+        )
+
+    async def open(self, request: pb.OpenRequest) -> pb.OpenResponse:
+        served = _Served(secrets.token_urlsafe(12), self.event_buffer)
+        req = from_proto(request, agentapi.OpenRequest, events=served)
+        conversation = await self.provider.open(req)
+        served.conversation = conversation
+        self.served[served.handle] = served
+        self.nursery.start_soon(self._attach_grace, served)
+        return pb.OpenResponse(handle=served.handle, conversation_id=conversation.id())
+
+    async def shutdown(self) -> None:
+        for served in list(self.served.values()):
+            served.dropped = True
+            self.served.pop(served.handle, None)
+            served.end()
+        await self.provider.shutdown()
+
+    async def read_history(self, request: pb.ReadRequest) -> pb.History:
+        if not isinstance(self.provider, agentapi.HistoryReader):
+            raise agentapi.Unsupported("the provider cannot read history")
+        req = from_proto(request, agentapi.ReadRequest)
+        history: agentapi.History = await self.provider.read_history(req)
+        return to_proto(history)
+
+    async def read_history_window(self, request: pb.WindowRequest) -> pb.HistoryWindow:
+        if not isinstance(self.provider, agentapi.HistoryPager):
+            raise agentapi.Unsupported("the provider cannot page history")
+        req = from_proto(request, agentapi.WindowRequest)
+        window: agentapi.HistoryWindow = await self.provider.read_history_window(req)
+        return to_proto(window)
+
+    # -- conversation --------------------------------------------------------------------
+
+    def events(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Iterator[pb.Event]:
+        served = self.served.get(request.handle)
+        if served is None or served.dropped:
+            self._abort(
+                context, grpc.StatusCode.FAILED_PRECONDITION, agentapi.Closed.reason, "closed"
+            )
+        if not served.attach():
+            self._abort(
+                context, grpc.StatusCode.FAILED_PRECONDITION, "", "events already subscribed"
+            )
+        try:
+            self.token.run_sync_soon(served.attached_event.set)
+        except trio.RunFinishedError:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "the provider server is shutting down")
+        context.add_callback(served.wake)
+        try:
+            while True:
+                batch, ended = served.take(context.is_active)
+                if not context.is_active():
+                    return
+                for event in batch:
+                    yield to_proto(event)
+                    if event.kind == agentapi.EventKind.EXIT:
+                        return  # the conversation is unusable: end the stream
+                if ended:
+                    if served.overflowed:
+                        context.abort(
+                            grpc.StatusCode.RESOURCE_EXHAUSTED,
+                            "event consumer too slow: buffer overflowed; conversation closed",
+                        )
+                    return
+        finally:
+            # Whatever ended the stream (Close, exit, overflow, the client going away), the
+            # conversation must not outlive it; after Close this is a no-op.
+            self.schedule_drop(served)
+
+    async def close(self, handle: str) -> None:
+        served = self.served.pop(handle, None)
+        if served is None or served.dropped or served.conversation is None:
+            return  # closing twice, or after an exit, is a no-op
+        served.dropped = True
+        try:
+            await served.conversation.close()
+        finally:
+            served.end()
+
+
+class _ProviderServicer(pb_grpc.ProviderServiceServicer):
+    def __init__(self, service: _Service) -> None:
+        self.s = service
+
+    def Info(self, request: pb.InfoRequest, context: grpc.ServicerContext) -> pb.ProviderInfo:  # noqa: N802
+        async def info() -> pb.ProviderInfo:
+            return self.s.info()
+
+        return self.s.call(context, info)
+
+    def Check(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        self.s.call(context, self.s.provider.check)
+        return EMPTY
+
+    def Models(self, request: Any, context: grpc.ServicerContext) -> pb.ModelsResponse:  # noqa: N802
+        models = self.s.call(context, self.s.provider.models)
+        return pb.ModelsResponse(models=[to_proto(m) for m in models])
+
+    def Open(self, request: pb.OpenRequest, context: grpc.ServicerContext) -> pb.OpenResponse:  # noqa: N802
+        return self.s.call(context, self.s.open, request)
+
+    def Shutdown(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        self.s.call(context, self.s.shutdown)
+        return EMPTY
+
+    def ReadHistory(self, request: pb.ReadRequest, context: grpc.ServicerContext) -> pb.History:  # noqa: N802
+        return self.s.call(context, self.s.read_history, request)
+
+    def ReadHistoryWindow(  # noqa: N802
+        self, request: pb.WindowRequest, context: grpc.ServicerContext
+    ) -> pb.HistoryWindow:
+        return self.s.call(context, self.s.read_history_window, request)
+
+
+class _ConversationServicer(pb_grpc.ConversationServiceServicer):
+    def __init__(self, service: _Service) -> None:
+        self.s = service
+
+    def _conv(self, context: grpc.ServicerContext, handle: str) -> agentapi.Conversation:
+        return self.s.lookup(context, handle)
+
+    def Events(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Iterator[pb.Event]:  # noqa: N802
+        return self.s.events(request, context)
+
+    def History(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> pb.History:  # noqa: N802
+        history = self.s.call(context, self._conv(context, request.handle).history)
+        return to_proto(history)
+
+    def Send(self, request: pb.PromptRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        prompt = from_proto(request.prompt, agentapi.Prompt)
+        self.s.call(context, self._conv(context, request.handle).send, prompt)
+        return EMPTY
+
+    def Commands(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        commands = self.s.call(context, self._conv(context, request.handle).commands)
+        return pb.CommandsResponse(commands=[to_proto(c) for c in commands])
+
+    def RunCommand(self, request: pb.RunCommandRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        args = from_proto(request.args, agentapi.Prompt)
+        conv = self._conv(context, request.handle)
+        self.s.call(context, conv.run_command, request.name, args)
+        return EMPTY
+
+    def Steer(self, request: pb.PromptRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        prompt = from_proto(request.prompt, agentapi.Prompt)
+        self.s.call(context, self._conv(context, request.handle).steer, prompt)
+        return EMPTY
+
+    def Cancel(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        self.s.call(context, self._conv(context, request.handle).cancel)
+        return EMPTY
+
+    def CancelSubagent(self, request: pb.SubagentRef, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        conv = self._conv(context, request.handle)
+        self.s.call(context, conv.cancel_subagent, request.agent_id)
+        return EMPTY
+
+    def PromptSubagent(self, request: pb.PromptSubagentRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        conv = self._conv(context, request.handle)
+        self.s.call(context, conv.prompt_subagent, request.agent_id, request.text)
+        return EMPTY
+
+    def Respond(self, request: pb.RespondRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        answer = from_proto(request.answer, agentapi.Answer)
+        conv = self._conv(context, request.handle)
+        self.s.call(context, conv.respond, request.interaction_id, answer)
+        return EMPTY
+
+    def Diff(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        files = self.s.call(context, self._conv(context, request.handle).diff)
+        return pb.DiffResponse(files=[to_proto(f) for f in files])
+
+    def SetModel(self, request: pb.SetModelRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        conv = self._conv(context, request.handle)
+        self.s.call(context, conv.set_model, request.model, request.effort, request.context_size)
+        return EMPTY
+
+    def SetTitle(self, request: pb.SetTitleRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        conv = self._conv(context, request.handle)
+        self.s.call(context, conv.set_title, request.title)
+        return EMPTY
+
+    def Close(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        self.s.call(context, self.s.close, request.handle)
+        return EMPTY
+
+
+async def serve(
+    provider: agentapi.Provider,
+    listen: str,
+    *,
+    token: str | None = None,
+    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+    max_workers: int = 64,
+    event_buffer: int = DEFAULT_EVENT_BUFFER,
+) -> None:
+    """Serve provider on listen (``unix:PATH`` or ``HOST:PORT``) until cancelled.
+
+    Enters ``async with provider`` for the server's lifetime, so leaving shuts it down.
+    task_status.started receives the bound address (the real port when PORT was 0).
+    A non-loopback address requires token; when given, every call must present it.
+    max_workers bounds concurrent RPCs, each open event stream holding one worker.
+    """
+    auth.check_listen(listen, token)
+    interceptors = [auth.TokenInterceptor(token)] if token is not None else []
+    pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="agentapi-grpc")
+    server = grpc.server(pool, interceptors=interceptors)
+    async with provider, trio.open_nursery() as nursery:
+        service = _Service(provider, nursery, trio.lowlevel.current_trio_token(), event_buffer)
+        pb_grpc.add_ProviderServiceServicer_to_server(_ProviderServicer(service), server)
+        pb_grpc.add_ConversationServiceServicer_to_server(_ConversationServicer(service), server)
+        port = server.add_insecure_port(listen)
+        if port == 0 and not listen.startswith("unix"):
+            raise auth.AddressError(f"cannot listen on {listen!r}")
+        bound = listen
+        if not listen.startswith("unix"):
+            host, _ = auth.split_host_port(listen)
+            bound = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        server.start()
+        try:
+            task_status.started(bound)
+            await trio.sleep_forever()
+        finally:
+            for served in list(service.served.values()):
+                served.end()
+            with trio.CancelScope(shield=True):
+                stopped = server.stop(grace=1.0)
+                await trio.to_thread.run_sync(stopped.wait)
+                await trio.to_thread.run_sync(pool.shutdown)
+            nursery.cancel_scope.cancel()
+
+
+def load_provider(name: str, options: Mapping[str, Any]) -> agentapi.Provider:
+    """The provider registered as name in the ``ahp_bridge.providers`` entry-point group."""
+    found = entry_points(group="ahp_bridge.providers", name=name)
+    if not found:
+        raise SystemExit(f"no provider named {name!r} is installed")
+    factory = next(iter(found)).load()
+    provider: agentapi.Provider = factory(options)
+    return provider
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m ahp_bridge_remote.server --provider NAME --listen ADDR [--option K=V]``."""
+    parser = argparse.ArgumentParser(prog="python -m ahp_bridge_remote.server")
+    parser.add_argument("--provider", required=True)
+    parser.add_argument("--listen", required=True, help="unix:PATH or HOST:PORT")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+    options = dict(kv.split("=", 1) for kv in args.option)
+    provider = load_provider(args.provider, options)
+    token = os.environ.get(TOKEN_ENV) or None
+
+    async def run() -> None:
+        async with trio.open_nursery() as nursery:
+            bound = await nursery.start(serve, provider, args.listen, token=token)
+            print(f"listening on {bound}", flush=True)
+
+    try:
+        trio.run(run)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()
