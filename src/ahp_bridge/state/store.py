@@ -193,8 +193,9 @@ class Store:
     def _windowed(self, uri: str, state: dict[str, Any], last_turns: int) -> dict[str, Any]:
         window = self._windows[uri]
         turns = state["turns"]
-        if window.start == 0:
+        if not window.fixed:
             window.start = max(0, len(turns) - last_turns)
+            window.fixed = True
         cursor = window.cursor()
         if cursor is None:
             return state

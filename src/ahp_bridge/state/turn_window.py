@@ -24,10 +24,14 @@ _SEP = "~"
 
 @dataclass(slots=True)
 class TurnWindow:
-    """Index of the oldest loaded turn (0 = everything) and the cursor generation."""
+    """Index of the oldest loaded turn (0 = everything) and the cursor generation.
+
+    `fixed` is False until the first windowed snapshot picks the boundary.
+    """
 
     start: int = 0
     generation: int = 0
+    fixed: bool = False
 
     def cursor_at(self, index: int) -> str:
         return f"{self.generation}{_SEP}{index}"
@@ -54,4 +58,5 @@ class TurnWindow:
     def clear(self) -> None:
         """Every turn is gone: forget the window and invalidate outstanding cursors."""
         self.start = 0
+        self.fixed = False
         self.generation += 1
