@@ -1,1 +1,47 @@
+"""The two pure mappings between agentapi and AHP.
 
+``events``: agentapi Events -> AHP actions (``EventTranslator``, one per chat).
+``commands``: client actions -> Conversation call plans (``plan_command``).
+``questions``: the shared question/answer mapping both directions use.
+"""
+
+from .commands import (
+    Call,
+    CallPlan,
+    Cancel,
+    CommandContext,
+    Rejection,
+    Respond,
+    Send,
+    SetModel,
+    SetTitle,
+    Steer,
+    message_prompt,
+    next_queued_turn,
+    plan_command,
+    synced_answers,
+)
+from .events import EventTranslator, confirmation_options
+from .questions import AnswerError, answer_from_input, input_request
+
+__all__ = [
+    "AnswerError",
+    "Call",
+    "CallPlan",
+    "Cancel",
+    "CommandContext",
+    "EventTranslator",
+    "Rejection",
+    "Respond",
+    "Send",
+    "SetModel",
+    "SetTitle",
+    "Steer",
+    "answer_from_input",
+    "confirmation_options",
+    "input_request",
+    "message_prompt",
+    "next_queued_turn",
+    "plan_command",
+    "synced_answers",
+]

@@ -1,0 +1,437 @@
+"""Client actions -> Conversation call plans, or a rejection with a reason.
+
+The host has already validated the action against the wire schema and the reducer rules; this
+table decides whether the provider can honour it and which ``Conversation`` calls do so, in
+order. It is pure: it reads only the action and a ``CommandContext`` snapshot of what the host
+knows, and returns data (``CallPlan`` or ``Rejection``). A rejected action never reaches the
+provider, so an answer that does not fit a question is refused here, with the reason.
+
+=================================  ==========================================================
+client action                      plan
+=================================  ==========================================================
+``chat/turnStarted``               ``SetModel`` when ``message.model`` names a model (unknown
+                                   model, effort or context size: rejected), then ``Send``
+``chat/turnCancelled``             ``Cancel`` (only for the active turn)
+``chat/toolCallConfirmed``         ``Respond(decision=option id)``: the selected option, else
+                                   the provider's allow-once option (approve) or its first
+                                   reject option (deny); a denial's ``userSuggestion`` then
+                                   goes to the running turn as ``Steer``
+``chat/inputCompleted``            ``Respond``: accept -> ``answers`` (one list per question,
+                                   from the merged answers), decline -> ``reject``, cancel ->
+                                   ``cancel`` for an elicitation (``reject`` otherwise)
+``chat/pendingMessageSet``         steering -> ``Steer``; queued -> no call now (the host
+                                   starts it when idle, see ``next_queued_turn``)
+``session/titleChanged``           ``SetTitle`` (no call when the provider cannot title)
+state-only actions (drafts, answer no call: the reducer is the whole effect
+drafts, queue edits, read/archive,
+active client, default chat)
+anything else                      rejected: the provider cannot honour it (for example
+                                   ``chat/truncated``: the provider owns the transcript)
+=================================  ==========================================================
+
+Message attachments become the prompt's files and uploads: ``resource`` with a ``file:`` URI ->
+``File`` (directory when ``displayKind`` is "directory"); ``embeddedResource`` -> ``Blob``
+(MIME limited to what agentapi accepts, and to the named model's media when it reports them);
+``simple`` -> a text/plain ``Blob`` of its ``modelRepresentation``. Other attachments are
+rejected rather than silently dropped.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from ahp_bridge.agentapi import Answer, Blob, File, Interaction, Model, Option, Prompt
+
+from ._wire import Action, clean_line, iso_from_ms
+from .questions import AnswerError, answer_from_input
+
+__all__ = [
+    "MODEL_CONFIG_CONTEXT_SIZE",
+    "MODEL_CONFIG_EFFORT",
+    "Call",
+    "CallPlan",
+    "Cancel",
+    "CommandContext",
+    "Rejection",
+    "Respond",
+    "Send",
+    "SetModel",
+    "SetTitle",
+    "Steer",
+    "message_prompt",
+    "next_queued_turn",
+    "plan_command",
+    "synced_answers",
+]
+
+MODEL_CONFIG_EFFORT = "effort"
+"""``ModelSelection.config`` key of the reasoning effort (agentapi ``SetModel`` effort)."""
+MODEL_CONFIG_CONTEXT_SIZE = "contextSize"
+"""``ModelSelection.config`` key of the context tier id (agentapi ``SetModel`` context size)."""
+
+_MIME = frozenset(
+    {"image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf", "text/plain"}
+)
+
+_NO_CALL = frozenset(
+    {
+        "chat/pendingMessageRemoved",
+        "chat/queuedMessagesReordered",
+        "chat/draftChanged",
+        "chat/inputAnswerChanged",
+        "session/isReadChanged",
+        "session/isArchivedChanged",
+        "session/activeClientSet",
+        "session/activeClientRemoved",
+        "session/defaultChatChanged",
+    }
+)
+
+
+# ------------------------------------------------------------------------- calls
+
+
+@dataclass(frozen=True)
+class SetModel:
+    """``Conversation.set_model(model, effort, context_size)``."""
+
+    model: str
+    effort: str = ""
+    context_size: str = ""
+
+
+@dataclass(frozen=True)
+class Send:
+    """``Conversation.send(prompt)``."""
+
+    prompt: Prompt
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """``Conversation.cancel()``."""
+
+
+@dataclass(frozen=True)
+class Respond:
+    """``Conversation.respond(interaction_id, answer)``."""
+
+    interaction_id: str
+    answer: Answer
+
+
+@dataclass(frozen=True)
+class Steer:
+    """``Conversation.steer(prompt)``."""
+
+    prompt: Prompt
+
+
+@dataclass(frozen=True)
+class SetTitle:
+    """``Conversation.set_title(title)``."""
+
+    title: str
+
+
+Call = SetModel | Send | Cancel | Respond | Steer | SetTitle
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """Accepted: make these calls, in order, after applying the action (may be none)."""
+
+    calls: tuple[Call, ...] = ()
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Refused: echo the action with ``rejectionReason=reason``; nothing reaches the provider."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class CommandContext:
+    """What the host knows when a client action arrives.
+
+    ``permissions`` maps an AHP ``toolCallId`` to its pending permission interaction and
+    ``inputs`` an AHP input ``requestId`` to its pending question (both from
+    ``EventTranslator.pending_permissions()`` / ``pending_inputs()``); ``input_answers`` holds
+    the answers already synced on each open request (``synced_answers``).
+    """
+
+    session_ready: bool = True
+    active_turn_id: str | None = None
+    models: Sequence[Model] = ()
+    permissions: Mapping[str, Interaction] = field(default_factory=dict)
+    inputs: Mapping[str, Interaction] = field(default_factory=dict)
+    input_answers: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
+    can_set_title: bool = True
+
+
+class _Refused(ValueError):
+    """A rejection reason raised out of nested helpers (a ValueError for outside callers)."""
+
+
+# ------------------------------------------------------------------------- the table
+
+
+def plan_command(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan | Rejection:
+    """Decide how the provider honours one client action (see the module table)."""
+    kind = action.get("type")
+    try:
+        if kind == "chat/turnStarted":
+            return _turn_started(action, ctx)
+        if kind == "chat/turnCancelled":
+            if ctx.active_turn_id is None or action.get("turnId") != ctx.active_turn_id:
+                raise _Refused("no such turn is running")
+            return CallPlan((Cancel(),))
+        if kind == "chat/toolCallConfirmed":
+            return _tool_confirmed(action, ctx)
+        if kind == "chat/inputCompleted":
+            return _input_completed(action, ctx)
+        if kind == "chat/pendingMessageSet":
+            return _pending_message(action, ctx)
+        if kind == "session/titleChanged":
+            title = clean_line(str(action.get("title", "")))
+            if not title:
+                raise _Refused("the title is empty")
+            return CallPlan((SetTitle(title),) if ctx.can_set_title else ())
+        if kind in _NO_CALL:
+            return CallPlan()
+    except _Refused as refused:
+        return Rejection(str(refused))
+    return Rejection(f"{kind} is not supported by this provider bridge")
+
+
+def _turn_started(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan:
+    if not ctx.session_ready:
+        raise _Refused("the session is not ready")
+    if ctx.active_turn_id is not None:
+        raise _Refused("a turn is already running")
+    message = action.get("message")
+    if not isinstance(message, Mapping):
+        raise _Refused("the turn has no message")
+    if (message.get("origin") or {}).get("kind") != "user":
+        raise _Refused("clients may only start turns with user messages")
+    calls: list[Call] = []
+    model = _model_selection(message, ctx)
+    if model is not None:
+        calls.append(model)
+    named = _named_model(message, ctx)
+    calls.append(Send(message_prompt(message, model=named)))
+    return CallPlan(tuple(calls))
+
+
+def _named_model(message: Mapping[str, Any], ctx: CommandContext) -> Model | None:
+    selection = message.get("model")
+    if not isinstance(selection, Mapping):
+        return None
+    return next((m for m in ctx.models if m.id == selection.get("id")), None)
+
+
+def _model_selection(message: Mapping[str, Any], ctx: CommandContext) -> SetModel | None:
+    selection = message.get("model")
+    if selection is None:
+        return None
+    if not isinstance(selection, Mapping) or not isinstance(selection.get("id"), str):
+        raise _Refused("message.model must name a model id")
+    model = _named_model(message, ctx)
+    if model is None:
+        raise _Refused(f"unknown model {selection['id']!r}")
+    config = selection.get("config") or {}
+    effort = config.get(MODEL_CONFIG_EFFORT, "")
+    size = config.get(MODEL_CONFIG_CONTEXT_SIZE, "")
+    if not isinstance(effort, str) or not isinstance(size, str):
+        raise _Refused("model effort and context size must be strings")
+    if effort and effort not in model.efforts:
+        raise _Refused(f"model {model.id!r} has no effort {effort!r}")
+    if size and size not in {c.id for c in model.context_sizes}:
+        raise _Refused(f"model {model.id!r} has no context size {size!r}")
+    return SetModel(model.id, effort, size)
+
+
+def _tool_confirmed(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan:
+    interaction = ctx.permissions.get(str(action.get("toolCallId")))
+    if interaction is None or action.get("turnId") != ctx.active_turn_id:
+        raise _Refused("the tool call is not waiting for confirmation")
+    if "editedToolInput" in action:
+        raise _Refused("this provider does not accept edited tool input")
+    approved = action.get("approved") is True
+    option = _option(interaction.options, action.get("selectedOptionId"), approved)
+    calls: list[Call] = [Respond(interaction.id, Answer(decision=option.id))]
+    suggestion = action.get("userSuggestion")
+    if not approved and isinstance(suggestion, Mapping):
+        calls.append(Steer(message_prompt(suggestion)))
+    return CallPlan(tuple(calls))
+
+
+def _option(options: Sequence[Option], selected: Any, approved: bool) -> Option:
+    verb = "approve" if approved else "deny"
+    if selected is not None:
+        option = next((o for o in options if o.id == selected), None)
+        if option is None:
+            raise _Refused(f"unknown option {selected!r}")
+        if option.reject == approved:
+            raise _Refused(f"option {selected!r} does not {verb}")
+        return option
+    if approved:
+        option = next((o for o in options if o.allow_once and not o.reject), None)
+        option = option or next((o for o in options if not o.reject), None)
+    else:
+        option = next((o for o in options if o.reject), None)
+    if option is None:
+        raise _Refused(f"the provider offered no option to {verb}")
+    return option
+
+
+def _input_completed(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan:
+    request_id = str(action.get("requestId"))
+    interaction = ctx.inputs.get(request_id)
+    if interaction is None:
+        raise _Refused("no such input request is open")
+    response = action.get("response")
+    if response == "decline":
+        answer = Answer(reject=True)
+    elif response == "cancel":
+        answer = Answer(cancel=True) if interaction.elicitation is not None else Answer(reject=True)
+    elif response == "accept":
+        merged = {**ctx.input_answers.get(request_id, {}), **(action.get("answers") or {})}
+        try:
+            answer = answer_from_input(interaction, merged)
+        except AnswerError as error:
+            raise _Refused(str(error)) from None
+    else:
+        raise _Refused(f"unknown response {response!r}")
+    return CallPlan((Respond(interaction.id, answer),))
+
+
+def _pending_message(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan:
+    message = action.get("message")
+    if not isinstance(message, Mapping):
+        raise _Refused("the pending message has no message")
+    if (message.get("origin") or {}).get("kind") != "user":
+        raise _Refused("clients may only send user messages")
+    prompt = message_prompt(message)
+    if action.get("kind") == "steering":
+        if ctx.active_turn_id is None:
+            raise _Refused("no turn is running to steer")
+        return CallPlan((Steer(prompt),))
+    if action.get("kind") == "queued":
+        return CallPlan()
+    raise _Refused(f"unknown pending message kind {action.get('kind')!r}")
+
+
+# ------------------------------------------------------------------------- prompts
+
+
+def message_prompt(message: Mapping[str, Any], *, model: Model | None = None) -> Prompt:
+    """The agentapi ``Prompt`` for an AHP ``Message``; raises ``ValueError`` when it cannot.
+
+    ``model``, when given, gates uploads by the media it reports.
+    """
+    text = message.get("text")
+    if not isinstance(text, str):
+        raise _Refused("the message text must be a string")
+    files: list[File] = []
+    blobs: list[Blob] = []
+    for index, attachment in enumerate(message.get("attachments") or []):
+        if not isinstance(attachment, Mapping):
+            raise _Refused(f"attachment {index} is not an object")
+        _attachment(index, attachment, files, blobs, model)
+    if not text.strip() and not files and not blobs:
+        raise _Refused("the message is empty")
+    return Prompt(text=text, files=files, attachments=blobs)
+
+
+def _attachment(
+    index: int,
+    attachment: Mapping[str, Any],
+    files: list[File],
+    blobs: list[Blob],
+    model: Model | None,
+) -> None:
+    kind = attachment.get("type")
+    label = str(attachment.get("label", ""))
+    where = f"attachment {index} ({label!r})"
+    if kind == "resource":
+        uri = urlparse(str(attachment.get("uri", "")))
+        if uri.scheme != "file" or uri.netloc not in ("", "localhost") or not uri.path:
+            raise _Refused(f"{where}: only file: URIs on this host can be attached")
+        path = unquote(uri.path)
+        files.append(File(path=path, rel=label, dir=attachment.get("displayKind") == "directory"))
+    elif kind == "embeddedResource":
+        mime = str(attachment.get("contentType", "")).split(";")[0].strip().lower()
+        if mime not in _MIME:
+            raise _Refused(f"{where}: content type {mime!r} cannot be uploaded")
+        _check_media(where, mime, model, blobs)
+        try:
+            data = base64.b64decode(str(attachment.get("data", "")), validate=True)
+        except (binascii.Error, ValueError):
+            raise _Refused(f"{where}: data is not valid base64") from None
+        blobs.append(Blob(name=label, mime=mime, data=data))
+    elif kind == "simple":
+        representation = attachment.get("modelRepresentation")
+        if not isinstance(representation, str) or not representation:
+            raise _Refused(f"{where}: a client attachment needs its modelRepresentation")
+        blobs.append(Blob(name=label, mime="text/plain", data=representation.encode()))
+    else:
+        raise _Refused(f"{where}: {kind!r} attachments are not supported by this provider")
+
+
+def _check_media(where: str, mime: str, model: Model | None, blobs: list[Blob]) -> None:
+    if model is None or model.media is None or mime == "text/plain":
+        return
+    media = model.media
+    if mime == "application/pdf" and not media.pdf:
+        raise _Refused(f"{where}: model {model.id!r} does not accept PDF files")
+    if mime.startswith("image/"):
+        if not media.images:
+            raise _Refused(f"{where}: model {model.id!r} does not accept images")
+        images = sum(1 for b in blobs if b.mime.startswith("image/")) + 1
+        if media.max_images and images > media.max_images:
+            raise _Refused(f"{where}: at most {media.max_images} images per message")
+    if media.types and mime not in media.types:
+        raise _Refused(f"{where}: model {model.id!r} does not accept {mime}")
+
+
+# ------------------------------------------------------------------------- host helpers
+
+
+def synced_answers(chat_state: Mapping[str, Any], request_id: str) -> dict[str, Any]:
+    """The answers already synced on the open input request ``request_id`` of a chat state."""
+    turn = chat_state.get("activeTurn") or {}
+    for part in turn.get("responseParts") or []:
+        request = part.get("request") if part.get("kind") == "inputRequest" else None
+        if request is not None and request.get("id") == request_id:
+            return dict(request.get("answers") or {})
+    return {}
+
+
+def next_queued_turn(
+    chat_state: Mapping[str, Any], turn_id: str, started_at_ms: int
+) -> Action | None:
+    """The host's ``chat/turnStarted{queuedMessageId}`` for the chat's next queued message.
+
+    None while a turn runs or nothing is queued. The action consumes the queue entry
+    atomically in the reducer; run it through ``plan_command`` for its calls.
+    """
+    if chat_state.get("activeTurn"):
+        return None
+    queued = chat_state.get("queuedMessages") or []
+    if not queued:
+        return None
+    first = queued[0]
+    return {
+        "type": "chat/turnStarted",
+        "turnId": turn_id,
+        "startedAt": iso_from_ms(started_at_ms),
+        "message": first["message"],
+        "queuedMessageId": first["id"],
+    }

@@ -1,0 +1,857 @@
+"""agentapi Events -> AHP actions, as a small sans-IO state machine per chat.
+
+The mapping needs memory (agentapi turns carry no id, deltas name items not parts, tool calls
+and interactions are upserts), so ``EventTranslator`` keeps a mirror of exactly what it emitted:
+the active turn, the open text part, every tool call's AHP status and the pending interactions.
+It never reads a clock and never invents ids itself: the caller injects ``new_id`` and
+``now_ms``. The host applies the returned ``(channel, action)`` pairs in order through the store,
+and feeds every accepted client action to ``observe_client_action`` so the mirror stays true.
+
+Every Event kind of the contract, and where it goes:
+
+================  ==========================================================================
+Event kind        AHP
+================  ==========================================================================
+turn working      ``chat/turnStarted`` (host-originated, ``_meta`` marks it) unless the host
+                  already started the turn for a client (``turn_started_by_client``); the
+                  message is the main agent's user item seen just before, else empty, origin
+                  ``agent``
+turn completed    ``chat/turnComplete`` ; cancelled: ``chat/turnCancelled`` ; failed:
+                  ``chat/error{errorType:"turnFailed"}``; duration = now - start in ms. Then
+                  ``session/inputNeededRemoved`` for every interaction still pending and a
+                  cleared ``chat/activityChanged`` when an activity was shown
+item assistant    ``chat/responsePart`` markdown (first text), then ``chat/delta``
+item reasoning    ``chat/responsePart`` reasoning, then ``chat/reasoning``
+delta             as the item of its kind; only assistant and reasoning stream (tool, notice
+                  and user deltas have no streaming form in AHP 0.7.0 and are dropped)
+item tool         ``chat/toolCallStart`` once; ``chat/toolCallReady{confirmed:"not-needed"}``
+                  when it runs; ``chat/toolCallComplete{result}`` when completed/failed (output
+                  as text content, exit code as ``error.code``, file edits in ``_meta``).
+                  Progress and output tail updates of a running call are dropped (live only)
+item notice       ``chat/responsePart`` systemNotification (once per item id)
+item user         not a part: AHP carries the user's text as the turn's message (client turns)
+                  and steering as pending messages the host manages. A main-agent user item
+                  seen while no turn runs seeds the message of the next provider-started turn
+interaction       permission pending: ``chat/toolCallStart`` when its tool call is unknown,
+                  ``chat/toolCallReady`` without ``confirmed`` with the provider's options,
+                  then ``session/inputNeededSet{kind:"toolConfirmation"}``. question/plan review
+                  pending: ``chat/inputRequested`` + ``session/inputNeededSet{kind:"chatInput"}``.
+                  answered/rejected/expired: the resolution a client did not give here
+                  (``chat/toolCallConfirmed`` or ``chat/inputCompleted``), then
+                  ``session/inputNeededRemoved``
+subagent          ``subagent`` tool result content on its parent tool call:
+                  ``chat/toolCallContentChanged`` while the call runs, else kept for its
+                  ``chat/toolCallComplete``; once per subagent
+exit              ``chat/error{errorType:"providerExit"}`` for a running turn (detached:
+                  ``chat/turnCancelled``, the provider already ended it as cancelled)
+title             ``session/titleChanged`` + ``session/chatUpdated{title}`` (cleaned, deduped)
+usage             ``chat/usage`` with ``_meta["ahpBridge.aiUnits"]`` (conversation total)
+tokens            ``chat/usage``: the turn's token counts summed over its model calls
+activity          ``chat/activityChanged`` + ``session/chatUpdated{activity}`` (intent, else a
+                  retry note), only when the text changes
+compaction        the same activity text, "Compacting conversation", while it holds the turn
+context, todos,   session ``_meta`` under ``ahpBridge.<name>`` via ``session/metaChanged``
+background_tasks, (AHP 0.7.0 has no typed home for them; the translator owns the session's
+schedules,        ``_meta`` and sends the whole object, since the reducer replaces it)
+execution,
+mcp_status,
+model_selection
+plan_path         dropped: a provider-private scratch path used for project-change exclusion,
+                  never shown to a user and no read permission
+skill             dropped: skill loads are not transcript items in agentapi, and AHP 0.7.0's
+                  customizations belong to the session's configuration, not to a turn
+================  ==========================================================================
+
+Subagents: items, deltas and interactions whose ``agent_id`` is not empty never enter the main
+transcript. The one exception is a permission a subagent asks for: it must be answerable, so it
+becomes a tool call (id ``<agent_id>/<tool_call_id>``, ``_meta["ahpBridge.agentId"]``) that the
+subagent's own tool item then completes. A subagent is visible in the main chat only as the
+``subagent`` content of the tool call that spawned it; its transcript stays with the provider
+(HistoryPager) for a read-only chat at ``subagent_chat_uri(agent_id)``.
+
+Content that arrives while no turn is active is dropped (AHP 0.7.0 has no place for response
+parts outside a turn); providers report ``working`` first (see the Go contract). After a turn
+ended on the bridge's side (client cancel, ``fail_turn``), the provider's late end of that turn
+and its late content are recognised and dropped until the provider reports ``working`` again.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+from ahp_bridge.agentapi import (
+    Activity,
+    Event,
+    EventKind,
+    Interaction,
+    InteractionKind,
+    InteractionState,
+    Item,
+    ItemKind,
+    Option,
+    Subagent,
+    ToolStatus,
+    TurnState,
+)
+
+from ._wire import META_PREFIX, Action, Emitted, clean_line, drop_none, iso_from_ms
+from .questions import input_request
+
+__all__ = ["EventTranslator", "confirmation_options"]
+
+_META_EVENTS: dict[EventKind, tuple[str, str]] = {
+    EventKind.CONTEXT: ("context", "context"),
+    EventKind.TODOS: ("todos", "todos"),
+    EventKind.BACKGROUND_TASKS: ("background_tasks", "backgroundTasks"),
+    EventKind.SCHEDULES: ("schedules", "schedules"),
+    EventKind.EXECUTION: ("execution", "execution"),
+    EventKind.MCP_STATUS: ("mcp_status", "mcpStatus"),
+    EventKind.MODEL_SELECTION: ("model_selection", "modelSelection"),
+}
+"""Event kinds carried in session ``_meta``: payload attribute and ``_meta`` key suffix."""
+
+_TERMINAL_TOOL = frozenset({"completed", "cancelled"})
+
+
+def confirmation_options(options: list[Option]) -> list[dict[str, Any]]:
+    """AHP ``ConfirmationOption``s for the provider's permission options, in its order.
+
+    Each provider option stays its own AHP option (so allow-once and allow-for-session remain
+    distinct choices); approvals are group 0 and denials group 1, so clients may separate them.
+    """
+    return [
+        {
+            "id": option.id,
+            "label": option.label,
+            "kind": "deny" if option.reject else "approve",
+            "group": 1 if option.reject else 0,
+        }
+        for option in options
+    ]
+
+
+@dataclass
+class _Tool:
+    """What the translator emitted for one tool call (mirrors the reducer's status)."""
+
+    call_id: str
+    base: dict[str, Any]
+    status: str = "streaming"
+    invocation: str = ""
+    tool_input: str | None = None
+    content: list[dict[str, Any]] = field(default_factory=list)
+    interaction: str | None = None
+
+
+@dataclass
+class _Turn:
+    id: str
+    started_ms: int
+    confirmed: bool
+    open_key: tuple[str, str] | None = None
+    open_part: str = ""
+    text: dict[tuple[str, str], str] = field(default_factory=dict)
+    tools: dict[tuple[str, str], _Tool] = field(default_factory=dict)
+    notices: set[str] = field(default_factory=set)
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Pending:
+    interaction: Interaction
+    input_id: str
+    tool_key: tuple[str, str] | None = None
+
+
+class EventTranslator:
+    """Translate one conversation's agentapi Events into actions for one AHP chat.
+
+    ``new_id`` makes ids for provider-started turns and response parts; ``now_ms`` is the
+    producer's clock in epoch milliseconds (turn start stamps and durations). Both are injected
+    so the translation is deterministic and testable.
+    """
+
+    def __init__(
+        self,
+        chat_uri: str,
+        session_uri: str,
+        new_id: Callable[[], str],
+        now_ms: Callable[[], int],
+        *,
+        subagent_chat_uri: Callable[[str], str] | None = None,
+    ) -> None:
+        self.chat_uri = chat_uri
+        self.session_uri = session_uri
+        self._new_id = new_id
+        self._now_ms = now_ms
+        self._subagent_chat_uri = subagent_chat_uri or self._default_subagent_uri
+        self._turn: _Turn | None = None
+        self._stale_ends = 0
+        self._seed: Item | None = None
+        self._pending: dict[str, _Pending] = {}
+        self._subagents: set[str] = set()
+        self._orphans: dict[str, list[dict[str, Any]]] = {}
+        self._title = ""
+        self._activity: Activity | None = None
+        self._compacting = False
+        self._activity_text = ""
+        self._meta: dict[str, Any] = {}
+        self._handlers: dict[EventKind, Callable[[Event], list[Emitted]]] = {
+            EventKind.TURN: self._on_turn,
+            EventKind.ITEM: self._on_item,
+            EventKind.DELTA: self._on_delta,
+            EventKind.INTERACTION: self._on_interaction,
+            EventKind.SUBAGENT: self._on_subagent,
+            EventKind.EXIT: self._on_exit,
+            EventKind.TITLE: self._on_title,
+            EventKind.USAGE: self._on_usage,
+            EventKind.TOKENS: self._on_tokens,
+            EventKind.ACTIVITY: self._on_activity,
+            EventKind.COMPACTION: self._on_compaction,
+            EventKind.PLAN_PATH: self._dropped,
+            EventKind.SKILL: self._dropped,
+        }
+        for kind in _META_EVENTS:
+            self._handlers[kind] = self._on_meta
+
+    # ----------------------------------------------------------------- queries for the host
+
+    @property
+    def active_turn_id(self) -> str | None:
+        """The AHP id of the turn the translator considers running, if any."""
+        return self._turn.id if self._turn is not None else None
+
+    def pending_permissions(self) -> dict[str, Interaction]:
+        """Pending permission interactions keyed by the AHP ``toolCallId`` they confirm."""
+        out: dict[str, Interaction] = {}
+        turn = self._turn
+        for pending in self._pending.values():
+            if turn is not None and pending.tool_key is not None:
+                tool = turn.tools.get(pending.tool_key)
+                if tool is not None:
+                    out[tool.call_id] = pending.interaction
+        return out
+
+    def pending_inputs(self) -> dict[str, Interaction]:
+        """Pending question and plan-review interactions keyed by AHP input ``requestId``."""
+        return {
+            key: pending.interaction
+            for key, pending in self._pending.items()
+            if pending.tool_key is None
+        }
+
+    # ----------------------------------------------------------------- host-side turn changes
+
+    def turn_started_by_client(self, turn_id: str, started_at_ms: int) -> None:
+        """Record that the host applied a ``chat/turnStarted`` (client's or from the queue).
+
+        The provider's next ``working`` confirms this turn instead of starting another one.
+        """
+        self._turn = _Turn(id=turn_id, started_ms=started_at_ms, confirmed=False)
+        self._seed = None
+
+    def fail_turn(self, error_type: str, message: str) -> list[Emitted]:
+        """End the active turn with ``chat/error``, e.g. when ``send`` failed after acceptance."""
+        if self._turn is None:
+            return []
+        error = {"errorType": error_type, "message": message}
+        return self._end_turn("chat/error", {"error": error})
+
+    def observe_client_action(self, action: Mapping[str, Any]) -> list[Emitted]:
+        """Keep the mirror true after the host applied a client's action; returns follow-ups.
+
+        The follow-ups are host actions the client's action implies, such as
+        ``session/inputNeededRemoved`` once a tool call is confirmed or an input completed.
+        """
+        kind = action.get("type")
+        if kind == "chat/turnStarted":
+            self.turn_started_by_client(str(action["turnId"]), self._now_ms())
+            return []
+        if kind == "chat/turnCancelled":
+            turn = self._turn
+            if turn is None or turn.id != action.get("turnId"):
+                return []
+            self._stale_ends += 1
+            self._turn = None
+            return self._clear_pending() + self._clear_activity()
+        if kind == "chat/toolCallConfirmed":
+            return self._client_confirmed(action)
+        if kind == "chat/inputCompleted":
+            pending = self._pending.pop(str(action.get("requestId")), None)
+            return [] if pending is None else [self._removed(pending)]
+        if kind == "session/titleChanged":
+            self._title = clean_line(str(action.get("title", "")))
+        return []
+
+    def _client_confirmed(self, action: Mapping[str, Any]) -> list[Emitted]:
+        turn = self._turn
+        if turn is None or turn.id != action.get("turnId"):
+            return []
+        for tool in turn.tools.values():
+            if tool.call_id != action.get("toolCallId") or tool.status != "pending-confirmation":
+                continue
+            tool.status = "running" if action.get("approved") is True else "cancelled"
+            pending = self._pending.pop(tool.interaction or "", None)
+            tool.interaction = None
+            return [] if pending is None else [self._removed(pending)]
+        return []
+
+    # ----------------------------------------------------------------- the table
+
+    def translate(self, event: Event) -> list[Emitted]:
+        """The actions, in order, that one provider event becomes (often none)."""
+        handler = self._handlers.get(event.kind)
+        return handler(event) if handler is not None else []
+
+    def _dropped(self, event: Event) -> list[Emitted]:
+        return []
+
+    # turns
+
+    def _on_turn(self, event: Event) -> list[Emitted]:
+        turn_event = event.turn
+        if turn_event is None:
+            return []
+        if turn_event.state == TurnState.WORKING:
+            self._stale_ends = 0
+            if self._turn is not None:
+                self._turn.confirmed = True
+                return []
+            return self._start_provider_turn()
+        if self._stale_ends and (self._turn is None or not self._turn.confirmed):
+            self._stale_ends -= 1
+            return []
+        if self._turn is None:
+            return []
+        meta = drop_none(
+            {
+                f"{META_PREFIX}reason": turn_event.reason or None,
+                f"{META_PREFIX}model": turn_event.model or None,
+            }
+        )
+        extra: dict[str, Any] = {"_meta": meta} if meta else {}
+        if turn_event.state == TurnState.COMPLETED:
+            return self._end_turn("chat/turnComplete", extra)
+        if turn_event.state == TurnState.CANCELLED:
+            return self._end_turn("chat/turnCancelled", extra)
+        message = turn_event.error or "The turn failed."
+        return self._end_turn(
+            "chat/error", {"error": {"errorType": "turnFailed", "message": message}, **extra}
+        )
+
+    def _start_provider_turn(self) -> list[Emitted]:
+        seed, self._seed = self._seed, None
+        started = self._now_ms()
+        turn = _Turn(id=self._new_id(), started_ms=started, confirmed=True)
+        self._turn = turn
+        origin = "user" if seed is not None and seed.delivery != "autopilot" else "agent"
+        message: dict[str, Any] = {"text": seed.text if seed else "", "origin": {"kind": origin}}
+        return [
+            self._chat(
+                {
+                    "type": "chat/turnStarted",
+                    "turnId": turn.id,
+                    "startedAt": iso_from_ms(started),
+                    "message": message,
+                    "_meta": {f"{META_PREFIX}origin": "provider"},
+                }
+            )
+        ]
+
+    def _end_turn(self, action_type: str, extra: Mapping[str, Any]) -> list[Emitted]:
+        turn = self._turn
+        assert turn is not None
+        self._turn = None
+        self._seed = None
+        duration = max(0, self._now_ms() - turn.started_ms)
+        end = {"type": action_type, "turnId": turn.id, "duration": duration, **extra}
+        return [self._chat(end), *self._clear_pending(), *self._clear_activity()]
+
+    def _clear_pending(self) -> list[Emitted]:
+        pending, self._pending = list(self._pending.values()), {}
+        return [self._removed(p) for p in pending]
+
+    def _content_turn(self) -> _Turn | None:
+        """The turn content belongs to, or None when it must be dropped (see module doc)."""
+        turn = self._turn
+        if turn is None or (self._stale_ends and not turn.confirmed):
+            return None
+        return turn
+
+    # items and deltas
+
+    def _on_item(self, event: Event) -> list[Emitted]:
+        item = event.item
+        if item is None:
+            return []
+        if item.kind == ItemKind.TOOL:
+            return self._on_tool(item)
+        if item.agent_id:
+            return []
+        if item.kind == ItemKind.USER:
+            if self._turn is None:
+                self._seed = item
+            return []
+        if item.kind in (ItemKind.ASSISTANT, ItemKind.REASONING):
+            return self._text(item.kind, item.id, full=item.text)
+        if item.kind == ItemKind.NOTICE:
+            return self._notice(item)
+        return []
+
+    def _on_delta(self, event: Event) -> list[Emitted]:
+        delta = event.delta
+        if delta is None or delta.agent_id:
+            return []
+        if delta.kind not in (ItemKind.ASSISTANT, ItemKind.REASONING):
+            return []
+        return self._text(delta.kind, delta.item_id, append=delta.text)
+
+    def _text(
+        self, kind: ItemKind, item_id: str, *, full: str | None = None, append: str = ""
+    ) -> list[Emitted]:
+        turn = self._content_turn()
+        if turn is None:
+            return []
+        key = (str(kind), item_id)
+        seen = turn.text.get(key, "")
+        if full is not None:
+            # An item replaces earlier versions; AHP can only append, so only a longer
+            # version of what was streamed adds anything (a rewrite keeps the streamed text).
+            if not full.startswith(seen):
+                return []
+            append = full[len(seen) :]
+        if not append:
+            return []
+        turn.text[key] = seen + append
+        markdown = kind == ItemKind.ASSISTANT
+        if turn.open_key == key:
+            return [
+                self._chat(
+                    {
+                        "type": "chat/delta" if markdown else "chat/reasoning",
+                        "turnId": turn.id,
+                        "partId": turn.open_part,
+                        "content": append,
+                    }
+                )
+            ]
+        part_id = self._new_id()
+        turn.open_key, turn.open_part = key, part_id
+        part = {"kind": "markdown" if markdown else "reasoning", "id": part_id, "content": append}
+        return [self._chat({"type": "chat/responsePart", "turnId": turn.id, "part": part})]
+
+    def _notice(self, item: Item) -> list[Emitted]:
+        turn = self._content_turn()
+        if turn is None or item.id in turn.notices or not item.text:
+            return []
+        turn.notices.add(item.id)
+        part: dict[str, Any] = {"kind": "systemNotification", "content": item.text}
+        meta: dict[str, Any] = {f"{META_PREFIX}itemId": item.id}
+        if item.completion is not None:
+            meta[f"{META_PREFIX}completion"] = item.completion.to_json()
+        part["_meta"] = meta
+        return self._append_part(turn, part)
+
+    def _append_part(self, turn: _Turn, part: dict[str, Any]) -> list[Emitted]:
+        turn.open_key = None
+        return [self._chat({"type": "chat/responsePart", "turnId": turn.id, "part": part})]
+
+    # tool calls
+
+    def _on_tool(self, item: Item) -> list[Emitted]:
+        call = item.tool
+        turn = self._content_turn()
+        if call is None or turn is None:
+            return []
+        key = (item.agent_id, item.id)
+        tool = turn.tools.get(key)
+        out: list[Emitted] = []
+        if tool is None:
+            if item.agent_id:
+                return []  # subagent tool calls stay out of the main transcript
+            display = call.title or call.name
+            tool = self._new_tool(turn, key, call.name, display, invocation=display)
+            out += self._start_tool(turn, tool)
+        if call.input:
+            tool.tool_input = call.input
+        if call.status == ToolStatus.PENDING:
+            return out
+        if tool.status == "streaming":
+            out.append(self._ready(turn, tool, confirmed="not-needed"))
+            tool.status = "running"
+        if call.status == ToolStatus.RUNNING or tool.status in _TERMINAL_TOOL:
+            return out
+        success = call.status == ToolStatus.COMPLETED
+        display = tool.base["displayName"]
+        result: dict[str, Any] = {
+            "success": success,
+            "pastTenseMessage": f"Ran {display}" if success else f"{display} failed",
+        }
+        content = list(tool.content)
+        if call.output:
+            content.append({"type": "text", "text": call.output})
+        if content:
+            result["content"] = content
+        if not success:
+            code = str(call.exit_code) if call.exit_code is not None else None
+            message = call.output or "The tool call failed."
+            result["error"] = drop_none({"message": message, "code": code})
+        complete: dict[str, Any] = {
+            "type": "chat/toolCallComplete",
+            "turnId": turn.id,
+            "toolCallId": tool.call_id,
+            "result": result,
+        }
+        meta = drop_none(
+            {
+                **tool.base.get("_meta", {}),
+                f"{META_PREFIX}exitCode": call.exit_code,
+                f"{META_PREFIX}fileEdits": [e.to_json() for e in call.file_edits] or None,
+            }
+        )
+        if meta:
+            complete["_meta"] = meta
+        tool.status = "completed"
+        out.append(self._chat(complete))
+        pending = self._pending.pop(tool.interaction or "", None)
+        tool.interaction = None
+        if pending is not None:
+            out.append(self._removed(pending))
+        return out
+
+    def _new_tool(
+        self,
+        turn: _Turn,
+        key: tuple[str, str],
+        name: str,
+        display: str,
+        *,
+        invocation: str,
+        intention: str = "",
+    ) -> _Tool:
+        agent_id, item_id = key
+        call_id = f"{agent_id}/{item_id}" if agent_id else item_id
+        base = drop_none(
+            {
+                "toolCallId": call_id,
+                "toolName": name or display or "tool",
+                "displayName": display or name or "Tool",
+                "intention": intention or None,
+                "_meta": {f"{META_PREFIX}agentId": agent_id} if agent_id else None,
+            }
+        )
+        tool = _Tool(call_id=call_id, base=base, invocation=invocation or base["displayName"])
+        tool.content = self._orphans.pop(item_id, []) if not agent_id else []
+        turn.tools[key] = tool
+        return tool
+
+    def _start_tool(self, turn: _Turn, tool: _Tool) -> list[Emitted]:
+        turn.open_key = None
+        return [self._chat({"type": "chat/toolCallStart", "turnId": turn.id, **tool.base})]
+
+    def _ready(self, turn: _Turn, tool: _Tool, *, confirmed: str) -> Emitted:
+        ready = drop_none(
+            {
+                "type": "chat/toolCallReady",
+                "turnId": turn.id,
+                "toolCallId": tool.call_id,
+                "invocationMessage": tool.invocation,
+                "toolInput": tool.tool_input,
+                "confirmed": confirmed,
+            }
+        )
+        return self._chat(ready)
+
+    # interactions
+
+    def _on_interaction(self, event: Event) -> list[Emitted]:
+        interaction = event.interaction
+        if interaction is None:
+            return []
+        if interaction.state != InteractionState.PENDING:
+            return self._resolved(interaction)
+        turn = self._content_turn()
+        if turn is None:
+            return []
+        if interaction.kind == InteractionKind.PERMISSION:
+            return self._permission(turn, interaction)
+        return self._question(turn, interaction)
+
+    def _input_id(self, interaction: Interaction) -> str:
+        return f"{self.chat_uri}#{interaction.id}"
+
+    def _permission(self, turn: _Turn, interaction: Interaction) -> list[Emitted]:
+        if interaction.id in self._pending:
+            self._pending[interaction.id].interaction = interaction
+            return []  # AHP 0.7.0 cannot re-ask a pending confirmation; the first one stands
+        key = (interaction.agent_id, interaction.tool_call_id or f"#{interaction.id}")
+        tool = turn.tools.get(key)
+        out: list[Emitted] = []
+        if tool is not None and tool.status in _TERMINAL_TOOL:
+            key = (interaction.agent_id, f"#{interaction.id}")
+            tool = None
+        if tool is None:
+            title = interaction.title or "Permission request"
+            tool = self._new_tool(
+                turn, key, title, title, invocation=title, intention=interaction.intention
+            )
+            out += self._start_tool(turn, tool)
+        invocation = interaction.detail or interaction.title or tool.invocation
+        options = confirmation_options(list(interaction.options))
+        ready = drop_none(
+            {
+                "type": "chat/toolCallReady",
+                "turnId": turn.id,
+                "toolCallId": tool.call_id,
+                "invocationMessage": invocation,
+                "toolInput": tool.tool_input,
+                "confirmationTitle": interaction.title or None,
+                "options": options or None,
+            }
+        )
+        out.append(self._chat(ready))
+        tool.status = "pending-confirmation"
+        tool.interaction = interaction.id
+        state = {
+            **tool.base,
+            "status": "pending-confirmation",
+            **{k: v for k, v in ready.items() if k not in ("type", "turnId", "toolCallId")},
+        }
+        pending = _Pending(interaction, self._input_id(interaction), tool_key=key)
+        self._pending[interaction.id] = pending
+        request = {
+            "kind": "toolConfirmation",
+            "id": pending.input_id,
+            "chat": self.chat_uri,
+            "turnId": turn.id,
+            "toolCall": state,
+        }
+        out.append(self._session({"type": "session/inputNeededSet", "request": request}))
+        return out
+
+    def _question(self, turn: _Turn, interaction: Interaction) -> list[Emitted]:
+        request = input_request(interaction)
+        pending = _Pending(interaction, self._input_id(interaction))
+        self._pending[interaction.id] = pending
+        turn.open_key = None
+        mirror = {"kind": "chatInput", "id": pending.input_id, "chat": self.chat_uri}
+        return [
+            self._chat({"type": "chat/inputRequested", "request": request}),
+            self._session(
+                {"type": "session/inputNeededSet", "request": {**mirror, "request": request}}
+            ),
+        ]
+
+    def _resolved(self, interaction: Interaction) -> list[Emitted]:
+        pending = self._pending.pop(interaction.id, None)
+        turn = self._turn
+        if pending is None or turn is None:
+            return []
+        out: list[Emitted] = []
+        if pending.tool_key is None:
+            response = {
+                InteractionState.ANSWERED: "accept",
+                InteractionState.REJECTED: "decline",
+            }.get(interaction.state, "cancel")
+            out.append(
+                self._chat(
+                    {
+                        "type": "chat/inputCompleted",
+                        "requestId": interaction.id,
+                        "response": response,
+                    }
+                )
+            )
+        else:
+            tool = turn.tools.get(pending.tool_key)
+            if tool is not None and tool.status == "pending-confirmation":
+                out.append(self._chat(self._confirmation(turn, tool, interaction)))
+                tool.interaction = None
+        out.append(self._removed(pending))
+        return out
+
+    def _confirmation(self, turn: _Turn, tool: _Tool, interaction: Interaction) -> Action:
+        """The host's ``chat/toolCallConfirmed`` for a permission resolved elsewhere."""
+        chosen = next((o for o in interaction.options if o.id == interaction.resolution), None)
+        base: Action = {"type": "chat/toolCallConfirmed", "turnId": turn.id}
+        base["toolCallId"] = tool.call_id
+        if chosen is not None:
+            base["selectedOptionId"] = chosen.id
+        approved = interaction.state == InteractionState.ANSWERED and not (
+            chosen is not None and chosen.reject
+        )
+        if approved:
+            tool.status = "running"
+            how = "setting" if interaction.auto else "user-action"
+            return {**base, "approved": True, "confirmed": how}
+        tool.status = "cancelled"
+        reason = "skipped" if interaction.state == InteractionState.EXPIRED else "denied"
+        return {**base, "approved": False, "reason": reason}
+
+    def _removed(self, pending: _Pending) -> Emitted:
+        return self._session({"type": "session/inputNeededRemoved", "id": pending.input_id})
+
+    # subagents
+
+    @staticmethod
+    def _default_subagent_uri(agent_id: str) -> str:
+        return f"ahp-chat:/subagent/{quote(agent_id, safe='')}"
+
+    def _on_subagent(self, event: Event) -> list[Emitted]:
+        subagent = event.subagent
+        if subagent is None or subagent.parent_agent_id or not subagent.parent_tool_call_id:
+            return []
+        if subagent.id in self._subagents:
+            return []
+        turn = self._content_turn()
+        if turn is None:
+            return []
+        ref = self._subagent_ref(subagent)
+        tool = turn.tools.get(("", subagent.parent_tool_call_id))
+        self._subagents.add(subagent.id)
+        if tool is None:
+            self._orphans.setdefault(subagent.parent_tool_call_id, []).append(ref)
+            return []
+        if tool.status in _TERMINAL_TOOL:
+            return []  # AHP cannot change a finished tool call's result
+        tool.content.append(ref)
+        if tool.status != "running":
+            return []  # it goes out with the tool call's result
+        changed = {
+            "type": "chat/toolCallContentChanged",
+            "turnId": turn.id,
+            "toolCallId": tool.call_id,
+            "content": list(tool.content),
+        }
+        return [self._chat(changed)]
+
+    def _subagent_ref(self, subagent: Subagent) -> dict[str, Any]:
+        return drop_none(
+            {
+                "type": "subagent",
+                "resource": self._subagent_chat_uri(subagent.id),
+                "title": subagent.name or subagent.description or "Subagent",
+                "agentName": subagent.name or None,
+                "description": subagent.description or None,
+            }
+        )
+
+    # conversation-level events
+
+    def _on_exit(self, event: Event) -> list[Emitted]:
+        self._stale_ends = 0
+        self._seed = None
+        if self._turn is None:
+            return self._clear_pending()
+        if event.detached:
+            return self._end_turn("chat/turnCancelled", {})
+        message = event.error or "The provider runtime exited."
+        return self._end_turn(
+            "chat/error", {"error": {"errorType": "providerExit", "message": message}}
+        )
+
+    def _on_title(self, event: Event) -> list[Emitted]:
+        title = clean_line(event.title)
+        if not title or title == self._title:
+            return []
+        self._title = title
+        return [
+            self._session({"type": "session/titleChanged", "title": title}),
+            self._session(
+                {"type": "session/chatUpdated", "chat": self.chat_uri, "changes": {"title": title}}
+            ),
+        ]
+
+    def _on_usage(self, event: Event) -> list[Emitted]:
+        turn = self._content_turn()
+        if event.usage is None or turn is None:
+            return []
+        turn.usage["_meta"] = {f"{META_PREFIX}aiUnits": event.usage.ai_units}
+        return [self._usage(turn)]
+
+    def _on_tokens(self, event: Event) -> list[Emitted]:
+        tokens = event.tokens
+        turn = self._content_turn()
+        if tokens is None or turn is None:
+            return []
+        usage = turn.usage
+        usage["inputTokens"] = usage.get("inputTokens", 0) + tokens.input
+        usage["outputTokens"] = usage.get("outputTokens", 0) + tokens.output
+        usage["cacheReadTokens"] = usage.get("cacheReadTokens", 0) + tokens.cache_read
+        if tokens.model:
+            usage["model"] = tokens.model
+        return [self._usage(turn)]
+
+    def _usage(self, turn: _Turn) -> Emitted:
+        usage = {k: (dict(v) if isinstance(v, dict) else v) for k, v in turn.usage.items()}
+        return self._chat({"type": "chat/usage", "turnId": turn.id, "usage": usage})
+
+    def _on_activity(self, event: Event) -> list[Emitted]:
+        self._activity = event.activity
+        return self._activity_changed()
+
+    def _on_compaction(self, event: Event) -> list[Emitted]:
+        self._compacting = event.compacting
+        return self._activity_changed()
+
+    def _activity_changed(self) -> list[Emitted]:
+        activity = self._activity
+        text = ""
+        if self._compacting:
+            text = "Compacting conversation"
+        elif activity is not None and activity.intent:
+            text = clean_line(activity.intent)
+        elif activity is not None and activity.retry is not None:
+            text = "Retrying the model call"
+        return self._set_activity(text)
+
+    def _clear_activity(self) -> list[Emitted]:
+        self._activity = None
+        return self._set_activity("Compacting conversation" if self._compacting else "")
+
+    def _set_activity(self, text: str) -> list[Emitted]:
+        if text == self._activity_text:
+            return []
+        self._activity_text = text
+        changed: Action = {"type": "chat/activityChanged"}
+        if text:
+            changed["activity"] = text
+        updated = {"type": "session/chatUpdated", "chat": self.chat_uri}
+        return [self._chat(changed), self._session({**updated, "changes": {"activity": text}})]
+
+    def _on_meta(self, event: Event) -> list[Emitted]:
+        attribute, suffix = _META_EVENTS[event.kind]
+        payload = getattr(event, attribute)
+        key = META_PREFIX + suffix
+        value = _json(payload)
+        if self._meta.get(key) == value:
+            return []
+        if value is None:
+            self._meta.pop(key, None)
+        else:
+            self._meta[key] = value
+        return [self._session({"type": "session/metaChanged", "_meta": dict(self._meta)})]
+
+    # channels
+
+    def _chat(self, action: Action) -> Emitted:
+        return (self.chat_uri, action)
+
+    def _session(self, action: Action) -> Emitted:
+        return (self.session_uri, action)
+
+
+def _json(payload: Any) -> Any:
+    """A payload as JSON data: agentapi models by their Go JSON form."""
+    if payload is None:
+        return None
+    to_json = getattr(payload, "to_json", None)
+    if callable(to_json):
+        return to_json()
+    if isinstance(payload, bytes):
+        return base64.b64encode(payload).decode("ascii")
+    return payload
