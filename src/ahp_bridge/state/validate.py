@@ -1,0 +1,229 @@
+"""Client-dispatch validation: may this client's action be applied to this state?
+
+The host calls `reject_reason` before `Store.apply`; a reason becomes the
+`rejectionReason` of the echo and state stays untouched. The rules are the AHP
+chat/session channel validation table plus the recommendations in
+notes/ahp-protocol.md §3 (no second concurrent turn, user messages only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ahp_bridge.protocol.actions import CLIENT_DISPATCHABLE
+
+from .answers import answer_problem
+from .reducers.chat_input import find_open_request
+
+__all__ = ["CLIENT_DISPATCHABLE", "reject_reason"]
+
+JSON = dict[str, Any]
+Rule = Callable[[JSON, JSON, str], "str | None"]
+
+_PREFIX = {
+    "root": "root/",
+    "session": "session/",
+    "chat": "chat/",
+    "terminal": "terminal/",
+    "changeset": "changeset/",
+    "annotations": "annotations/",
+    "resourceWatch": "resourceWatch/",
+}
+
+
+def reject_reason(kind: str, state: JSON, action: JSON, *, client_id: str) -> str | None:
+    """A human-readable reason to reject `action` from `client_id`, or None to accept it."""
+    if not isinstance(action, dict) or not isinstance(action.get("type"), str):
+        return "an action must be an object with a string type"
+    action_type = action["type"]
+    if action_type not in CLIENT_DISPATCHABLE:
+        return f"{action_type} cannot be dispatched by clients"
+    if not action_type.startswith(_PREFIX.get(kind, "\0")):
+        return f"{action_type} does not apply to a {kind} channel"
+    rule = _RULES.get(action_type)
+    return rule(state, action, client_id) if rule else None
+
+
+# ── turns ─────────────────────────────────────────────────────────────────
+
+
+def _turn_started(state: JSON, action: JSON, client_id: str) -> str | None:
+    active = state.get("activeTurn")
+    if isinstance(active, dict):
+        return f"turn {active.get('id')} is still active"
+    if not isinstance(action.get("turnId"), str) or not action["turnId"]:
+        return "chat/turnStarted needs a turnId"
+    message = action.get("message")
+    origin = message.get("origin") if isinstance(message, dict) else None
+    if not isinstance(origin, dict) or origin.get("kind") != "user":
+        return "clients may only start turns with a user message"
+    return None
+
+
+def _active_turn(state: JSON, action: JSON) -> tuple[JSON | None, str | None]:
+    active = state.get("activeTurn")
+    if not isinstance(active, dict):
+        return None, "no turn is active"
+    if active.get("id") != action.get("turnId"):
+        return None, f"turn {action.get('turnId')} is not the active turn"
+    return active, None
+
+
+def _turn_cancelled(state: JSON, action: JSON, client_id: str) -> str | None:
+    return _active_turn(state, action)[1]
+
+
+# ── tool calls ────────────────────────────────────────────────────────────
+
+
+def _tool_call(state: JSON, action: JSON) -> tuple[JSON | None, str | None]:
+    active, problem = _active_turn(state, action)
+    if active is None:
+        return None, problem
+    call_id = action.get("toolCallId")
+    for part in active.get("responseParts", []):
+        tc = part.get("toolCall") if part.get("kind") == "toolCall" else None
+        if isinstance(tc, dict) and tc.get("toolCallId") == call_id:
+            return tc, None
+    return None, f"no tool call {call_id} in the active turn"
+
+
+def _tool_confirmed(state: JSON, action: JSON, client_id: str) -> str | None:
+    tc, problem = _tool_call(state, action)
+    if tc is None:
+        return problem
+    if tc.get("status") != "pending-confirmation":
+        return f"tool call {tc.get('toolCallId')} is {tc.get('status')}, not awaiting confirmation"
+    wanted = action.get("selectedOptionId")
+    options = {o.get("id") for o in tc.get("options") or [] if isinstance(o, dict)}
+    if wanted is not None and wanted not in options:
+        return f"{wanted!r} is not one of the tool call's options"
+    return None
+
+
+def _tool_result_confirmed(state: JSON, action: JSON, client_id: str) -> str | None:
+    tc, problem = _tool_call(state, action)
+    if tc is None:
+        return problem
+    if tc.get("status") != "pending-result-confirmation":
+        return f"tool call {tc.get('toolCallId')} has no result awaiting confirmation"
+    return None
+
+
+def _client_tool(state: JSON, action: JSON, client_id: str) -> str | None:
+    """Only the contributing client completes or updates a client tool, while it runs."""
+    tc, problem = _tool_call(state, action)
+    if tc is None:
+        return problem
+    contributor = tc.get("contributor")
+    if not isinstance(contributor, dict) or contributor.get("kind") != "client":
+        return f"tool call {tc.get('toolCallId')} is executed by the host, not a client"
+    if contributor.get("clientId") != client_id:
+        return f"tool call {tc.get('toolCallId')} belongs to another client"
+    if tc.get("status") != "running":
+        return f"tool call {tc.get('toolCallId')} is {tc.get('status')}, not running"
+    return None
+
+
+# ── input requests ────────────────────────────────────────────────────────
+
+
+def _open_request(state: JSON, action: JSON) -> tuple[JSON | None, str | None]:
+    found = find_open_request(state, action.get("requestId"))
+    if found is None:
+        return None, f"no open input request {action.get('requestId')}"
+    return found[1].get("request") or {}, None
+
+
+def _questions(request: JSON) -> dict[Any, JSON]:
+    return {q.get("id"): q for q in request.get("questions") or [] if isinstance(q, dict)}
+
+
+def _input_answer_changed(state: JSON, action: JSON, client_id: str) -> str | None:
+    request, problem = _open_request(state, action)
+    if request is None:
+        return problem
+    question = _questions(request).get(action.get("questionId"))
+    if question is None:
+        return f"input request {request.get('id')} has no question {action.get('questionId')}"
+    if action.get("answer") is None:  # clearing a draft
+        return None
+    problem = answer_problem(question, action["answer"])
+    return f"answer to {question.get('id')}: {problem}" if problem else None
+
+
+def _input_completed(state: JSON, action: JSON, client_id: str) -> str | None:
+    request, problem = _open_request(state, action)
+    if request is None:
+        return problem
+    response = action.get("response")
+    if response not in ("accept", "decline", "cancel"):
+        return "response must be accept, decline or cancel"
+    answers = action.get("answers")
+    if answers is not None and not isinstance(answers, dict):
+        return "answers must be an object keyed by question id"
+    questions = _questions(request)
+    for qid, answer in (answers or {}).items():
+        if qid not in questions:
+            return f"input request {request.get('id')} has no question {qid}"
+        problem = answer_problem(questions[qid], answer)
+        if problem:
+            return f"answer to {qid}: {problem}"
+    if response == "accept":
+        merged = {**(request.get("answers") or {}), **(answers or {})}
+        for qid, q in questions.items():
+            if q.get("required") and (merged.get(qid) or {}).get("state") != "submitted":
+                return f"question {qid} is required and has no submitted answer"
+    return None
+
+
+# ── pending messages, session ─────────────────────────────────────────────
+
+
+def _pending_removed(state: JSON, action: JSON, client_id: str) -> str | None:
+    kind, ident = action.get("kind"), action.get("id")
+    if kind == "steering":
+        steering = state.get("steeringMessage")
+        if isinstance(steering, dict) and steering.get("id") == ident:
+            return None
+        return f"no steering message {ident}"
+    if kind == "queued":
+        if any(m.get("id") == ident for m in state.get("queuedMessages") or []):
+            return None
+        return f"no queued message {ident}"
+    return "kind must be steering or queued"
+
+
+def _pending_set(state: JSON, action: JSON, client_id: str) -> str | None:
+    if action.get("kind") not in ("steering", "queued"):
+        return "kind must be steering or queued"
+    message = action.get("message")
+    origin = message.get("origin") if isinstance(message, dict) else None
+    if not isinstance(origin, dict) or origin.get("kind") != "user":
+        return "clients may only queue user messages"
+    return None
+
+
+def _default_chat(state: JSON, action: JSON, client_id: str) -> str | None:
+    chat = action.get("defaultChat")
+    if chat is None:  # unsetting the hint is always fine
+        return None
+    if any(c.get("resource") == chat for c in state.get("chats", [])):
+        return None
+    return f"{chat} is not a chat of this session"
+
+
+_RULES: dict[str, Rule] = {
+    "chat/turnStarted": _turn_started,
+    "chat/turnCancelled": _turn_cancelled,
+    "chat/toolCallConfirmed": _tool_confirmed,
+    "chat/toolCallResultConfirmed": _tool_result_confirmed,
+    "chat/toolCallComplete": _client_tool,
+    "chat/toolCallContentChanged": _client_tool,
+    "chat/inputAnswerChanged": _input_answer_changed,
+    "chat/inputCompleted": _input_completed,
+    "chat/pendingMessageSet": _pending_set,
+    "chat/pendingMessageRemoved": _pending_removed,
+    "session/defaultChatChanged": _default_chat,
+}
