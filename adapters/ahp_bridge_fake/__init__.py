@@ -1,1 +1,53 @@
-"""ahp-bridge fake provider adapter."""
+"""ahp-bridge fake provider adapter: a scripted agent runtime, with record and replay.
+
+``create_provider({"script": path, "data_dir": dir, "time_scale": 0.1})`` builds the
+provider the ``fake`` entry point names. ``script`` is a TOML script (format in
+``ahp_bridge_fake.script``; default: the packaged ``demo.toml``) or a ``.jsonl`` recording
+made by ``ahp_bridge_fake.record.RecordingProvider``, which is then replayed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .conversation import FakeConversation
+from .provider import FakeProvider
+from .script import Script, ScriptError, load_script, parse_script
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+DEMO_SCRIPT = PACKAGE_DIR / "demo.toml"
+CONFORMANCE_SCRIPT = PACKAGE_DIR / "conformance.toml"
+
+__all__ = [
+    "CONFORMANCE_SCRIPT",
+    "DEMO_SCRIPT",
+    "FakeConversation",
+    "FakeProvider",
+    "Script",
+    "ScriptError",
+    "create_provider",
+    "load_script",
+    "parse_script",
+]
+
+_OPTIONS = ("script", "data_dir", "time_scale")
+
+
+def create_provider(options: Mapping[str, Any]) -> FakeProvider:
+    """Build the fake provider from options: script, data_dir, time_scale."""
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown fake provider option(s): {', '.join(unknown)}")
+    script_path = Path(options.get("script") or DEMO_SCRIPT)
+    data_dir = options.get("data_dir") or None
+    try:
+        time_scale = float(options.get("time_scale", 1.0))
+    except (TypeError, ValueError):
+        raise ValueError(f"time_scale must be a number, got {options['time_scale']!r}") from None
+    if script_path.suffix == ".jsonl":
+        from .replay import replay_provider
+
+        return replay_provider(script_path, data_dir=data_dir, time_scale=time_scale)
+    return FakeProvider(load_script(script_path), data_dir=data_dir, time_scale=time_scale)

@@ -1,0 +1,357 @@
+"""One open fake conversation: the contract's rules, with turns played from a script.
+
+The rules every provider must follow live here once (busy, steer, cancel, respond, close,
+exit); what a turn does comes from a ``TurnSource``: the TOML script's steps
+(``ScriptedTurns``) or a recording (``ahp_bridge_fake.replay``). Turns run in the provider's
+nursery, so cancelling a caller never cancels a turn. Every event goes through ``emit``,
+which drops events once the conversation is closed and folds transcript events into the
+fake's own record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+import trio
+
+from ahp_bridge.agentapi import (
+    DELIVERY_STEER,
+    AgentAPIError,
+    Answer,
+    Attachment,
+    Busy,
+    Closed,
+    Command,
+    Event,
+    EventKind,
+    EventSink,
+    FileDiff,
+    History,
+    Interaction,
+    InteractionGone,
+    InteractionKind,
+    InteractionState,
+    Item,
+    ItemKind,
+    ModelSelection,
+    Prompt,
+    Turn,
+    TurnState,
+    Unsupported,
+)
+
+from .transcript import Transcript
+
+if TYPE_CHECKING:
+    from .provider import FakeProvider
+
+
+class TurnEnded(Exception):
+    """Raised inside a turn to end it early: completed (stop), failed (error) or exit."""
+
+    def __init__(self, state: TurnState | None, message: str = "") -> None:
+        super().__init__(message)
+        self.state = state  # None: the runtime exited
+        self.message = message
+
+
+@dataclass
+class Pending:
+    """An interaction the turn waits on; ``answer`` is set by respond."""
+
+    interaction: Interaction
+    answered: trio.Event = field(default_factory=trio.Event)
+    answer: Answer | None = None
+
+
+@dataclass
+class ActiveTurn:
+    """The running turn's state; ``ended`` once its terminal event went out."""
+
+    number: int
+    model: str
+    use_steers: bool
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    pending: dict[str, Pending] = field(default_factory=dict)
+    steers: list[Prompt] = field(default_factory=list)
+    ended: bool = False
+    counter: int = 0
+
+
+class TurnSource(Protocol):
+    """What turns do: a script's steps or a recording's events."""
+
+    def start(self, conversation: FakeConversation, prompt: Prompt) -> Callable[[], object]:
+        """Prepare the turn for ``prompt`` and return the coroutine function that plays it."""
+        ...
+
+
+class FakeConversation:
+    """An open conversation of the fake provider (agentapi Conversation)."""
+
+    def __init__(self, provider: FakeProvider, transcript: Transcript, index: int) -> None:
+        self._provider = provider
+        self.transcript = transcript
+        self.index = index
+        self._sink: EventSink | None = None
+        self.closed = False
+        self.turn: ActiveTurn | None = None
+        self.source: TurnSource = provider.turn_source(self)
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def attach(self, sink: EventSink | None) -> None:
+        """Set the EventSink of OpenRequest.events (events go nowhere without one)."""
+        self._sink = sink
+
+    def now(self) -> datetime:
+        return self._provider.now()
+
+    async def sleep(self, seconds: float) -> None:
+        """Pace the turn: scaled by the provider's time_scale; always a checkpoint."""
+        await trio.sleep(max(0.0, seconds * self._provider.time_scale))
+
+    def emit(self, event: Event) -> None:
+        """Record and deliver one event; nothing flows once the conversation is closed."""
+        if self.closed:
+            return
+        self.transcript.record(event)
+        if self._sink is not None:
+            self._sink.emit(event)
+
+    def emit_turn(self, turn: ActiveTurn, event: Event) -> None:
+        """Emit on behalf of a turn; a turn that already ended (cancelled) emits nothing."""
+        if not turn.ended and self.turn is turn:
+            self.emit(event)
+
+    def next_id(self, turn: ActiveTurn, prefix: str) -> str:
+        turn.counter += 1
+        return f"{prefix}{turn.number}-{turn.counter}"
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise Closed(f"conversation {self.transcript.meta.id} is closed")
+
+    # -- Conversation ----------------------------------------------------------------------
+
+    def id(self) -> str:
+        return self.transcript.meta.id
+
+    async def history(self) -> History:
+        return self.transcript.history()
+
+    async def send(self, prompt: Prompt) -> None:
+        self._check_open()
+        if self.turn is not None:
+            raise Busy("a turn is already running in this conversation")
+        play = self.source.start(self, prompt)
+        self._provider.spawn(self._play, self.turn, play)
+
+    async def _play(self, turn: ActiveTurn, play: Callable[[], object]) -> None:
+        with turn.scope:
+            try:
+                await play()  # type: ignore[misc]
+            except TurnEnded as end:
+                if end.state is None:
+                    self.exit(end.message)
+                    return
+                self.finish(turn, end.state, error=end.message)
+                return
+            self.finish(turn, TurnState.COMPLETED)
+
+    def begin_turn(self, prompt: Prompt, *, model: str, use_steers: bool = True) -> ActiveTurn:
+        """Start a turn: the user item and the working state, before send returns."""
+        turn = ActiveTurn(number=self.transcript.prompts + 1, model=model, use_steers=use_steers)
+        self.turn = turn
+        self.emit(Event(kind=EventKind.ITEM, item=self.user_item(turn, prompt)))
+        self.emit(Event(kind=EventKind.TURN, turn=Turn(state=TurnState.WORKING, model=model)))
+        return turn
+
+    def user_item(self, turn: ActiveTurn, prompt: Prompt, delivery: str = "") -> Item:
+        attachments = [
+            Attachment(name=blob.name, mime=blob.mime, size=len(blob.data))
+            for blob in prompt.attachments
+        ]
+        return Item(
+            id=self.next_id(turn, "u"),
+            kind=ItemKind.USER,
+            text=prompt.text,
+            time=self.now(),
+            delivery=delivery,
+            attachments=attachments,
+        )
+
+    def deliver_steers(self, turn: ActiveTurn) -> None:
+        """Use queued steers now (a step boundary): each becomes a steer user item."""
+        if not turn.use_steers:
+            return
+        while turn.steers and not turn.ended:
+            prompt = turn.steers.pop(0)
+            item = self.user_item(turn, prompt, delivery=DELIVERY_STEER)
+            self.emit_turn(turn, Event(kind=EventKind.ITEM, item=item))
+
+    def finish(
+        self, turn: ActiveTurn, state: TurnState, *, error: str = "", reason: str = ""
+    ) -> None:
+        """End the turn once: unused steers get a notice, pending interactions expire."""
+        if turn.ended:
+            return
+        for _ in turn.steers:
+            notice = Item(
+                id=self.next_id(turn, "n"),
+                kind=ItemKind.NOTICE,
+                text="A steering message was not used: the turn ended before it could be.",
+                time=self.now(),
+            )
+            self.emit(Event(kind=EventKind.ITEM, item=notice))
+        turn.steers.clear()
+        self.expire(turn)
+        turn.ended = True
+        if self.turn is turn:
+            self.turn = None
+        self.emit(
+            Event(
+                kind=EventKind.TURN,
+                turn=Turn(state=state, error=error, model=turn.model, reason=reason),
+            )
+        )
+        turn.scope.cancel()
+
+    def expire(self, turn: ActiveTurn) -> None:
+        for pending in list(turn.pending.values()):
+            expired = pending.interaction.model_copy(update={"state": InteractionState.EXPIRED})
+            self.emit(Event(kind=EventKind.INTERACTION, interaction=expired))
+        turn.pending.clear()
+
+    def exit(self, message: str) -> None:
+        """The runtime exited: report it and close the conversation."""
+        turn = self.turn
+        if turn is not None:
+            turn.ended = True
+            self.turn = None
+            turn.scope.cancel()
+        self.emit(Event(kind=EventKind.EXIT, error=message))
+        self.mark_exited()
+
+    def mark_exited(self) -> None:
+        """After EventExit the conversation is closed: calls raise Closed, nothing flows."""
+        self.closed = True
+        self._provider.forget(self)
+
+    async def ask(self, turn: ActiveTurn, interaction: Interaction) -> Answer:
+        """Emit a pending interaction and wait for respond."""
+        pending = Pending(interaction)
+        turn.pending[interaction.id] = pending
+        self.emit_turn(turn, Event(kind=EventKind.INTERACTION, interaction=interaction))
+        await pending.answered.wait()
+        assert pending.answer is not None
+        return pending.answer
+
+    async def commands(self) -> list[Command]:
+        self._check_open()
+        return []
+
+    async def run_command(self, name: str, args: Prompt) -> None:
+        self._check_open()
+        raise Unsupported("the fake provider has no commands")
+
+    async def steer(self, prompt: Prompt) -> None:
+        self._check_open()
+        turn = self.turn
+        if turn is None:
+            raise AgentAPIError("no turn is running: a steer never starts a turn")
+        turn.steers.append(prompt)
+
+    async def cancel(self) -> None:
+        self._check_open()
+        if self.turn is not None:
+            self.finish(self.turn, TurnState.CANCELLED)
+
+    async def cancel_subagent(self, agent_id: str) -> None:
+        self._check_open()
+        raise Unsupported("the fake provider cannot stop one subagent")
+
+    async def prompt_subagent(self, agent_id: str, text: str) -> None:
+        self._check_open()
+        raise Unsupported("the fake provider cannot chat with a subagent")
+
+    async def respond(self, interaction_id: str, answer: Answer) -> None:
+        self._check_open()
+        turn = self.turn
+        pending = turn.pending.get(interaction_id) if turn is not None else None
+        if turn is None or pending is None:
+            raise InteractionGone(f"interaction {interaction_id} is not pending")
+        state, resolution = check_answer(pending.interaction, answer)
+        del turn.pending[interaction_id]
+        done = pending.interaction.model_copy(update={"state": state, "resolution": resolution})
+        self.emit_turn(turn, Event(kind=EventKind.INTERACTION, interaction=done))
+        pending.answer = answer
+        pending.answered.set()
+
+    async def diff(self) -> list[FileDiff]:
+        self._check_open()
+        raise Unsupported("the fake provider records no file changes")
+
+    async def set_model(self, model: str, effort: str, context_size: str) -> None:
+        self._check_open()
+        if self.turn is not None:
+            raise Busy("the model cannot change during a turn")
+        self._provider.check_selection(model, effort, context_size)
+        meta = self.transcript.meta
+        meta.model, meta.effort, meta.context_size = model, effort, context_size
+        self.transcript.save_meta()
+        selection = ModelSelection(model=model, effort=effort, context_size=context_size or None)
+        self.emit(Event(kind=EventKind.MODEL_SELECTION, model_selection=selection))
+
+    async def set_title(self, title: str) -> None:
+        self._check_open()
+        meta = self.transcript.meta
+        meta.title, meta.title_set = title, True
+        self.transcript.save_meta()
+
+    async def close(self) -> None:
+        """Stop the turn (pending interactions expire unanswered), then stop all events."""
+        if self.closed:
+            return
+        if self.turn is not None:
+            self.finish(self.turn, TurnState.CANCELLED, reason="closed")
+        self.closed = True
+        self._provider.forget(self)
+
+
+def check_answer(interaction: Interaction, answer: Answer) -> tuple[InteractionState, str]:
+    """Validate an answer against its interaction; ValueError leaves it pending."""
+    if interaction.kind is InteractionKind.PERMISSION:
+        for option in interaction.options:
+            if option.id == answer.decision:
+                state = InteractionState.REJECTED if option.reject else InteractionState.ANSWERED
+                return state, option.id
+        offered = ", ".join(o.id for o in interaction.options)
+        raise ValueError(f"decision {answer.decision!r} is not one of the options: {offered}")
+    if answer.reject:
+        return InteractionState.REJECTED, "rejected"
+    if answer.cancel:
+        return InteractionState.REJECTED, "cancelled"
+    if len(answer.answers) != len(interaction.questions):
+        raise ValueError(
+            f"expected {len(interaction.questions)} answers (one per question), "
+            f"got {len(answer.answers)}"
+        )
+    for number, (question, values) in enumerate(
+        zip(interaction.questions, answer.answers, strict=True), start=1
+    ):
+        if question.field is not None:
+            try:
+                question.field_value(values)
+            except ValueError as exc:
+                raise ValueError(f"question {number}: the answer {exc}") from None
+        elif not values:
+            raise ValueError(f"question {number} has no answer")
+        elif question.choices and not question.custom:
+            wrong = [v for v in values if v not in question.choices]
+            if wrong:
+                raise ValueError(f"question {number}: {wrong[0]!r} is not one of its choices")
+    return InteractionState.ANSWERED, "answered"

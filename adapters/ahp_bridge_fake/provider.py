@@ -1,0 +1,224 @@
+"""The fake Provider: scripted (or replayed) conversations, no account, no network.
+
+``async with provider:`` opens the nursery where every turn runs, so cancelling a caller
+never cancels a turn; leaving it closes every conversation. Conversation records live in
+memory and, with ``data_dir``, on disk (``<data_dir>/<conversation id>.jsonl``), so a second
+provider on the same directory reopens them after a restart.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import trio
+
+from ahp_bridge.agentapi import (
+    Capabilities,
+    Closed,
+    ContextSize,
+    ConversationNotFound,
+    History,
+    Model,
+    OpenRequest,
+    Quota,
+    ReadRequest,
+    TitleRequest,
+)
+
+from .conversation import FakeConversation, TurnSource
+from .script import Script
+from .transcript import Meta, Transcript
+from .turns import ScriptedTurns
+
+_SAFE_ID = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class FakeProvider:
+    """A scripted agentapi Provider (name "fake")."""
+
+    def __init__(
+        self,
+        script: Script,
+        *,
+        data_dir: str | Path | None = None,
+        time_scale: float = 1.0,
+        clock: Callable[[], datetime] = _utcnow,
+        conversation_class: type[FakeConversation] = FakeConversation,
+    ) -> None:
+        if time_scale < 0:
+            raise ValueError(f"time_scale must be at least 0, got {time_scale}")
+        self.script = script
+        self.time_scale = time_scale
+        self.now = clock
+        self.data_dir = Path(data_dir) if data_dir is not None else None
+        self._conversation_class = conversation_class
+        self.on_open: Callable[[FakeConversation], None] | None = None
+        """Called with each conversation as it opens, before it is returned (replay)."""
+        self._scripted = ScriptedTurns(script)
+        self._records: dict[str, Transcript] = {}
+        self._open: dict[str, FakeConversation] = {}
+        self._opened = 0
+        self._nursery: trio.Nursery | None = None
+        self._nursery_cm: Any = None
+
+    # -- lifetime --------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        if self._nursery is not None:
+            raise RuntimeError("the fake provider is already running")
+        if self.data_dir is not None:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._nursery_cm = trio.open_nursery()
+        self._nursery = await self._nursery_cm.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        await self.shutdown()
+        nursery, cm = self._nursery, self._nursery_cm
+        self._nursery = self._nursery_cm = None
+        assert nursery is not None
+        nursery.cancel_scope.cancel()
+        result: bool | None = await cm.__aexit__(exc_type, exc, tb)
+        return result
+
+    def spawn(self, fn: Callable[..., Awaitable[object]], *args: object) -> None:
+        """Run fn in the provider's nursery (where turns live)."""
+        if self._nursery is None:
+            raise Closed("the fake provider is not running (use `async with provider:`)")
+        self._nursery.start_soon(fn, *args)
+
+    def turn_source(self, conversation: FakeConversation) -> TurnSource:
+        return self._scripted
+
+    def forget(self, conversation: FakeConversation) -> None:
+        if self._open.get(conversation.id()) is conversation:
+            del self._open[conversation.id()]
+
+    # -- Provider --------------------------------------------------------------------------
+
+    def name(self) -> str:
+        return "fake"
+
+    def display_name(self) -> str:
+        return self.script.display_name
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            cancel=True,
+            permissions=True,
+            questions=True,
+            history=True,
+            context_size=True,
+            usage=True,
+            titles=True,
+        )
+
+    async def check(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def models(self) -> list[Model]:
+        await trio.lowlevel.checkpoint()
+        return [
+            Model(
+                id=m.id,
+                name=m.name,
+                efforts=list(m.efforts),
+                context_sizes=[ContextSize(id=i, tokens=t) for i, t in m.context_sizes],
+            )
+            for m in self.script.models
+        ]
+
+    def check_selection(self, model: str, effort: str, context_size: str) -> None:
+        """Refuse a model, effort or context tier the script does not offer (ValueError)."""
+        spec = next((m for m in self.script.models if m.id == model), None)
+        if spec is None:
+            known = ", ".join(m.id for m in self.script.models)
+            raise ValueError(f"unknown model {model!r} (models: {known})")
+        if effort and effort not in spec.efforts:
+            raise ValueError(f"model {model!r} has no effort {effort!r}")
+        tiers = {i for i, _ in spec.context_sizes} | {"default"}
+        if context_size and context_size not in tiers:
+            raise ValueError(f"model {model!r} has no context size {context_size!r}")
+
+    async def open(self, req: OpenRequest) -> FakeConversation:
+        if self._nursery is None:
+            raise Closed("the fake provider is not running (use `async with provider:`)")
+        if req.conversation_id:
+            transcript = self._find(req.conversation_id)
+            previous = self._open.get(req.conversation_id)
+            if previous is not None:
+                await previous.close()
+        else:
+            model = req.model or self.script.default_model
+            self.check_selection(model, req.effort, req.context_size)
+            meta = Meta(
+                id=f"fake-{uuid.uuid4()}",
+                title=req.title,
+                workdir=req.workdir,
+                model=model,
+                effort=req.effort,
+                context_size=req.context_size,
+            )
+            transcript = Transcript(meta, self._file(meta.id))
+            transcript.save_meta()
+            self._records[meta.id] = transcript
+        self._opened += 1
+        conversation = self._conversation_class(self, transcript, self._opened)
+        conversation.attach(req.events)
+        if self.on_open is not None:
+            self.on_open(conversation)
+        self._open[transcript.meta.id] = conversation
+        await trio.lowlevel.checkpoint()
+        return conversation
+
+    def _file(self, conversation_id: str) -> Path | None:
+        if self.data_dir is None:
+            return None
+        return self.data_dir / f"{conversation_id}.jsonl"
+
+    def _find(self, conversation_id: str) -> Transcript:
+        if conversation_id in self._records:
+            return self._records[conversation_id]
+        file = self._file(conversation_id) if _SAFE_ID.fullmatch(conversation_id) else None
+        if file is None or not file.is_file():
+            raise ConversationNotFound(f"no fake conversation {conversation_id!r}")
+        transcript = Transcript.load(file)
+        self._records[conversation_id] = transcript
+        return transcript
+
+    async def shutdown(self) -> None:
+        for conversation in list(self._open.values()):
+            await conversation.close()
+
+    # -- optional capabilities -------------------------------------------------------------
+
+    async def read_history(self, req: ReadRequest) -> History:
+        """HistoryReader: the record without opening the conversation."""
+        await trio.lowlevel.checkpoint()
+        return self._find(req.conversation_id).history()
+
+    async def title(self, req: TitleRequest) -> str:
+        """Titler: the first line of the first message, clipped; no model is involved."""
+        await trio.lowlevel.checkpoint()
+        first = next((line.strip() for line in req.text.splitlines() if line.strip()), "")
+        return first[:60] if first else "New conversation"
+
+    async def quota(self) -> list[Quota]:
+        """QuotaReporter: the fake has no account, so one unlimited quota."""
+        await trio.lowlevel.checkpoint()
+        return [Quota(type="fake", unlimited=True, unit="ai_credits", plan="fake")]

@@ -1,0 +1,149 @@
+"""The fake's own record of one conversation, so a reopen can return its History.
+
+The record is the conversation's settings (``meta``) plus the transcript events it emitted,
+folded into items, subagents, usage and model exactly as a reader of the event stream
+would fold them. With a data directory it lives on disk as one JSONL file per conversation
+(a ``{"meta": ...}`` line whenever the settings change, an ``{"event": ...}`` line per
+transcript event in Go JSON), so a reopen survives a process restart.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ahp_bridge.agentapi import (
+    Event,
+    EventKind,
+    History,
+    Item,
+    ItemKind,
+    Subagent,
+    Usage,
+)
+
+# Events that change what History returns; the others (turns, interactions, live state)
+# are not part of a conversation's record.
+RECORDED_KINDS = frozenset(
+    {
+        EventKind.ITEM,
+        EventKind.DELTA,
+        EventKind.SUBAGENT,
+        EventKind.USAGE,
+        EventKind.MODEL_SELECTION,
+    }
+)
+
+
+@dataclass
+class Meta:
+    """A conversation's settings as the fake keeps them."""
+
+    id: str
+    title: str = ""
+    workdir: str = ""
+    model: str = ""
+    effort: str = ""
+    context_size: str = ""
+    title_set: bool = False
+    """The caller named it (set_title): the provider no longer titles it."""
+
+
+class Transcript:
+    """One conversation's record: settings and folded transcript, optionally mirrored to disk."""
+
+    def __init__(self, meta: Meta, file: Path | None = None) -> None:
+        self.meta = meta
+        self.file = file
+        self._items: dict[tuple[str, str], Item] = {}
+        self._subagents: dict[str, Subagent] = {}
+        self.usage: Usage | None = None
+        self.prompts = 0
+        """How many prompts started a turn (user items without a steer delivery)."""
+
+    # -- folding -------------------------------------------------------------------------
+
+    def _fold(self, event: Event) -> None:
+        if event.kind is EventKind.ITEM and event.item is not None:
+            item = event.item
+            key = (item.agent_id, item.id)
+            if item.kind is ItemKind.USER and not item.delivery and key not in self._items:
+                self.prompts += 1
+            self._items[key] = item.model_copy(deep=True)
+        elif event.kind is EventKind.DELTA and event.delta is not None:
+            delta = event.delta
+            key = (delta.agent_id, delta.item_id)
+            current = self._items.get(key)
+            if current is None:
+                self._items[key] = Item(
+                    id=delta.item_id, kind=delta.kind, text=delta.text, agent_id=delta.agent_id
+                )
+            else:
+                current.text += delta.text
+        elif event.kind is EventKind.SUBAGENT and event.subagent is not None:
+            self._subagents[event.subagent.id] = event.subagent.model_copy(deep=True)
+        elif event.kind is EventKind.USAGE and event.usage is not None:
+            self.usage = event.usage.model_copy()
+        elif event.kind is EventKind.MODEL_SELECTION and event.model_selection is not None:
+            self.meta.model = event.model_selection.model
+            self.meta.effort = event.model_selection.effort or ""
+            self.meta.context_size = event.model_selection.context_size or ""
+
+    def record(self, event: Event) -> None:
+        """Fold a transcript event into the record (and append it to the file)."""
+        if event.kind not in RECORDED_KINDS:
+            return
+        self._fold(event)
+        self._append({"event": event.to_json()})
+
+    def save_meta(self) -> None:
+        """Persist the current settings (after a change)."""
+        self._append({"meta": asdict(self.meta)})
+
+    def _append(self, line: dict[str, Any]) -> None:
+        if self.file is None:
+            return
+        with self.file.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    # -- reading -------------------------------------------------------------------------
+
+    def history(self) -> History:
+        """The recorded state: items oldest first, subagents, usage and model."""
+        return History(
+            items=[item.model_copy(deep=True) for item in self._items.values()],
+            subagents=[sa.model_copy(deep=True) for sa in self._subagents.values()],
+            usage=self.usage.model_copy() if self.usage else None,
+            model=self.meta.model,
+        )
+
+    @classmethod
+    def load(cls, file: Path) -> Transcript:
+        """Rebuild a record from its JSONL file; a damaged line names the file and line."""
+        transcript: Transcript | None = None
+        with file.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    entry = json.loads(line)
+                    if "meta" in entry:
+                        meta = Meta(**entry["meta"])
+                        if transcript is None:
+                            transcript = cls(meta)
+                        else:
+                            transcript.meta = meta
+                    elif transcript is not None and "event" in entry:
+                        transcript._fold(Event.from_json(entry["event"]))
+                    else:
+                        raise ValueError("expected a meta line first, then meta or event lines")
+                except (ValueError, TypeError) as exc:
+                    raise ValueError(
+                        f"{file}:{number}: damaged conversation record: {exc}"
+                    ) from exc
+        if transcript is None:
+            raise ValueError(f"{file}: empty conversation record")
+        transcript.file = file
+        return transcript
