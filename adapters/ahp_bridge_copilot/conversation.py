@@ -1,0 +1,509 @@
+"""One open Copilot session as an agentapi Conversation.
+
+Methods are called from trio; each one runs its SDK work as a coroutine on the provider's asyncio
+thread (``AsyncioThread.run``), where the session, its event handler and the ``EventMapper`` live.
+Mapper state is therefore touched by one thread only, and events reach the sink straight from the
+SDK's handler (``EventSink.emit`` is thread-safe and never blocks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ahp_bridge.agentapi import (
+    AgentAPIError,
+    Answer,
+    Busy,
+    Closed,
+    Command,
+    CommandOption,
+    Event,
+    EventKind,
+    EventSink,
+    FileDiff,
+    History,
+    InteractionGone,
+    InteractionKind,
+    InteractionState,
+    Prompt,
+    SubmissionUncertain,
+    Unsupported,
+)
+
+from .bridge import AsyncioThread
+from .history import rebuild_history
+from .mapping import APPROVE_ONCE, APPROVE_SESSION, EventMapper
+from .sdk_errors import is_definite_rejection, plain_error
+
+if TYPE_CHECKING:
+    from copilot.session import CopilotSession
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+MAX_TITLE_UTF16 = 100
+
+
+def clean_title(title: str) -> str:
+    """A title the CLI accepts: ≤100 UTF-16 units, no control characters or double quotes, no
+    surrounding whitespace. Raises ValueError when nothing usable is left."""
+    cleaned = "".join(" " if (ord(c) < 32 or ord(c) == 127) else c for c in title)
+    cleaned = cleaned.replace('"', "'").strip()
+    out = []
+    units = 0
+    for ch in cleaned:
+        units += 2 if ord(ch) > 0xFFFF else 1
+        if units > MAX_TITLE_UTF16:
+            break
+        out.append(ch)
+    result = "".join(out).strip()
+    if not result:
+        raise ValueError("the title is empty after removing control characters and quotes")
+    return result
+
+
+def prompt_attachments(prompt: Prompt) -> list[dict[str, Any]]:
+    """SDK attachments for a prompt's project files and uploads."""
+    out: list[dict[str, Any]] = []
+    for f in prompt.files:
+        att: dict[str, Any] = {"type": "directory" if f.dir else "file", "path": f.path}
+        if f.rel:
+            att["displayName"] = f.rel
+        out.append(att)
+    for blob in prompt.attachments:
+        if blob.path:
+            out.append({"type": "file", "path": blob.path, "displayName": blob.name or blob.path})
+        else:
+            out.append(
+                {
+                    "type": "blob",
+                    "data": base64.b64encode(blob.data).decode(),
+                    "mimeType": blob.mime,
+                    "displayName": blob.name,
+                }
+            )
+    return out
+
+
+class CopilotConversation:
+    """An open Copilot session. Create through ``CopilotProvider.open``."""
+
+    def __init__(
+        self,
+        loop: AsyncioThread,
+        sink: EventSink,
+        on_closed: Callable[[CopilotConversation], None],
+    ) -> None:
+        self._loop = loop
+        self._sink = sink
+        self._on_closed = on_closed
+        self._mapper = EventMapper()
+        self._session: CopilotSession | None = None
+        self._session_id = ""
+        self._closed = False
+        self._exit_error = ""
+        # Futures the SDK's question/elicitation handlers wait on; resolved at close.
+        self._parked: set[asyncio.Future[Any]] = set()
+
+    # -- wiring (asyncio thread) ----------------------------------------------------------------
+
+    def attach(self, session: CopilotSession) -> None:
+        self._session = session
+        self._session_id = session.session_id
+
+    def on_sdk_event(self, ev: Any) -> None:
+        """The SDK's event handler: map and emit. Never raises into the SDK dispatcher."""
+        if self._closed:
+            return
+        try:
+            self._emit_all(self._mapper.map(ev.to_dict()))
+        except Exception:
+            log.exception("copilot: could not map a session event", extra={"type": _etype(ev)})
+
+    def map_raw(self, data: dict[str, Any]) -> None:
+        """Map an event already in wire shape (used for replays and the fault runtime)."""
+        self._emit_all(self._mapper.map(data))
+
+    async def park(self, *_: Any) -> Any:
+        """SDK handler for questions and elicitations: wait until close, never answer.
+
+        Answers go through the pending-request RPCs from ``respond`` instead, keyed by the
+        requestId the events carry (the handler itself gets no requestId).
+        """
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._parked.add(fut)
+        try:
+            return await fut
+        finally:
+            self._parked.discard(fut)
+
+    def _emit_all(self, events: list[Event]) -> None:
+        for event in events:
+            self._sink.emit(event)
+
+    def runtime_exited(self, error: str) -> None:
+        """Called on the asyncio thread when the CLI process died: fail and close."""
+        if self._closed:
+            return
+        self._exit_error = error
+        self._emit_all(self._mapper.end_turn_exit(error))
+        self._sink.emit(Event(kind=EventKind.EXIT, error=error))
+        self._finish_close()
+
+    def _finish_close(self) -> None:
+        self._closed = True
+        for fut in list(self._parked):
+            if not fut.done():
+                fut.cancel()
+        self._on_closed(self)
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _require_session(self) -> CopilotSession:
+        if self._closed or self._session is None:
+            raise Closed(self._exit_error or "the conversation is closed")
+        return self._session
+
+    async def _run(self, make: Callable[[], Coroutine[Any, Any, T]], *, read: bool = False) -> T:
+        if self._closed:
+            raise Closed(self._exit_error or "the conversation is closed")
+        return await self._loop.run(make(), cancel_on_abort=read)
+
+    # -- agentapi.Conversation ------------------------------------------------------------------
+
+    def id(self) -> str:
+        return self._session_id
+
+    async def history(self) -> History:
+        async def go() -> History:
+            session = self._require_session()
+            try:
+                events = await session.get_events()
+            except Exception as exc:
+                raise AgentAPIError(plain_error("read the conversation history", exc)) from None
+            return rebuild_history([e.to_dict() for e in events])
+
+        return await self._run(go, read=True)
+
+    async def send(self, prompt: Prompt) -> None:
+        await self._submit(prompt.text, prompt_attachments(prompt), display=None)
+
+    async def _submit(
+        self, text: str, attachments: list[dict[str, Any]], display: str | None
+    ) -> None:
+        async def go() -> None:
+            session = self._require_session()
+            if self._mapper.turn.active:
+                raise Busy("a turn is still running; send again when it has ended")
+            kwargs: dict[str, Any] = {"mode": "enqueue"}
+            if attachments:
+                kwargs["attachments"] = attachments
+            if display:
+                kwargs["display_prompt"] = display
+            try:
+                await session.send(text, **kwargs)
+            except Exception as exc:
+                if is_definite_rejection(exc):
+                    raise AgentAPIError(plain_error("send the prompt", exc)) from None
+                raise SubmissionUncertain(plain_error("send the prompt", exc)) from None
+            self._emit_all(self._mapper.begin_turn())
+
+        await self._run(go)
+
+    async def commands(self) -> list[Command]:
+        async def go() -> list[Command]:
+            session = self._require_session()
+            try:
+                listing = await session.rpc.commands.list()
+            except Exception as exc:
+                raise AgentAPIError(plain_error("list the commands", exc)) from None
+            out = []
+            for c in listing.commands:
+                kind = getattr(c.kind, "value", c.kind)
+                if kind not in ("skill", "client"):
+                    continue  # built-ins act on the session; they do not become a prompt
+                inp = c.input
+                out.append(
+                    Command(
+                        name=c.name,
+                        description=c.description or "",
+                        kind="skill" if kind == "skill" else "command",
+                        input_hint=(inp.hint or "") if inp else "",
+                        aliases=list(c.aliases or []),
+                        allow_during_turn=bool(c.allow_during_agent_execution),
+                        input_choices=[
+                            CommandOption(name=ch.name, description=ch.description or "")
+                            for ch in ((inp.choices or []) if inp else [])
+                        ],
+                        input_required=bool(inp.required) if inp else False,
+                    )
+                )
+            return out
+
+        return await self._run(go, read=True)
+
+    async def run_command(self, name: str, args: Prompt) -> None:
+        from copilot.generated.rpc import CommandsInvokeRequest, SlashCommandAgentPromptResult
+
+        async def go() -> tuple[str, str]:
+            session = self._require_session()
+            if self._mapper.turn.active:
+                raise Busy("a turn is still running; run the command when it has ended")
+            try:
+                result = await session.rpc.commands.invoke(
+                    CommandsInvokeRequest(name=name, input=args.text or None)
+                )
+            except Exception as exc:
+                raise AgentAPIError(plain_error(f"run /{name}", exc)) from None
+            if not isinstance(result, SlashCommandAgentPromptResult):
+                text = getattr(result, "text", "") or getattr(result, "message", "") or ""
+                detail = f": {text}" if text else ""
+                raise AgentAPIError(f"/{name} did not start a prompt turn{detail}")
+            return result.prompt, result.display_prompt
+
+        prompt_text, display = await self._run(go)
+        shown = display or f"/{name} {args.text}".rstrip()
+        await self._submit(prompt_text, prompt_attachments(args), display=shown)
+
+    async def steer(self, prompt: Prompt) -> None:
+        async def go() -> None:
+            session = self._require_session()
+            if not self._mapper.turn.active:
+                raise AgentAPIError("no turn is running to steer")
+            kwargs: dict[str, Any] = {"mode": "immediate"}
+            attachments = prompt_attachments(prompt)
+            if attachments:
+                kwargs["attachments"] = attachments
+            try:
+                message_id = await session.send(prompt.text, **kwargs)
+            except Exception as exc:
+                if is_definite_rejection(exc):
+                    raise AgentAPIError(plain_error("steer the turn", exc)) from None
+                raise SubmissionUncertain(plain_error("steer the turn", exc)) from None
+            self._mapper.note_steer(str(message_id), prompt.text)
+
+        await self._run(go)
+
+    async def cancel(self) -> None:
+        async def go() -> None:
+            session = self._require_session()
+            self._mapper.note_cancel()
+            try:
+                await session.abort()
+            except Exception as exc:
+                raise AgentAPIError(plain_error("cancel the turn", exc)) from None
+
+        await self._run(go)
+
+    async def cancel_subagent(self, agent_id: str) -> None:
+        from copilot.generated.rpc import TasksCancelRequest
+
+        async def go() -> None:
+            session = self._require_session()
+            if agent_id not in self._mapper.subagents:
+                raise AgentAPIError(f"no subagent {agent_id!r} in this conversation")
+            try:
+                result = await session.rpc.tasks.cancel(TasksCancelRequest(id=agent_id))
+            except Exception as exc:
+                raise AgentAPIError(plain_error("cancel the subagent", exc)) from None
+            if not result.cancelled:
+                raise AgentAPIError("the subagent is not running")
+
+        await self._run(go)
+
+    async def prompt_subagent(self, agent_id: str, text: str) -> None:
+        raise Unsupported("Copilot subagents cannot be prompted from here")
+
+    async def respond(self, interaction_id: str, answer: Answer) -> None:
+        async def go() -> None:
+            session = self._require_session()
+            inter = self._mapper.pending(interaction_id)
+            if inter is None:
+                raise InteractionGone(f"interaction {interaction_id!r} is no longer pending")
+            if inter.kind is InteractionKind.PERMISSION:
+                await self._respond_permission(session, interaction_id, answer, inter)
+            elif inter.elicitation is not None:
+                await self._respond_elicitation(session, interaction_id, answer, inter)
+            else:
+                await self._respond_question(session, interaction_id, answer, inter)
+
+        await self._run(go)
+
+    async def _respond_permission(
+        self, session: CopilotSession, rid: str, answer: Answer, inter: Any
+    ) -> None:
+        from copilot.generated.rpc import PermissionDecisionRequest
+
+        allowed = {o.id for o in inter.options}
+        if answer.decision not in allowed:
+            raise ValueError(f"decision must be one of {sorted(allowed)}, not {answer.decision!r}")
+        kind = {APPROVE_ONCE: "approve-once", APPROVE_SESSION: "approve-for-session"}.get(
+            answer.decision, "reject"
+        )
+        state = InteractionState.REJECTED if kind == "reject" else InteractionState.ANSWERED
+        request = PermissionDecisionRequest.from_dict({"requestId": rid, "result": {"kind": kind}})
+        await self._answer(
+            rid, state, lambda: session.rpc.permissions.handle_pending_permission_request(request)
+        )
+
+    async def _respond_question(
+        self, session: CopilotSession, rid: str, answer: Answer, inter: Any
+    ) -> None:
+        from copilot.generated.rpc import UIHandlePendingUserInputRequest
+
+        if answer.reject or answer.cancel:
+            text, freeform, state = "", True, InteractionState.REJECTED
+        else:
+            if len(answer.answers) != len(inter.questions):
+                raise ValueError(f"expected {len(inter.questions)} answer(s)")
+            values = [v for v in answer.answers[0] if v.strip()]
+            if not values:
+                raise ValueError("the answer is empty")
+            question = inter.questions[0]
+            text = ", ".join(values)
+            freeform = not all(v in question.choices for v in values)
+            if freeform and not question.custom:
+                raise ValueError("only the listed choices are accepted")
+            state = InteractionState.ANSWERED
+        request = UIHandlePendingUserInputRequest.from_dict(
+            {"requestId": rid, "response": {"answer": text, "wasFreeform": freeform}}
+        )
+        await self._answer(rid, state, lambda: session.rpc.ui.handle_pending_user_input(request))
+
+    async def _respond_elicitation(
+        self, session: CopilotSession, rid: str, answer: Answer, inter: Any
+    ) -> None:
+        from copilot.generated.rpc import UIHandlePendingElicitationRequest
+
+        result: dict[str, Any]
+        if answer.cancel:
+            result, state = {"action": "cancel"}, InteractionState.REJECTED
+        elif answer.reject:
+            result, state = {"action": "decline"}, InteractionState.REJECTED
+        else:
+            content: dict[str, Any] = {}
+            if len(answer.answers) != len(inter.questions):
+                raise ValueError(f"expected {len(inter.questions)} answer(s)")
+            for question, values in zip(inter.questions, answer.answers, strict=True):
+                try:
+                    value, answered = question.field_value(list(values))
+                except ValueError as exc:
+                    raise ValueError(f"{question.field.name}: the answer {exc}") from None
+                if answered:
+                    content[question.field.name] = value
+            result, state = {"action": "accept", "content": content}, InteractionState.ANSWERED
+        request = UIHandlePendingElicitationRequest.from_dict({"requestId": rid, "result": result})
+        await self._answer(rid, state, lambda: session.rpc.ui.handle_pending_elicitation(request))
+
+    async def _answer(
+        self, rid: str, state: InteractionState, call: Callable[[], Coroutine[Any, Any, Any]]
+    ) -> None:
+        # Noted first: the completion event can arrive before the RPC's reply.
+        self._mapper.note_response(rid, state)
+        try:
+            result = await call()
+        except Exception as exc:
+            self._mapper.responded.pop(rid, None)
+            raise AgentAPIError(plain_error("answer the request", exc)) from None
+        if getattr(result, "success", True) is False:
+            self._mapper.responded.pop(rid, None)
+            raise InteractionGone(f"interaction {rid!r} is no longer pending")
+
+    async def diff(self) -> list[FileDiff]:
+        from copilot.generated.rpc import WorkspaceDiffMode, WorkspacesDiffRequest
+
+        async def go() -> list[FileDiff]:
+            session = self._require_session()
+            try:
+                res = await session.rpc.workspaces.diff(
+                    WorkspacesDiffRequest(mode=WorkspaceDiffMode.SESSION)
+                )
+            except Exception as exc:
+                raise AgentAPIError(plain_error("read the session's changes", exc)) from None
+            if res.is_fallback:
+                reason = getattr(res.unavailable_reason, "value", res.unavailable_reason)
+                raise Unsupported(f"the session's file changes are unavailable ({reason})")
+            return [_file_diff(c) for c in res.changes]
+
+        return await self._run(go, read=True)
+
+    async def set_model(self, model: str, effort: str, context_size: str) -> None:
+        async def go() -> None:
+            session = self._require_session()
+            kwargs: dict[str, Any] = {}
+            if effort:
+                kwargs["reasoning_effort"] = effort
+            if context_size:
+                kwargs["context_tier"] = context_size
+            try:
+                await session.set_model(model, **kwargs)
+            except Exception as exc:
+                raise AgentAPIError(plain_error("switch the model", exc)) from None
+
+        await self._run(go)
+
+    async def set_title(self, title: str) -> None:
+        from copilot.generated.rpc import NameSetRequest
+
+        name = clean_title(title)
+
+        async def go() -> None:
+            session = self._require_session()
+            self._mapper.note_own_title(name)
+            try:
+                await session.rpc.name.set(NameSetRequest(name))
+            except Exception as exc:
+                self._mapper.own_titles.remove(name)
+                raise AgentAPIError(plain_error("set the title", exc)) from None
+
+        await self._run(go)
+
+    async def close(self) -> None:
+        async def go() -> None:
+            if self._closed:
+                return
+            session = self._session
+            self._emit_all(self._mapper.expire_all("conversation closed"))
+            self._finish_close()
+            if session is not None:
+                try:
+                    await session.disconnect()
+                except Exception as exc:
+                    log.warning("copilot: detach failed: %s", plain_error("detach", exc))
+
+        if self._closed or not self._loop.running:
+            self._closed = True
+            return
+        await self._loop.run(go())
+
+
+def _file_diff(change: Any) -> FileDiff:
+    ctype = getattr(change.change_type, "value", str(change.change_type))
+    adds = dels = 0
+    for line in (change.diff or "").splitlines():
+        if line.startswith("+") and not line.startswith("+++"):
+            adds += 1
+        elif line.startswith("-") and not line.startswith("---"):
+            dels += 1
+    truncated = bool(change.is_truncated)
+    contents = getattr(change, "contents", None)
+    return FileDiff(
+        path=change.path,
+        old_path=change.old_path or "",
+        status=ctype,
+        additions=adds,
+        deletions=dels,
+        counts_unknown=truncated,
+        truncated=truncated,
+        patch=change.diff or "",
+        before=(getattr(contents, "before", None) or "") if contents else "",
+        after=(getattr(contents, "after", None) or "") if contents else "",
+    )
+
+
+def _etype(ev: Any) -> str:
+    return str(getattr(ev, "raw_type", None) or getattr(getattr(ev, "type", None), "value", "?"))

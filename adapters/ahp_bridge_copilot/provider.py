@@ -1,0 +1,336 @@
+"""The Copilot provider: one Copilot CLI process (started on demand) shared by all conversations.
+
+``async with provider:`` starts the asyncio thread the SDK runs on and a trio nursery for the
+provider's own tasks (the watch on the CLI process). The CLI starts on first use (check, models,
+open) and is stopped when the provider shuts down. If it dies, every open conversation gets
+EventExit and is closed; the next open starts a new CLI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import subprocess
+from types import TracebackType
+from typing import Any, Self
+
+import trio
+
+from ahp_bridge.agentapi import (
+    PROVIDER_COPILOT,
+    AgentAPIError,
+    Capabilities,
+    CLIIncompatible,
+    Closed,
+    Conversation,
+    ConversationNotFound,
+    Model,
+    OpenRequest,
+    SignedOut,
+    Unsupported,
+)
+
+from .bridge import AsyncioThread
+from .conversation import CopilotConversation, clean_title
+from .options import PROTOCOL_VERSION, CopilotOptions, find_cli
+from .sdk_errors import is_not_found, is_signed_out, plain_error
+
+log = logging.getLogger(__name__)
+
+
+class CopilotProvider:
+    """agentapi Provider over github-copilot-sdk."""
+
+    def __init__(self, options: CopilotOptions) -> None:
+        self._opts = options
+        self._loop = AsyncioThread()
+        self._client: Any = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._cli_version = ""
+        self._client_lock = trio.Lock()
+        self._nursery: trio.Nursery | None = None
+        self._nursery_cm: Any = None
+        self._conversations: dict[int, CopilotConversation] = {}
+        self._stopping = False
+
+    # -- identity -------------------------------------------------------------------------------
+
+    def name(self) -> str:
+        return PROVIDER_COPILOT
+
+    def display_name(self) -> str:
+        return "GitHub Copilot"
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            cancel=True,
+            permissions=True,
+            questions=True,
+            session_diff=True,
+            history=True,
+        )
+
+    @property
+    def options(self) -> CopilotOptions:
+        return self._opts
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        self._stopping = False
+        self._loop.start()
+        self._nursery_cm = trio.open_nursery()
+        self._nursery = await self._nursery_cm.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        try:
+            with trio.CancelScope(shield=True):
+                await self.shutdown()
+        finally:
+            assert self._nursery is not None
+            self._nursery.cancel_scope.cancel()
+            cm, self._nursery_cm, self._nursery = self._nursery_cm, None, None
+            await cm.__aexit__(exc_type, exc, tb)
+            self._loop.stop()
+        return None
+
+    async def shutdown(self) -> None:
+        """Close every conversation (detach, never delete) and stop the CLI we started."""
+        self._stopping = True
+        for conv in list(self._conversations.values()):
+            try:
+                await conv.close()
+            except AgentAPIError as exc:
+                log.warning("copilot: closing a conversation failed: %s", exc)
+        async with self._client_lock:
+            await self._stop_client()
+
+    async def _stop_client(self) -> None:
+        client, process = self._client, self._process
+        self._client = None
+        self._process = None
+        if client is not None and self._loop.running:
+            try:
+                await self._loop.run(client.stop())
+            except Exception as exc:
+                log.warning("copilot: stopping the CLI failed: %s", plain_error("stop", exc))
+                try:
+                    await self._loop.run(client.force_stop())
+                except Exception:
+                    log.exception("copilot: force-stopping the CLI failed")
+        _close_pipes(process)
+
+    # -- the client -----------------------------------------------------------------------------
+
+    def _require_started(self) -> trio.Nursery:
+        if self._nursery is None:
+            raise Closed("the copilot provider is not started (use `async with provider:`)")
+        return self._nursery
+
+    async def _ensure_client(self) -> Any:
+        nursery = self._require_started()
+        async with self._client_lock:
+            if self._client is not None:
+                return self._client
+            cli = find_cli(self._opts)
+            if cli is None:
+                raise AgentAPIError(
+                    "the Copilot CLI is not installed: run scripts/install-copilot-cli.sh or set "
+                    "cli_path in [providers.copilot] (or COPILOT_CLI_PATH)"
+                )
+            opts = self._opts
+
+            async def start() -> tuple[Any, Any]:
+                from copilot import CopilotClient
+                from copilot.client import RuntimeConnection
+
+                client = CopilotClient(
+                    connection=RuntimeConnection.for_stdio(path=str(cli)),
+                    env=opts.runtime_env(),
+                    base_directory=opts.data_dir or None,
+                    working_directory=opts.workdir or None,
+                    github_token=opts.token(),
+                    use_logged_in_user=None if opts.token() else (opts.byok is None),
+                    log_level=opts.log_level,
+                )
+                try:
+                    await client.start()
+                    status = await client.get_status()
+                except BaseException:
+                    await _quiet_force_stop(client)
+                    raise
+                return client, status
+
+            try:
+                client, status = await self._loop.run(start())
+            except Exception as exc:
+                raise AgentAPIError(plain_error("start the Copilot CLI", exc)) from None
+            process = getattr(client, "_cli_process", None)
+            if status.protocol_version != PROTOCOL_VERSION:
+                await _quiet_stop(self._loop, client)
+                _close_pipes(process)
+                raise CLIIncompatible(
+                    f"the Copilot CLI {status.version} speaks protocol {status.protocol_version}; "
+                    f"this bridge needs protocol {PROTOCOL_VERSION}"
+                )
+            self._client = client
+            self._process = process
+            self._cli_version = status.version
+            if process is not None:
+                nursery.start_soon(self._watch_process, client, process)
+            return client
+
+    async def _watch_process(self, client: Any, process: subprocess.Popen[bytes]) -> None:
+        """EventExit for every conversation when the CLI exits while we still use it."""
+        code = await trio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
+        if self._stopping or self._client is not client:
+            return
+        error = f"the Copilot CLI exited unexpectedly (exit code {code})"
+        log.warning("copilot: %s", error)
+        async with self._client_lock:
+            if self._client is client:
+                self._client = None
+                self._process = None
+        for conv in list(self._conversations.values()):
+            self._loop.call_soon(conv.runtime_exited, error)
+        await _quiet_stop(self._loop, client)
+        _close_pipes(process)
+
+    # -- agentapi.Provider ----------------------------------------------------------------------
+
+    async def check(self) -> None:
+        client = await self._ensure_client()
+        if self._opts.byok is not None:
+            return
+        try:
+            auth = await self._loop.run(client.get_auth_status(), cancel_on_abort=True)
+        except Exception as exc:
+            raise AgentAPIError(plain_error("read the sign-in state", exc)) from None
+        if not auth.isAuthenticated:
+            raise SignedOut(
+                "GitHub Copilot is signed out: run `copilot login`, or set token_env in "
+                "[providers.copilot] to the name of an environment variable holding a token"
+            )
+
+    async def models(self) -> list[Model]:
+        if self._opts.byok is not None:
+            return [Model(id=m, name=m) for m in self._opts.byok.all_models()]
+        client = await self._ensure_client()
+        try:
+            infos = await self._loop.run(client.list_models(), cancel_on_abort=True)
+        except Exception as exc:
+            if is_signed_out(exc):
+                raise SignedOut("GitHub Copilot is signed out; sign in to list models") from None
+            raise AgentAPIError(plain_error("list the models", exc)) from None
+        return [_model(info) for info in infos]
+
+    async def open(self, req: OpenRequest) -> Conversation:
+        client = await self._ensure_client()
+        if req.events is None:
+            raise ValueError("OpenRequest.events (the EventSink) is required")
+        if req.agent:
+            raise Unsupported("custom agents are not supported by this adapter yet")
+        conv = CopilotConversation(self._loop, req.events, self._forget)
+        opts = self._opts
+        workdir = req.workdir or opts.workdir or None
+        common: dict[str, Any] = {
+            "on_permission_request": _no_result,
+            "on_user_input_request": conv.park,
+            "on_elicitation_request": conv.park,
+            "on_event": conv.on_sdk_event,
+            "streaming": True,
+            "working_directory": workdir,
+            "enable_file_change_tracking": True,
+        }
+        provider_cfg = opts.provider_config()
+        if provider_cfg is not None:
+            common["provider"] = provider_cfg
+        if req.skill_directories:
+            common["skill_directories"] = list(req.skill_directories)
+
+        if req.conversation_id:
+            conv_id = req.conversation_id
+
+            async def go() -> Any:
+                session = await client.resume_session(conv_id, **common)
+                conv.attach(session)
+                return session
+
+        else:
+            create = dict(common)
+            create["model"] = req.model or (opts.byok.model if opts.byok else None)
+            if req.effort:
+                create["reasoning_effort"] = req.effort
+            if req.context_size:
+                create["context_tier"] = req.context_size
+            if req.title:
+                try:
+                    create["name"] = clean_title(req.title)
+                    conv._mapper.note_own_title(create["name"])
+                except ValueError:
+                    pass
+
+            async def go() -> Any:
+                session = await client.create_session(**create)
+                conv.attach(session)
+                return session
+
+        self._conversations[id(conv)] = conv
+        try:
+            await self._loop.run(go())
+        except Exception as exc:
+            self._conversations.pop(id(conv), None)
+            if req.conversation_id and is_not_found(exc):
+                raise ConversationNotFound(
+                    f"no Copilot conversation {req.conversation_id!r}"
+                ) from None
+            raise AgentAPIError(plain_error("open the conversation", exc)) from None
+        return conv
+
+    def _forget(self, conv: CopilotConversation) -> None:
+        self._conversations.pop(id(conv), None)
+
+
+def _no_result(request: Any, invocation: Any) -> Any:
+    """Leave permission requests pending: the user answers them through Respond."""
+    from copilot.session import PermissionNoResult
+
+    return PermissionNoResult()
+
+
+def _model(info: Any) -> Model:
+    efforts = [str(getattr(e, "value", e)) for e in (info.supported_reasoning_efforts or [])]
+    return Model(id=info.id, name=info.name or info.id, efforts=efforts)
+
+
+async def _quiet_force_stop(client: Any) -> None:
+    try:
+        await client.force_stop()
+    except Exception:
+        log.debug("copilot: force_stop failed", exc_info=True)
+
+
+async def _quiet_stop(loop: AsyncioThread, client: Any) -> None:
+    if not loop.running:
+        return
+    try:
+        with trio.CancelScope(shield=True):
+            await loop.run(_quiet_force_stop(client))
+    except Exception:
+        log.debug("copilot: stopping the client failed", exc_info=True)
+
+
+def _close_pipes(process: Any) -> None:
+    """The SDK leaves the child's stdout/stderr pipe objects open after stop()."""
+    if process is None:
+        return
+    for pipe in (process.stdin, process.stdout, process.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
