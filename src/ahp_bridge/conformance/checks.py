@@ -1,0 +1,623 @@
+"""The contract checks. Each drives a freshly started provider and judges what it did.
+
+A check is an async function of a :class:`Context` that returns normally to pass (an
+optional note for the report) or raises ``CheckFailed``/``NotApplicable``. Checks judge
+the contract only: which events arrive, in what shape and order, and which errors the
+calls raise, never a provider's wording.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+
+import trio
+import trio.testing
+
+from ahp_bridge.agentapi import (
+    AgentAPIError,
+    Answer,
+    Busy,
+    Closed,
+    ConversationNotFound,
+    Interaction,
+    InteractionGone,
+    InteractionKind,
+    InteractionState,
+    ItemKind,
+    ItemNotFound,
+    Prompt,
+    TurnState,
+    Unsupported,
+)
+from ahp_bridge.conformance.driver import (
+    CheckFailed,
+    Context,
+    NotApplicable,
+    OpenConversation,
+    error_name,
+    expect_error,
+)
+from ahp_bridge.conformance.stream import (
+    FINAL_INTERACTION_STATES,
+    Transcript,
+    TurnTracker,
+    describe,
+)
+
+CheckFn = Callable[[Context], Awaitable[str | None]]
+
+_SHOWN = 3  # violations quoted in one failure reason
+_TITLE = "AHP conformance title"
+_UNKNOWN_AGENT = "ahp-conformance-no-such-agent"
+_UNKNOWN_MODEL = "ahp-conformance-unlisted-model"
+_STEER = "AHP conformance steer"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One named contract check and what it proves."""
+
+    name: str
+    summary: str
+    run: CheckFn
+
+
+def _violations(kind: str, found: list[str]) -> CheckFailed:
+    shown = "; ".join(found[:_SHOWN])
+    more = f" (and {len(found) - _SHOWN} more)" if len(found) > _SHOWN else ""
+    return CheckFailed(f"{kind}: {shown}{more}")
+
+
+async def _settle() -> None:
+    """Let the provider's trio tasks run until they all wait (stragglers show up)."""
+    await trio.testing.wait_all_tasks_blocked(cushion=0.01)
+
+
+async def _cancel_long(ctx: Context, conv: OpenConversation, working: int) -> tuple[int, TurnState]:
+    """End the running long turn: cancel it when the provider can, else let it finish."""
+    if ctx.capabilities().cancel:
+        ctx.step = "waiting for cancel to return"
+        await conv.conversation.cancel()
+        return await conv.wait_end(working + 1, "the cancelled turn to end")
+    return await conv.wait_end(working + 1, "the long turn to end")
+
+
+def _answer_for(ia: Interaction) -> Answer:
+    """An answer that accepts a permission (allow once) or picks each question's first choice."""
+    if ia.kind == InteractionKind.PERMISSION:
+        if not ia.options:
+            raise CheckFailed(f"permission request {ia.id!r} offers no options")
+        allow = [o for o in ia.options if o.allow_once] or [o for o in ia.options if not o.reject]
+        return Answer(decision=(allow or ia.options)[0].id)
+    if not ia.questions:
+        raise CheckFailed(f"question {ia.id!r} asks no questions")
+    return Answer(answers=[[q.choices[0]] if q.choices else ["yes"] for q in ia.questions])
+
+
+def _interaction_scenarios(ctx: Context) -> list[tuple[str, InteractionKind]]:
+    """The interaction scenarios the provider supports: (prompt text, kind)."""
+    caps = ctx.capabilities()
+    scenarios: list[tuple[str, InteractionKind]] = []
+    if caps.permissions or ctx.target.prompts.permission is not None:
+        scenarios.append((ctx.prompt("permission", "permissions"), InteractionKind.PERMISSION))
+    if caps.questions or ctx.target.prompts.question is not None:
+        scenarios.append((ctx.prompt("question", "questions"), InteractionKind.QUESTION))
+    if not scenarios:
+        raise NotApplicable(
+            "no permission or question prompt, and Capabilities.permissions and "
+            "Capabilities.questions are false"
+        )
+    return scenarios
+
+
+# --- provider basics -------------------------------------------------------------------
+
+
+async def provider_basics(ctx: Context) -> str | None:
+    """Name, display name and Capabilities are given; check passes; models are well formed."""
+    provider = ctx.started
+    if not provider.name():
+        raise CheckFailed("name() is empty")
+    if not provider.display_name():
+        raise CheckFailed("display_name() is empty")
+    ctx.capabilities()
+    ctx.step = "waiting for check to return"
+    try:
+        await provider.check()
+    except AgentAPIError as exc:
+        raise CheckFailed(f"check raised {error_name(exc)}") from exc
+    ctx.step = "waiting for models to return"
+    try:
+        models = await provider.models()
+    except Unsupported:
+        return "models: unsupported (provider default only)"
+    ids = [m.id for m in models]
+    if any(not i for i in ids):
+        raise CheckFailed("models() lists a model without an id")
+    if len(set(ids)) != len(ids):
+        raise CheckFailed(f"models() lists an id twice: {sorted(ids)}")
+    return f"{len(models)} models"
+
+
+# --- the event stream ------------------------------------------------------------------
+
+
+async def transcript(ctx: Context) -> str | None:
+    """Items upsert by (agent_id, id), deltas create absent items, kinds never change."""
+    answer = ctx.prompt("answer", None)
+    conv = await ctx.open()
+    await conv.answer_turn(answer)
+    if ctx.target.prompts.long is not None:
+        start = len(conv.sink)
+        await conv.send(ctx.target.prompts.long)
+        working = await conv.wait_working(start, "the long turn to start working")
+        await _cancel_long(ctx, conv, working)
+    await _settle()
+    await conv.close()
+    model = Transcript()
+    for event in conv.sink.events:
+        model.feed(event)
+    if model.violations:
+        raise _violations("inconsistent transcript", model.violations)
+    if not any(t.strip() for t in model.texts(ItemKind.ASSISTANT)):
+        raise CheckFailed("the answer turn produced no assistant text (items or deltas)")
+    return f"{model.events} events, {len(model.items)} items"
+
+
+async def turn_lifecycle(ctx: Context) -> str | None:
+    """Each turn goes working, then exactly one terminal state; nothing of it comes later."""
+    answer = ctx.prompt("answer", None)
+    conv = await ctx.open()
+    sends = 2
+    await conv.answer_turn(answer)
+    await _settle()
+    await conv.answer_turn(answer)
+    if ctx.target.prompts.long is not None:
+        sends += 1
+        start = len(conv.sink)
+        await conv.send(ctx.target.prompts.long)
+        working = await conv.wait_working(start, "the long turn to start working")
+        await _cancel_long(ctx, conv, working)
+    await _settle()
+    await conv.close()
+    tracker = TurnTracker()
+    for event in conv.sink.events:
+        tracker.feed(event)
+    if tracker.violations:
+        raise _violations("turn lifecycle broken", tracker.violations)
+    if tracker.running:
+        raise CheckFailed("the last turn never reached a terminal state before close returned")
+    if len(tracker.turns) != sends:
+        raise CheckFailed(f"{sends} prompts sent one after another made {len(tracker.turns)} turns")
+    return f"{len(tracker.turns)} turns"
+
+
+async def events_after_close(ctx: Context) -> str | None:
+    """Events arrive only until close returns, also when closing during a running turn."""
+    answer = ctx.prompt("answer", None)
+    conv = await ctx.open()
+    await conv.answer_turn(answer)
+    await conv.close()
+    convs = [conv]
+    if ctx.target.prompts.long is not None:
+        running = await ctx.open()
+        start = len(running.sink)
+        await running.send(ctx.target.prompts.long)
+        await running.wait_working(start, "the long turn to start working")
+        await running.close()
+        convs.append(running)
+    await _settle()
+
+    def judge() -> None:
+        late = [e for c in convs for e in c.sink.emissions if e.late]
+        if late:
+            shown = ", ".join(describe(e.event) for e in late[:_SHOWN])
+            raise CheckFailed(f"{len(late)} events after close returned: {shown}")
+
+    ctx.after_shutdown.append(judge)
+    return None
+
+
+async def emit_nonblocking(ctx: Context) -> str | None:
+    """The adapter calls emit directly, never waiting on the host to run it."""
+    answer = ctx.prompt("answer", None)
+    conv = await ctx.open()
+    await conv.answer_turn(answer)
+    if ctx.target.prompts.long is not None:
+        start = len(conv.sink)
+        await conv.send(ctx.target.prompts.long)
+        working = await conv.wait_working(start, "the long turn to start working")
+        await _cancel_long(ctx, conv, working)
+    await _settle()
+    await conv.close()
+    emissions = conv.sink.emissions
+    blocking = [e for e in emissions if e.blocking]
+    if blocking:
+        first = blocking[0]
+        raise CheckFailed(
+            f"{len(blocking)} of {len(emissions)} emit calls made the adapter wait: "
+            f"{first.blocking} ({describe(first.event)})"
+        )
+    foreign = sum(1 for e in emissions if not e.on_trio_thread)
+    return f"{len(emissions)} emit calls, {foreign} from other threads"
+
+
+# --- turns -----------------------------------------------------------------------------
+
+
+async def busy_or_queued(ctx: Context) -> str | None:
+    """A send during a running turn raises Busy, or runs as its own turn after it."""
+    long = ctx.prompt("long", "cancel")
+    answer = ctx.prompt("answer", None)
+    conv = await ctx.open()
+    start = len(conv.sink)
+    await conv.send(long)
+    working = await conv.wait_working(start, "the long turn to start working")
+    ctx.step = "waiting for the send during the running turn to return"
+    try:
+        await conv.conversation.send(Prompt(text=answer))
+    except Busy:
+        queued = False
+    except AgentAPIError as exc:
+        raise CheckFailed(
+            f"send during a running turn raised {error_name(exc)}; only Busy or queueing is allowed"
+        ) from exc
+    else:
+        queued = True
+    if not queued:
+        ended = [e for e in conv.sink.events[working + 1 :] if e.turn is not None]
+        if any(e.turn is not None and e.turn.state != TurnState.WORKING for e in ended):
+            raise CheckFailed("the running turn ended when a send during it was refused Busy")
+    end, _ = await _cancel_long(ctx, conv, working)
+    if not queued:
+        return "refused with Busy"
+    next_working = await conv.wait_working(
+        end + 1, "the prompt queued during the running turn to start its own turn"
+    )
+    _, state = await conv.wait_end(next_working + 1, "the queued prompt's turn to end")
+    if state != TurnState.COMPLETED:
+        raise CheckFailed(f"the queued prompt's turn ended {state.value}, not completed")
+    return "queued and run after the turn"
+
+
+async def cancel_ends_cancelled(ctx: Context) -> str | None:
+    """Cancel ends the running turn as cancelled, and the conversation stays usable."""
+    if not ctx.capabilities().cancel:
+        raise NotApplicable("Capabilities.cancel is false")
+    long = ctx.prompt("long", "cancel")
+    answer = ctx.prompt("answer", None)
+    conv = await ctx.open()
+    start = len(conv.sink)
+    await conv.send(long)
+    working = await conv.wait_working(start, "the long turn to start working")
+    ctx.step = "waiting for cancel to return"
+    try:
+        await conv.conversation.cancel()
+    except AgentAPIError as exc:
+        raise CheckFailed(f"cancel raised {error_name(exc)}") from exc
+    _, state = await conv.wait_end(working + 1, "the cancelled turn to end")
+    if state != TurnState.CANCELLED:
+        raise CheckFailed(f"the cancelled turn ended {state.value}, not cancelled")
+    await conv.answer_turn(answer)
+    return None
+
+
+# --- interactions ----------------------------------------------------------------------
+
+
+async def respond_when_gone(ctx: Context) -> str | None:
+    """Respond to an answered or expired interaction raises InteractionGone."""
+    notes = []
+    for text, kind in _interaction_scenarios(ctx):
+        conv = await ctx.open()
+        start = len(conv.sink)
+        await conv.send(text)
+        ia = await conv.wait_interaction(
+            start, kind, InteractionState.PENDING, f"a pending {kind.value}"
+        )
+        answer = _answer_for(ia)
+        ctx.step = f"waiting for respond to the pending {kind.value} to return"
+        try:
+            await conv.conversation.respond(ia.id, answer)
+        except AgentAPIError as exc:
+            raise CheckFailed(
+                f"respond to a pending {kind.value} raised {error_name(exc)}"
+            ) from exc
+        state = await conv.wait_interaction_state(
+            ia.id, FINAL_INTERACTION_STATES, f"the answered {kind.value} to leave pending"
+        )
+        if state != InteractionState.ANSWERED:
+            raise CheckFailed(f"the answered {kind.value} was reported {state.value}")
+        await conv.wait_end(start, f"the {kind.value} turn to end")
+        await expect_error(
+            partial(conv.conversation.respond, ia.id, answer),
+            (InteractionGone,),
+            f"a second respond to an answered {kind.value}",
+        )
+        notes.append(f"{kind.value}: answered")
+        if ctx.capabilities().cancel:
+            start = len(conv.sink)
+            await conv.send(text)
+            ia = await conv.wait_interaction(
+                start, kind, InteractionState.PENDING, f"another pending {kind.value}"
+            )
+            working = await conv.wait_working(start, f"the {kind.value} turn to be working")
+            await _cancel_long(ctx, conv, working)
+            await conv.wait_interaction_state(
+                ia.id,
+                FINAL_INTERACTION_STATES,
+                f"the {kind.value} of the cancelled turn to expire",
+            )
+            await expect_error(
+                partial(conv.conversation.respond, ia.id, _answer_for(ia)),
+                (InteractionGone,),
+                f"respond to the {kind.value} of a cancelled turn",
+            )
+            notes[-1] += " and expired"
+        await conv.close()
+    return ", ".join(notes)
+
+
+async def close_expires_interactions(ctx: Context) -> str | None:
+    """Close expires a pending interaction and fabricates no answer for it."""
+    notes = []
+    for text, kind in _interaction_scenarios(ctx):
+        conv = await ctx.open()
+        start = len(conv.sink)
+        await conv.send(text)
+        ia = await conv.wait_interaction(
+            start, kind, InteractionState.PENDING, f"a pending {kind.value}"
+        )
+        await conv.close()
+        states = conv.interaction_states(ia.id)
+        fabricated = [
+            s for s in states if s in (InteractionState.ANSWERED, InteractionState.REJECTED)
+        ]
+        if fabricated:
+            raise CheckFailed(
+                f"close answered the pending {kind.value} on its own ({fabricated[0].value})"
+            )
+        if states[-1] != InteractionState.EXPIRED:
+            raise CheckFailed(
+                f"the pending {kind.value} was {states[-1].value}, not expired, when close returned"
+            )
+        notes.append(f"{kind.value} expired")
+    return ", ".join(notes)
+
+
+# --- conversations ---------------------------------------------------------------------
+
+
+async def reopen_unknown(ctx: Context) -> str | None:
+    """Opening an unknown conversation id raises ConversationNotFound, creating nothing."""
+    ctx.step = "waiting for open of an unknown conversation id to return"
+    unknown = ctx.target.unknown_conversation_id
+    try:
+        conv = await ctx.open(unknown)
+    except ConversationNotFound:
+        return None
+    except AgentAPIError as exc:
+        raise CheckFailed(
+            f"open of an unknown conversation id raised {error_name(exc)}, "
+            "expected ConversationNotFound"
+        ) from exc
+    raise CheckFailed(
+        f"open of an unknown conversation id succeeded (conversation {conv.conversation.id()!r})"
+    )
+
+
+async def closed_conversation(ctx: Context) -> str | None:
+    """A conversation is unusable after close: send raises Closed."""
+    answer = ctx.prompt("answer", None)
+    conv = await ctx.open()
+    await conv.answer_turn(answer)
+    await conv.close()
+    await expect_error(
+        lambda: conv.conversation.send(Prompt(text=answer)), (Closed,), "send after close"
+    )
+    return None
+
+
+# --- capabilities ----------------------------------------------------------------------
+
+
+async def cap_history(ctx: Context) -> str | None:
+    """Capabilities.history: a reopened conversation's history holds its transcript."""
+    answer = ctx.prompt("answer", None)
+    conv = await ctx.open()
+    if not ctx.capabilities().history:
+        ctx.step = "waiting for history to return"
+        await expect_error(conv.conversation.history, (Unsupported,), "history without History")
+        return "unsupported, as advertised"
+    await conv.answer_turn(answer)
+    conversation_id = conv.conversation.id()
+    if not conversation_id:
+        raise CheckFailed("id() is empty")
+    live = Transcript()
+    for event in conv.sink.events:
+        live.feed(event)
+    await conv.close()
+    try:
+        reopened = await ctx.open(conversation_id)
+    except AgentAPIError as exc:
+        raise CheckFailed(
+            f"reopening conversation {conversation_id!r} raised {error_name(exc)}"
+        ) from exc
+    if reopened.conversation.id() != conversation_id:
+        raise CheckFailed(
+            f"reopening {conversation_id!r} gave conversation {reopened.conversation.id()!r}"
+        )
+    ctx.step = "waiting for history to return"
+    try:
+        history = await reopened.conversation.history()
+    except AgentAPIError as exc:
+        raise CheckFailed(f"history raised {error_name(exc)}") from exc
+    keys = [(item.agent_id, item.id) for item in history.items]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise CheckFailed(f"history lists item {twice[0][1]!r} more than once")
+    kinds = {item.kind for item in history.items if not item.agent_id}
+    missing = [k.value for k in (ItemKind.USER, ItemKind.ASSISTANT) if k not in kinds]
+    if missing:
+        raise CheckFailed(f"history of an answered conversation has no {' or '.join(missing)} item")
+    for item in history.items:
+        entry = live.items.get((item.agent_id, item.id))
+        if entry is not None and entry.kind != item.kind:
+            raise CheckFailed(
+                f"history has item {item.id!r} as {item.kind.value}, live it was {entry.kind.value}"
+            )
+    return f"{len(history.items)} items"
+
+
+async def cap_set_title(ctx: Context) -> str | None:
+    """Capabilities.titles: set_title works; without it set_title raises Unsupported."""
+    conv = await ctx.open()
+    ctx.step = "waiting for set_title to return"
+    if not ctx.capabilities().titles:
+        await expect_error(
+            lambda: conv.conversation.set_title(_TITLE), (Unsupported,), "set_title without Titles"
+        )
+        return "unsupported, as advertised"
+    try:
+        await conv.conversation.set_title(_TITLE)
+    except AgentAPIError as exc:
+        raise CheckFailed(f"set_title raised {error_name(exc)} although Titles is true") from exc
+    return None
+
+
+async def cap_diff(ctx: Context) -> str | None:
+    """Capabilities.session_diff: diff returns file changes; without it, Unsupported."""
+    conv = await ctx.open()
+    ctx.step = "waiting for diff to return"
+    if not ctx.capabilities().session_diff:
+        await expect_error(conv.conversation.diff, (Unsupported,), "diff without SessionDiff")
+        return "unsupported, as advertised"
+    try:
+        diffs = await conv.conversation.diff()
+    except AgentAPIError as exc:
+        raise CheckFailed(f"diff raised {error_name(exc)} although SessionDiff is true") from exc
+    if any(not d.path for d in diffs):
+        raise CheckFailed("diff returned a file change without a path")
+    return f"{len(diffs)} file changes"
+
+
+async def cap_set_model(ctx: Context) -> str | None:
+    """A provider that lists models applies a listed one; one that lists none refuses."""
+    ctx.step = "waiting for models to return"
+    try:
+        models = await ctx.started.models()
+    except Unsupported:
+        models = []
+    conv = await ctx.open()
+    ctx.step = "waiting for set_model to return"
+    if not models:
+        await expect_error(
+            lambda: conv.conversation.set_model(_UNKNOWN_MODEL, "", ""),
+            (Unsupported,),
+            "set_model on a provider that lists no models",
+        )
+        return "unsupported, as advertised"
+    model = models[0]
+    selections = [(model.id, "", "")]
+    if model.efforts:
+        selections.append((model.id, model.efforts[0], ""))
+    if model.context_sizes:
+        selections.append((model.id, "", model.context_sizes[0].id))
+    for selection in selections:
+        try:
+            await conv.conversation.set_model(*selection)
+        except AgentAPIError as exc:
+            raise CheckFailed(
+                f"set_model{selection} with a listed model raised {error_name(exc)}"
+            ) from exc
+    return f"{len(selections)} selections of {model.id!r}"
+
+
+async def cap_steer(ctx: Context) -> str | None:
+    """Steer during a running turn is accepted or raises Unsupported, and the turn still ends."""
+    long = ctx.prompt("long", "cancel")
+    conv = await ctx.open()
+    start = len(conv.sink)
+    await conv.send(long)
+    working = await conv.wait_working(start, "the long turn to start working")
+    ctx.step = "waiting for steer to return"
+    try:
+        await conv.conversation.steer(Prompt(text=_STEER))
+    except Unsupported:
+        note = "unsupported"
+    except AgentAPIError as exc:
+        raise CheckFailed(f"steer during a running turn raised {error_name(exc)}") from exc
+    else:
+        note = "accepted"
+    await _cancel_long(ctx, conv, working)
+    return note
+
+
+async def cap_commands(ctx: Context) -> str | None:
+    """commands lists named commands, or raises Unsupported and so does run_command."""
+    conv = await ctx.open()
+    ctx.step = "waiting for commands to return"
+    try:
+        commands = await conv.conversation.commands()
+    except Unsupported:
+        ctx.step = "waiting for run_command to return"
+        await expect_error(
+            lambda: conv.conversation.run_command("ahp-conformance", Prompt(text="")),
+            (Unsupported,),
+            "run_command on a provider whose commands are unsupported",
+        )
+        return "unsupported"
+    except AgentAPIError as exc:
+        raise CheckFailed(f"commands raised {error_name(exc)}") from exc
+    names = [c.name for c in commands]
+    if any(not n for n in names):
+        raise CheckFailed("commands lists a command without a name")
+    if len(set(names)) != len(names):
+        raise CheckFailed("commands lists a name twice")
+    return f"{len(commands)} commands"
+
+
+async def cap_subagents(ctx: Context) -> str | None:
+    """cancel_subagent and prompt_subagent refuse an unknown agent (Unsupported or ItemNotFound)."""
+    conv = await ctx.open()
+    allowed = (Unsupported, ItemNotFound)
+    ctx.step = "waiting for cancel_subagent to return"
+    cancel = await expect_error(
+        lambda: conv.conversation.cancel_subagent(_UNKNOWN_AGENT),
+        allowed,
+        "cancel_subagent of an unknown agent",
+    )
+    ctx.step = "waiting for prompt_subagent to return"
+    prompt = await expect_error(
+        lambda: conv.conversation.prompt_subagent(_UNKNOWN_AGENT, _STEER),
+        allowed,
+        "prompt_subagent of an unknown agent",
+    )
+    return f"cancel: {type(cancel).__name__}, prompt: {type(prompt).__name__}"
+
+
+CHECKS: tuple[Check, ...] = (
+    Check("provider_basics", "identity, check and models", provider_basics),
+    Check("transcript", "items upsert by (agent_id, id); deltas match their item", transcript),
+    Check("turn_lifecycle", "working, then exactly one terminal state", turn_lifecycle),
+    Check("events_after_close", "no event after close returns", events_after_close),
+    Check("emit_nonblocking", "emit is called directly, never awaited", emit_nonblocking),
+    Check("busy_or_queued", "a send during a turn: Busy or queued", busy_or_queued),
+    Check("cancel", "cancel ends the turn cancelled", cancel_ends_cancelled),
+    Check("respond_gone", "respond to a final interaction: InteractionGone", respond_when_gone),
+    Check("close_expires", "close expires pending interactions", close_expires_interactions),
+    Check("reopen_unknown", "unknown conversation id: ConversationNotFound", reopen_unknown),
+    Check("closed_conversation", "send after close: Closed", closed_conversation),
+    Check("cap_history", "history of a reopened conversation", cap_history),
+    Check("cap_set_title", "set_title or Unsupported", cap_set_title),
+    Check("cap_diff", "diff or Unsupported", cap_diff),
+    Check("cap_set_model", "set_model with a listed model", cap_set_model),
+    Check("cap_steer", "steer during a turn or Unsupported", cap_steer),
+    Check("cap_commands", "commands/run_command or Unsupported", cap_commands),
+    Check("cap_subagents", "cancel_subagent/prompt_subagent refuse unknown agents", cap_subagents),
+)
+"""Every check, in the order the runner runs them."""
+
+CHECKS_BY_NAME = {check.name: check for check in CHECKS}

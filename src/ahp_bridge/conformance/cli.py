@@ -1,0 +1,140 @@
+"""``ahp-bridge conformance``: run the suite against a provider loaded by entry point.
+
+Usage: ``ahp-bridge conformance --provider NAME [--option key=value ...]
+[--prompt scenario=text ...] [--workdir DIR] [--check NAME ...] [--timeout SECONDS]``.
+Option values are read as TOML values when they parse as one (``speed=0``, ``debug=true``)
+and as plain strings otherwise. Exit code 0 only when every check passed or did not apply.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import tomllib
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from importlib.metadata import entry_points
+from typing import Any, TextIO
+
+import trio
+
+from ahp_bridge.agentapi import OpenRequest, Provider
+from ahp_bridge.conformance.checks import CHECKS, CHECKS_BY_NAME
+from ahp_bridge.conformance.fake import fake_target
+from ahp_bridge.conformance.runner import run
+from ahp_bridge.conformance.target import Prompts, Target
+
+PROVIDER_GROUP = "ahp_bridge.providers"
+_SCENARIOS = ("answer", "long", "permission", "question")
+
+CreateProvider = Callable[[Mapping[str, Any]], Provider]
+
+
+class UsageError(Exception):
+    """A command-line mistake; the message says which argument and why."""
+
+
+def load_provider(name: str) -> CreateProvider:
+    """The ``create_provider`` registered as ``name`` in the ``ahp_bridge.providers`` group."""
+    found = entry_points(group=PROVIDER_GROUP, name=name)
+    if not found:
+        known = sorted(ep.name for ep in entry_points(group=PROVIDER_GROUP))
+        raise UsageError(f"unknown provider {name!r}; installed: {', '.join(known) or 'none'}")
+    create: CreateProvider = next(iter(found)).load()
+    return create
+
+
+def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for value in values:
+        key, sep, text = value.partition("=")
+        if not sep or not key:
+            raise UsageError(f"{flag} {value!r}: expected key=value")
+        pairs[key] = text
+    return pairs
+
+
+def option_value(text: str) -> Any:
+    """A TOML value when ``text`` is one (numbers, booleans, arrays), else the text itself."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ahp-bridge conformance",
+        description="Check that a provider adapter keeps the agentapi contract.",
+    )
+    parser.add_argument("--provider", required=True, help="entry point name (fake, copilot, ...)")
+    parser.add_argument(
+        "--option", action="append", default=[], metavar="KEY=VALUE", help="a provider option"
+    )
+    parser.add_argument(
+        "--prompt",
+        action="append",
+        default=[],
+        metavar="SCENARIO=TEXT",
+        help=f"the prompt for a scenario ({', '.join(_SCENARIOS)})",
+    )
+    parser.add_argument("--workdir", help="project directory to open conversations in")
+    parser.add_argument(
+        "--check", action="append", default=[], metavar="NAME", help="run only these checks"
+    )
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per check")
+    return parser
+
+
+def build_target(args: argparse.Namespace, create: CreateProvider | None = None) -> Target:
+    """The Target the command line describes."""
+    options = {k: option_value(v) for k, v in _pairs(args.option, "--option").items()}
+    prompts = _pairs(args.prompt, "--prompt")
+    unknown = sorted(set(prompts) - set(_SCENARIOS))
+    if unknown:
+        raise UsageError(f"--prompt {unknown[0]!r}: scenarios are {', '.join(_SCENARIOS)}")
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    workdir = args.workdir or tempfile.mkdtemp(prefix="ahp-conformance-")
+    if args.provider == "fake" and create is None:
+        base = fake_target(options, workdir=workdir, timeout=args.timeout)
+        merged = {s: prompts.get(s, getattr(base.prompts, s)) for s in _SCENARIOS}
+        return Target(base.name, base.factory, base.open_request, Prompts(**merged), args.timeout)
+    make = create or load_provider(args.provider)
+    try:
+        make(options)
+    except Exception as exc:  # any refusal of the options is a usage error
+        raise UsageError(f"provider {args.provider!r} refused the options: {exc}") from exc
+
+    def factory() -> AbstractAsyncContextManager[Provider]:
+        return make(options)
+
+    request = OpenRequest(session_id=str(uuid.uuid4()), workdir=workdir, title="AHP conformance")
+    return Target(args.provider, factory, request, Prompts(**prompts), args.timeout)
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
+    """Run the suite as the command line says; print the report; 0 only when all pass."""
+    stream = out or sys.stdout
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["conformance"]:
+        arguments = arguments[1:]
+    args = _parser().parse_args(arguments)
+    try:
+        checks = [CHECKS_BY_NAME[name] for name in args.check] if args.check else list(CHECKS)
+    except KeyError as exc:
+        print(
+            f"error: unknown check {exc.args[0]!r}; checks: {', '.join(CHECKS_BY_NAME)}",
+            file=stream,
+        )
+        return 2
+    try:
+        target = build_target(args)
+    except UsageError as exc:
+        print(f"error: {exc}", file=stream)
+        return 2
+    report = trio.run(run, target, checks)
+    print(report.format(), file=stream)
+    return 0 if report.passed else 1

@@ -1,0 +1,48 @@
+"""What the suite needs to drive one provider: how to start it and what to say to it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+
+from ahp_bridge.agentapi import OpenRequest, Provider
+
+ProviderFactory = Callable[[], AbstractAsyncContextManager[Provider]]
+"""Returns an async context manager that yields a started Provider and shuts it down."""
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """Provider-specific prompt texts, one per scenario the checks drive.
+
+    ``answer`` makes the provider answer in text and end the turn completed. ``long``
+    starts a turn that keeps running until it is cancelled (for busy, cancel and steer).
+    ``permission`` and ``question`` make the turn ask for a permission or a question and
+    wait for the answer. A scenario left as None is "not applicable" only where the
+    provider's Capabilities say it cannot do it; otherwise the checks that need it fail.
+    """
+
+    answer: str | None = None
+    long: str | None = None
+    permission: str | None = None
+    question: str | None = None
+
+
+@dataclass(frozen=True)
+class Target:
+    """How to drive one provider through the conformance checks.
+
+    ``factory`` is called once per check, so every check starts from a fresh provider.
+    ``open_request`` is the template every conversation is opened with (workdir, model,
+    ...); the suite fills in its own ``events`` sink and, to reopen, ``conversation_id``.
+    ``timeout`` bounds each whole check, so a provider that hangs fails instead of
+    hanging the suite. ``unknown_conversation_id`` must name no conversation.
+    """
+
+    name: str
+    factory: ProviderFactory
+    open_request: OpenRequest
+    prompts: Prompts = field(default_factory=Prompts)
+    timeout: float = 30.0
+    unknown_conversation_id: str = "ahp-conformance-no-such-conversation-7f3c"

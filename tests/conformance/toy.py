@@ -1,0 +1,450 @@
+"""A small, correct agentapi provider on trio, with switchable faults.
+
+The conformance suite's own tests run it clean (every check passes) and with one fault
+at a time (exactly that fault's check fails), which proves each check can fail. Prompts
+pick the behaviour: "answer" streams a short answer, "long" runs until cancelled,
+"permission" and "question" wait for an answer; anything else answers "ok".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Self
+
+import trio
+
+from ahp_bridge.agentapi import (
+    Answer,
+    Busy,
+    Capabilities,
+    Closed,
+    Command,
+    ConversationNotFound,
+    Delta,
+    Event,
+    EventKind,
+    EventSink,
+    FileDiff,
+    History,
+    Interaction,
+    InteractionGone,
+    InteractionKind,
+    InteractionState,
+    Item,
+    ItemKind,
+    ItemNotFound,
+    Model,
+    OpenRequest,
+    Option,
+    Prompt,
+    Question,
+    ToolCall,
+    ToolStatus,
+    Turn,
+    TurnState,
+    Unsupported,
+)
+
+PROMPTS = {"answer": "answer", "long": "long", "permission": "permission", "question": "question"}
+
+
+@dataclass(frozen=True)
+class Faults:
+    """One switch per contract rule the toy can break; all off is a correct provider."""
+
+    empty_display_name: bool = False  # provider_basics
+    delta_kind_mismatch: bool = False  # transcript: a reasoning delta for an assistant item
+    double_terminal: bool = False  # turn_lifecycle: "completed" reported twice
+    output_after_end: bool = False  # turn_lifecycle: an assistant item after the turn ended
+    event_after_close: bool = False  # events_after_close: a title event after close returns
+    blocking_emit: bool = False  # emit_nonblocking: events through trio.from_thread.run_sync
+    fold_send: bool = False  # busy_or_queued: a send during a turn silently joins it
+    cancel_completes: bool = False  # cancel: a cancelled turn reports completed
+    respond_again: bool = False  # respond_gone: an answered interaction accepts a new answer
+    close_answers: bool = False  # close_expires: close reports pending interactions answered
+    reopen_creates: bool = False  # reopen_unknown: an unknown id opens a new conversation
+    usable_after_close: bool = False  # closed_conversation: send after close still works
+    history_drops_answer: bool = False  # cap_history: history loses the assistant items
+    titles_refused: bool = False  # cap_set_title: Titles advertised, set_title Unsupported
+    diff_unadvertised: bool = False  # cap_diff: SessionDiff false, diff still answers
+    set_model_refused: bool = False  # cap_set_model: a listed model is refused
+    steer_wrong_error: bool = False  # cap_steer: steer raises Busy during a turn
+    run_command_unsupported_lie: bool = False  # cap_commands: no commands, run_command runs
+    subagent_accepts_unknown: bool = False  # cap_subagents: cancel_subagent of nobody succeeds
+
+
+@dataclass
+class Options:
+    """The toy's configuration: faults, capabilities and how it treats a send during a turn."""
+
+    faults: Faults = field(default_factory=Faults)
+    queue_sends: bool = False
+    supported: bool = True  # False: advertise (and offer) none of the optional features
+
+
+class ToyProvider:
+    """A provider whose conversations run in a nursery it owns (``async with provider``)."""
+
+    def __init__(self, options: Options | None = None) -> None:
+        self.options = options or Options()
+        self.faults = self.options.faults
+        self._stack: AsyncExitStack | None = None
+        self._nursery: trio.Nursery | None = None
+        self._records: dict[str, list[Item]] = {}
+        self._ids = itertools.count(1)
+        self._open: list[ToyConversation] = []
+
+    async def __aenter__(self) -> Self:
+        self._stack = AsyncExitStack()
+        self._nursery = await self._stack.enter_async_context(trio.open_nursery())
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._stack is not None
+        try:
+            with trio.CancelScope(shield=True):
+                await self.shutdown()
+        finally:
+            result = await self._stack.__aexit__(exc_type, exc, tb)
+        return result
+
+    @property
+    def nursery(self) -> trio.Nursery:
+        assert self._nursery is not None, "use the provider inside 'async with'"
+        return self._nursery
+
+    def name(self) -> str:
+        return "toy"
+
+    def display_name(self) -> str:
+        return "" if self.faults.empty_display_name else "Toy provider"
+
+    def capabilities(self) -> Capabilities:
+        on = self.options.supported
+        return Capabilities(
+            cancel=on,
+            permissions=on,
+            questions=on,
+            session_diff=on and not self.faults.diff_unadvertised,
+            history=on,
+            titles=on,
+        )
+
+    async def check(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def models(self) -> list[Model]:
+        await trio.lowlevel.checkpoint()
+        if not self.options.supported:
+            raise Unsupported("the toy offers only its default model")
+        return [Model(id="toy-1", name="Toy One", efforts=["low", "high"], context_sizes=[])]
+
+    async def open(self, req: OpenRequest) -> ToyConversation:
+        await trio.lowlevel.checkpoint()
+        conversation_id = req.conversation_id
+        if conversation_id and conversation_id not in self._records:
+            if not self.faults.reopen_creates:
+                raise ConversationNotFound(f"no conversation {conversation_id!r}")
+            self._records[conversation_id] = []
+        if not conversation_id:
+            conversation_id = f"toy-{next(self._ids)}"
+            self._records[conversation_id] = []
+        assert req.events is not None
+        conv = ToyConversation(self, conversation_id, req.events, self._records[conversation_id])
+        self._open.append(conv)
+        return conv
+
+    async def shutdown(self) -> None:
+        for conv in list(self._open):
+            await conv.close()
+        self.nursery.cancel_scope.cancel()
+
+
+@dataclass
+class _Turn:
+    scope: trio.CancelScope
+    done: trio.Event = field(default_factory=trio.Event)
+    pending: dict[str, Interaction] = field(default_factory=dict)
+    answers: dict[str, Answer] = field(default_factory=dict)
+    answered: trio.Event = field(default_factory=trio.Event)
+    queued: list[str] = field(default_factory=list)
+
+
+class ToyConversation:
+    """One toy conversation: prompts run as turns in the provider's nursery."""
+
+    def __init__(
+        self, provider: ToyProvider, conversation_id: str, sink: EventSink, record: list[Item]
+    ) -> None:
+        self._provider = provider
+        self._faults = provider.faults
+        self._id = conversation_id
+        self._sink = sink
+        self._record = record
+        self._turn: _Turn | None = None
+        self._closed = False
+        self._seq = itertools.count(1)
+        self._finished: set[str] = set()
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    async def _emit(self, event: Event) -> None:
+        if self._faults.blocking_emit:
+            await trio.to_thread.run_sync(trio.from_thread.run_sync, self._sink.emit, event)
+        else:
+            self._sink.emit(event)
+
+    async def _item(self, item: Item) -> None:
+        await self._emit(Event(kind=EventKind.ITEM, item=item))
+        for i, old in enumerate(self._record):
+            if (old.agent_id, old.id) == (item.agent_id, item.id):
+                self._record[i] = item
+                return
+        self._record.append(item)
+
+    async def _turn_state(self, state: TurnState) -> None:
+        await self._emit(Event(kind=EventKind.TURN, turn=Turn(state=state)))
+
+    async def _interaction(self, ia: Interaction) -> None:
+        await self._emit(Event(kind=EventKind.INTERACTION, interaction=ia))
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise Closed(f"conversation {self._id} is closed")
+
+    # -- Conversation --------------------------------------------------------------------
+
+    def id(self) -> str:
+        return self._id
+
+    async def history(self) -> History:
+        await trio.lowlevel.checkpoint()
+        self._check_open()
+        if not self._provider.options.supported:
+            raise Unsupported("the toy records no history")
+        items = list(self._record)
+        if self._faults.history_drops_answer:
+            items = [i for i in items if i.kind != ItemKind.ASSISTANT]
+        return History(items=items)
+
+    async def send(self, prompt: Prompt) -> None:
+        await trio.lowlevel.checkpoint()
+        if not (self._faults.usable_after_close and self._closed):
+            self._check_open()
+        if self._turn is not None:
+            if self._faults.fold_send:
+                return
+            if self._provider.options.queue_sends:
+                self._turn.queued.append(prompt.text)
+                return
+            raise Busy("a turn is running")
+        self._start(prompt.text)
+
+    def _start(self, text: str) -> None:
+        turn = _Turn(scope=trio.CancelScope())
+        self._turn = turn
+        self._provider.nursery.start_soon(self._run_turn, turn, text)
+
+    async def _run_turn(self, turn: _Turn, text: str) -> None:
+        n = next(self._seq)
+        await self._item(Item(id=f"u{n}", kind=ItemKind.USER, text=text))
+        await self._turn_state(TurnState.WORKING)
+        state = TurnState.COMPLETED
+        with turn.scope:
+            await self._script(turn, text, n)
+        if turn.scope.cancelled_caught:
+            state = TurnState.COMPLETED if self._faults.cancel_completes else TurnState.CANCELLED
+        for ia in turn.pending.values():
+            await self._interaction(ia.model_copy(update={"state": InteractionState.EXPIRED}))
+            self._finished.add(ia.id)
+        turn.pending.clear()
+        self._turn = None
+        await self._turn_state(state)
+        if self._faults.double_terminal:
+            await self._turn_state(state)
+        if self._faults.output_after_end:
+            await self._item(Item(id=f"late{n}", kind=ItemKind.ASSISTANT, text="late"))
+        turn.done.set()
+        if turn.queued and not self._closed:
+            self._start(turn.queued.pop(0))
+
+    async def _script(self, turn: _Turn, text: str, n: int) -> None:
+        if text == PROMPTS["answer"]:
+            for chunk in ("Hel", "lo"):
+                await self._emit(
+                    Event(
+                        kind=EventKind.DELTA,
+                        delta=Delta(item_id=f"a{n}", kind=ItemKind.ASSISTANT, text=chunk),
+                    )
+                )
+                await trio.sleep(0)
+            if self._faults.delta_kind_mismatch:
+                await self._emit(
+                    Event(
+                        kind=EventKind.DELTA,
+                        delta=Delta(item_id=f"a{n}", kind=ItemKind.REASONING, text="?"),
+                    )
+                )
+            await self._item(Item(id=f"a{n}", kind=ItemKind.ASSISTANT, text="Hello"))
+        elif text == PROMPTS["long"]:
+            await self._emit(
+                Event(
+                    kind=EventKind.DELTA,
+                    delta=Delta(item_id=f"a{n}", kind=ItemKind.ASSISTANT, text="Thinking"),
+                )
+            )
+            await trio.sleep_forever()
+        elif text in (PROMPTS["permission"], PROMPTS["question"]):
+            await self._ask(turn, text, n)
+        else:
+            await self._item(Item(id=f"a{n}", kind=ItemKind.ASSISTANT, text="ok"))
+
+    async def _ask(self, turn: _Turn, text: str, n: int) -> None:
+        if text == PROMPTS["permission"]:
+            await self._item(
+                Item(
+                    id=f"t{n}",
+                    kind=ItemKind.TOOL,
+                    tool=ToolCall(name="shell", status=ToolStatus.RUNNING),
+                )
+            )
+            ia = Interaction(
+                id=f"p{n}",
+                kind=InteractionKind.PERMISSION,
+                title="Run a command",
+                options=[
+                    Option(id="allow-once", label="Allow once", allow_once=True),
+                    Option(id="reject", label="Reject", reject=True),
+                ],
+                state=InteractionState.PENDING,
+                tool_call_id=f"t{n}",
+            )
+        else:
+            ia = Interaction(
+                id=f"q{n}",
+                kind=InteractionKind.QUESTION,
+                title="Pick a colour",
+                questions=[Question(text="Which colour?", choices=["red", "blue"])],
+                state=InteractionState.PENDING,
+            )
+        turn.pending[ia.id] = ia
+        await self._interaction(ia)
+        await turn.answered.wait()
+        answer = turn.answers[ia.id]
+        reply = answer.decision or answer.answers[0][0]
+        if text == PROMPTS["permission"]:
+            await self._item(
+                Item(
+                    id=f"t{n}",
+                    kind=ItemKind.TOOL,
+                    tool=ToolCall(name="shell", status=ToolStatus.COMPLETED),
+                )
+            )
+        await self._item(Item(id=f"a{n}", kind=ItemKind.ASSISTANT, text=f"answer: {reply}"))
+
+    async def commands(self) -> list[Command]:
+        await trio.lowlevel.checkpoint()
+        if not self._provider.options.supported:
+            raise Unsupported("the toy has no commands")
+        return [Command(name="explain", description="Explain", kind="command", input_hint="")]
+
+    async def run_command(self, name: str, args: Prompt) -> None:
+        await trio.lowlevel.checkpoint()
+        if not self._provider.options.supported and not self._faults.run_command_unsupported_lie:
+            raise Unsupported("the toy has no commands")
+        await self.send(Prompt(text=f"/{name} {args.text}"))
+
+    async def steer(self, prompt: Prompt) -> None:
+        await trio.lowlevel.checkpoint()
+        self._check_open()
+        if self._faults.steer_wrong_error:
+            raise Busy("the toy cannot take a steer now")
+        if not self._provider.options.supported:
+            raise Unsupported("the toy cannot steer")
+
+    async def cancel(self) -> None:
+        await trio.lowlevel.checkpoint()
+        self._check_open()
+        if self._turn is not None:
+            self._turn.scope.cancel()
+
+    async def cancel_subagent(self, agent_id: str) -> None:
+        await trio.lowlevel.checkpoint()
+        if not self._faults.subagent_accepts_unknown:
+            raise ItemNotFound(f"no subagent {agent_id!r}")
+
+    async def prompt_subagent(self, agent_id: str, text: str) -> None:
+        await trio.lowlevel.checkpoint()
+        raise Unsupported("the toy has no subagents")
+
+    async def respond(self, interaction_id: str, answer: Answer) -> None:
+        await trio.lowlevel.checkpoint()
+        self._check_open()
+        if self._faults.respond_again and interaction_id in self._finished:
+            return
+        turn = self._turn
+        if turn is None or interaction_id not in turn.pending:
+            raise InteractionGone(f"interaction {interaction_id!r} is not pending")
+        ia = turn.pending.pop(interaction_id)
+        self._finished.add(interaction_id)
+        turn.answers[interaction_id] = answer
+        await self._interaction(ia.model_copy(update={"state": InteractionState.ANSWERED}))
+        turn.answered.set()
+
+    async def diff(self) -> list[FileDiff]:
+        await trio.lowlevel.checkpoint()
+        self._check_open()
+        if not self._provider.options.supported:
+            raise Unsupported("the toy records no file changes")
+        return [FileDiff(path="README.md", additions=1, deletions=0)]
+
+    async def set_model(self, model: str, effort: str, context_size: str) -> None:
+        await trio.lowlevel.checkpoint()
+        self._check_open()
+        if not self._provider.options.supported or self._faults.set_model_refused:
+            raise Unsupported("the toy cannot switch models")
+        if model != "toy-1":
+            raise ValueError(f"unknown model {model!r}")
+
+    async def set_title(self, title: str) -> None:
+        await trio.lowlevel.checkpoint()
+        self._check_open()
+        if not self._provider.options.supported or self._faults.titles_refused:
+            raise Unsupported("the toy cannot title")
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        turn = self._turn
+        if turn is not None:
+            if self._faults.close_answers:
+                for ia in list(turn.pending.values()):
+                    await self._interaction(
+                        ia.model_copy(update={"state": InteractionState.ANSWERED})
+                    )
+                turn.pending.clear()
+            turn.scope.cancel()
+            await turn.done.wait()
+        self._closed = True
+        if self in self._provider._open:
+            self._provider._open.remove(self)
+        if self._faults.event_after_close:
+            self._provider.nursery.start_soon(self._late_title)
+
+    async def _late_title(self) -> None:
+        await trio.sleep(0)
+        self._sink.emit(Event(kind=EventKind.TITLE, title="late title"))
+
+
+def toy_options(**faults: Any) -> Options:
+    """Options with the named faults switched on."""
+    return Options(faults=dataclasses.replace(Faults(), **faults))
