@@ -111,6 +111,31 @@ def test_apply_bad_input_changes_nothing() -> None:
     assert store.replay(0, [SESSION]) == []
 
 
+def test_malformed_fields_raise_value_error_and_change_nothing() -> None:
+    store = make()
+    store.apply(
+        CHAT, {"type": "chat/turnStarted", "turnId": "x", "startedAt": NOW, "message": user("hi")}
+    )
+    store.apply(
+        CHAT,
+        {
+            "type": "chat/responsePart",
+            "turnId": "x",
+            "part": {"kind": "markdown", "id": "p", "content": ""},
+        },
+    )
+    store.apply(
+        CHAT, {"type": "chat/pendingMessageSet", "kind": "queued", "id": "q", "message": user("q")}
+    )
+    before, seq = store.state(CHAT), store.server_seq
+    with pytest.raises(ValueError, match="malformed chat/queuedMessagesReordered"):
+        store.apply(CHAT, {"type": "chat/queuedMessagesReordered", "order": 5})
+    with pytest.raises(ValueError, match="malformed chat/delta"):
+        store.apply(CHAT, {"type": "chat/delta", "turnId": "x", "partId": "p", "content": 5})
+    assert store.state(CHAT) is before and store.server_seq == seq
+    assert store.replay(seq, [CHAT]) == []
+
+
 def test_unknown_action_type_is_sequenced_but_changes_nothing() -> None:
     store = make()
     before = store.state(SESSION)

@@ -90,14 +90,18 @@ class Store:
     ) -> Envelope:
         """Reduce `action` into `channel`, assign serverSeq + 1 and log it.
 
-        KeyError for an unknown channel, ValueError for an action without a type;
-        neither changes anything.
+        KeyError for an unknown channel, ValueError for an action without a type
+        or with fields of the wrong JSON type; neither changes anything.
         """
         state = self._require(channel)
         if not isinstance(action, dict) or not isinstance(action.get("type"), str):
             raise ValueError("action must be a JSON object with a string 'type'")
         kind = self._kinds[channel]
-        new_state = reduce(kind, state, action, now=self._clock())
+        try:
+            new_state = reduce(kind, state, action, now=self._clock())
+        except (TypeError, AttributeError, KeyError, IndexError) as exc:
+            # A field of the wrong JSON type; nothing was changed or sequenced.
+            raise ValueError(f"malformed {action['type']} action for {channel}: {exc}") from exc
         if kind == "chat":
             new_state = self._track_window(channel, state, new_state, action)
         self._states[channel] = new_state
