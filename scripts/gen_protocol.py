@@ -100,10 +100,35 @@ def _tool_call_confirmed_literals(defs: Schema) -> None:
     defs["ChatToolCallDeniedAction"]["properties"]["approved"]["const"] = False
 
 
+TAG_KEYS = ("type", "kind", "status", "state")
+# Hand-written in protocol/actions.py (two variants share a tag, unknown types are relayed).
+NOT_DISCRIMINATED = frozenset({"StateAction", "ChatToolCallConfirmedAction"})
+
+
+def _single_const(defs: Schema, member: Schema, key: str) -> bool:
+    body = defs[member["$ref"].rsplit("/", 1)[1]] if "$ref" in member else member
+    return "const" in body.get("properties", {}).get(key, {})
+
+
+def _discriminate_tagged_oneofs(defs: Schema) -> None:
+    # The schema has no `discriminator` keyword, so nested unions would be "smart" unions:
+    # ~20x slower and a wall of errors for one bad field. Where every member carries a single
+    # `const` for one tag key, declare it; unions with multi-valued tags stay smart.
+    for name, body in defs.items():
+        members = body.get("oneOf")
+        if not members or name in NOT_DISCRIMINATED:
+            continue
+        for key in TAG_KEYS:
+            if all(_single_const(defs, m, key) for m in members):
+                body["discriminator"] = {"propertyName": key}
+                break
+
+
 SCHEMA_FIXES: list[Callable[[Schema], None]] = [
     _optional_undefined_fields,
     _session_status_bitset,
     _tool_call_confirmed_literals,
+    _discriminate_tagged_oneofs,
 ]
 
 

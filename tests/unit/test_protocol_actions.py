@@ -195,6 +195,18 @@ def test_unknown_type_is_distinguished_from_bad_fields() -> None:
             },
             "action.message.attachments[1]",
         ),
+        (
+            {"type": "chat/responsePart", "turnId": "t", "part": {"kind": "markdown", "id": "p"}},
+            "action.part.content: Field required",
+        ),
+        (
+            {"type": "chat/responsePart", "turnId": "t", "part": {"kind": "nope", "id": "p"}},
+            "action.part: Input tag 'nope' found using 'kind' does not match",
+        ),
+        (
+            {"type": "chat/turnCancelled", "turnId": "t", "duration": "soon"},
+            "action.duration: Input should be a valid number",
+        ),
     ],
 )
 def test_errors_name_the_field_path(action: dict[str, Any], message: str) -> None:

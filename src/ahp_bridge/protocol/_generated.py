@@ -972,7 +972,7 @@ class Changes(WireModel):
     ] = None
     origin: Annotated[
         ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | ChatOrigin4 | None,
-        Field(description='此聊天如何產生'),
+        Field(description='此聊天如何產生', discriminator='kind'),
     ] = None
     interactivity: Annotated[
         Literal['full', 'read-only', 'hidden'] | None,
@@ -1134,7 +1134,8 @@ class ChatToolCallStartAction(WireModel):
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
         Field(
-            description='所呼叫工具之貢獻者的參照。對於非由用戶端或 MCP 伺服器貢獻的伺服器端工具則不存在。'
+            description='所呼叫工具之貢獻者的參照。對於非由用戶端或 MCP 伺服器貢獻的伺服器端工具則不存在。',
+            discriminator='kind',
         ),
     ] = None
 
@@ -2254,7 +2255,7 @@ class ChatSummary(WireModel):
     ]
     origin: Annotated[
         ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | ChatOrigin4 | None,
-        Field(description='此聊天如何產生'),
+        Field(description='此聊天如何產生', discriminator='kind'),
     ] = None
     interactivity: Annotated[
         Literal['full', 'read-only', 'hidden'] | None,
@@ -2284,7 +2285,7 @@ class ChatInputAnswered(WireModel):
         | ChatInputBooleanAnswerValue
         | ChatInputSelectedAnswerValue
         | ChatInputSelectedManyAnswerValue,
-        Field(description='答案值'),
+        Field(description='答案值', discriminator='kind'),
     ]
 
 
@@ -2481,7 +2482,7 @@ class ToolCallBase(WireModel):
     ] = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(description='對被呼叫工具之貢獻者的參照。'),
+        Field(description='對被呼叫工具之貢獻者的參照。', discriminator='kind'),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
@@ -2508,7 +2509,7 @@ class ToolCallStreamingState(WireModel):
     ] = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(description='對被呼叫工具之貢獻者的參照。'),
+        Field(description='對被呼叫工具之貢獻者的參照。', discriminator='kind'),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
@@ -3147,7 +3148,8 @@ class InvokeChangesetOperationParams(WireModel):
     target: Annotated[
         ChangesetOperationTarget1 | ChangesetOperationTarget2 | None,
         Field(
-            description="操作的目標。若且唯若所選範圍為 `'resource'` 或 `'range'` 時為必要。\n變更集範圍的操作請省略。"
+            description="操作的目標。若且唯若所選範圍為 `'resource'` 或 `'range'` 時為必要。\n變更集範圍的操作請省略。",
+            discriminator='kind',
         ),
     ] = None
 
@@ -3220,7 +3222,7 @@ class SessionMcpServerStateChangedAction(WireModel):
         | McpServerAuthRequiredState
         | McpServerErrorState
         | McpServerStoppedState,
-        Field(description='新的生命週期狀態。'),
+        Field(description='新的生命週期狀態。', discriminator='kind'),
     ]
     channel: Annotated[
         str | None,
@@ -3261,7 +3263,7 @@ class ChatToolCallReadyAction(WireModel):
     ] = None
     riskAssessment: Annotated[
         ToolCallRiskAssessmentLoadingState | ToolCallRiskAssessmentCompleteState | None,
-        Field(description='促成確認需求的風險評估。'),
+        Field(description='促成確認需求的風險評估。', discriminator='status'),
     ] = None
     edits: Annotated[
         Edits | None, Field(description='此工具呼叫將執行的檔案編輯，用於確認前的預覽')
@@ -3295,12 +3297,15 @@ class ChatToolCallContentChangedAction(WireModel):
     type: Literal['chat/toolCallContentChanged']
     content: Annotated[
         list[
-            ToolResultTextContent
-            | ToolResultEmbeddedResourceContent
-            | ToolResultResourceContent
-            | ToolResultFileEditContent
-            | ToolResultTerminalContent
-            | ToolResultSubagentContent
+            Annotated[
+                ToolResultTextContent
+                | ToolResultEmbeddedResourceContent
+                | ToolResultResourceContent
+                | ToolResultFileEditContent
+                | ToolResultTerminalContent
+                | ToolResultSubagentContent,
+                Field(discriminator='type'),
+            ]
         ],
         Field(description='執行中工具呼叫的目前部分內容'),
     ]
@@ -3386,7 +3391,8 @@ class AnnotationsEntrySetAction(WireModel):
 class TerminalClaimedAction(WireModel):
     type: Literal['terminal/claimed']
     claim: Annotated[
-        TerminalClientClaim | TerminalSessionClaim, Field(description='新的聲明')
+        TerminalClientClaim | TerminalSessionClaim,
+        Field(description='新的聲明', discriminator='kind'),
     ]
 
 
@@ -3535,7 +3541,7 @@ class McpServerCustomization(WireModel):
         | McpServerAuthRequiredState
         | McpServerErrorState
         | McpServerStoppedState,
-        Field(description='MCP 伺服器的目前生命週期狀態。'),
+        Field(description='MCP 伺服器的目前生命週期狀態。', discriminator='kind'),
     ]
     channel: Annotated[
         str | None,
@@ -3579,11 +3585,14 @@ class Message(WireModel):
     origin: Annotated[MessageOrigin, Field(description='訊息的起源')]
     attachments: Annotated[
         list[
-            SimpleMessageAttachment
-            | MessageEmbeddedResourceAttachment
-            | MessageResourceAttachment
-            | MessageAnnotationsAttachment
-            | MessageChatAttachment
+            Annotated[
+                SimpleMessageAttachment
+                | MessageEmbeddedResourceAttachment
+                | MessageResourceAttachment
+                | MessageAnnotationsAttachment
+                | MessageChatAttachment,
+                Field(discriminator='type'),
+            ]
         ]
         | None,
         Field(description='檔案／選取範圍附件'),
@@ -3632,12 +3641,15 @@ class ToolCallResult(WireModel):
     ]
     content: Annotated[
         list[
-            ToolResultTextContent
-            | ToolResultEmbeddedResourceContent
-            | ToolResultResourceContent
-            | ToolResultFileEditContent
-            | ToolResultTerminalContent
-            | ToolResultSubagentContent
+            Annotated[
+                ToolResultTextContent
+                | ToolResultEmbeddedResourceContent
+                | ToolResultResourceContent
+                | ToolResultFileEditContent
+                | ToolResultTerminalContent
+                | ToolResultSubagentContent,
+                Field(discriminator='type'),
+            ]
         ]
         | None,
         Field(
@@ -3662,7 +3674,7 @@ class ToolCallPendingConfirmationState(WireModel):
     ] = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(description='對被呼叫工具之貢獻者的參照。'),
+        Field(description='對被呼叫工具之貢獻者的參照。', discriminator='kind'),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
@@ -3684,7 +3696,7 @@ class ToolCallPendingConfirmationState(WireModel):
     ] = None
     riskAssessment: Annotated[
         ToolCallRiskAssessmentLoadingState | ToolCallRiskAssessmentCompleteState | None,
-        Field(description='促成此確認需求的風險評估。'),
+        Field(description='促成此確認需求的風險評估。', discriminator='status'),
     ] = None
     edits: Annotated[
         Edits | None, Field(description='此工具呼叫將執行的檔案編輯，供確認前預覽')
@@ -3710,7 +3722,7 @@ class ToolCallRunningState(WireModel):
     ] = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(description='對被呼叫工具之貢獻者的參照。'),
+        Field(description='對被呼叫工具之貢獻者的參照。', discriminator='kind'),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
@@ -3734,12 +3746,15 @@ class ToolCallRunningState(WireModel):
     status: Literal['running']
     content: Annotated[
         list[
-            ToolResultTextContent
-            | ToolResultEmbeddedResourceContent
-            | ToolResultResourceContent
-            | ToolResultFileEditContent
-            | ToolResultTerminalContent
-            | ToolResultSubagentContent
+            Annotated[
+                ToolResultTextContent
+                | ToolResultEmbeddedResourceContent
+                | ToolResultResourceContent
+                | ToolResultFileEditContent
+                | ToolResultTerminalContent
+                | ToolResultSubagentContent,
+                Field(discriminator='type'),
+            ]
         ]
         | None,
         Field(
@@ -3782,12 +3797,15 @@ class ToolCallAuthRequiredState(WireModel):
     auth: Annotated[McpAuthRequirement, Field(description='封鎖此呼叫的驗證挑戰。')]
     content: Annotated[
         list[
-            ToolResultTextContent
-            | ToolResultEmbeddedResourceContent
-            | ToolResultResourceContent
-            | ToolResultFileEditContent
-            | ToolResultTerminalContent
-            | ToolResultSubagentContent
+            Annotated[
+                ToolResultTextContent
+                | ToolResultEmbeddedResourceContent
+                | ToolResultResourceContent
+                | ToolResultFileEditContent
+                | ToolResultTerminalContent
+                | ToolResultSubagentContent,
+                Field(discriminator='type'),
+            ]
         ]
         | None,
         Field(description='呼叫為驗證暫停前產生的部分內容。'),
@@ -3803,7 +3821,7 @@ class ToolCallPendingResultConfirmationState(WireModel):
     ] = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(description='對被呼叫工具之貢獻者的參照。'),
+        Field(description='對被呼叫工具之貢獻者的參照。', discriminator='kind'),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
@@ -3822,12 +3840,15 @@ class ToolCallPendingResultConfirmationState(WireModel):
     ]
     content: Annotated[
         list[
-            ToolResultTextContent
-            | ToolResultEmbeddedResourceContent
-            | ToolResultResourceContent
-            | ToolResultFileEditContent
-            | ToolResultTerminalContent
-            | ToolResultSubagentContent
+            Annotated[
+                ToolResultTextContent
+                | ToolResultEmbeddedResourceContent
+                | ToolResultResourceContent
+                | ToolResultFileEditContent
+                | ToolResultTerminalContent
+                | ToolResultSubagentContent,
+                Field(discriminator='type'),
+            ]
         ]
         | None,
         Field(
@@ -3861,7 +3882,7 @@ class ToolCallCompletedState(WireModel):
     ] = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(description='對被呼叫工具之貢獻者的參照。'),
+        Field(description='對被呼叫工具之貢獻者的參照。', discriminator='kind'),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
@@ -3880,12 +3901,15 @@ class ToolCallCompletedState(WireModel):
     ]
     content: Annotated[
         list[
-            ToolResultTextContent
-            | ToolResultEmbeddedResourceContent
-            | ToolResultResourceContent
-            | ToolResultFileEditContent
-            | ToolResultTerminalContent
-            | ToolResultSubagentContent
+            Annotated[
+                ToolResultTextContent
+                | ToolResultEmbeddedResourceContent
+                | ToolResultResourceContent
+                | ToolResultFileEditContent
+                | ToolResultTerminalContent
+                | ToolResultSubagentContent,
+                Field(discriminator='type'),
+            ]
         ]
         | None,
         Field(
@@ -3919,7 +3943,7 @@ class ToolCallCancelledState(WireModel):
     ] = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(description='對被呼叫工具之貢獻者的參照。'),
+        Field(description='對被呼叫工具之貢獻者的參照。', discriminator='kind'),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
@@ -3956,7 +3980,7 @@ class TerminalInfo(WireModel):
     title: Annotated[str, Field(description='人類可讀的終端機標題')]
     claim: Annotated[
         TerminalClientClaim | TerminalSessionClaim,
-        Field(description='目前誰持有此終端機'),
+        Field(description='目前誰持有此終端機', discriminator='kind'),
     ]
     exitCode: Annotated[
         int | float | None, Field(description='行程結束代碼（若終端機行程已結束）')
@@ -3979,7 +4003,7 @@ class TerminalState(WireModel):
     ] = None
     claim: Annotated[
         TerminalClientClaim | TerminalSessionClaim,
-        Field(description='目前誰持有此終端機'),
+        Field(description='目前誰持有此終端機', discriminator='kind'),
     ]
     supportsCommandDetection: Annotated[
         bool | None,
@@ -4087,7 +4111,7 @@ class CompletionItem(WireModel):
         | MessageResourceAttachment
         | MessageAnnotationsAttachment
         | MessageChatAttachment,
-        Field(description='與此補全項目關聯的附件。'),
+        Field(description='與此補全項目關聯的附件。', discriminator='type'),
     ]
 
 
@@ -4109,7 +4133,8 @@ class CreateChatParams(WireModel):
     source: Annotated[
         ForkChatSource | SideChatSource | None,
         Field(
-            description='選用的來源聊天與來源回合。\n\n來源聊天 MUST 屬於此工作階段。用戶端 MUST 僅在所選代理程式公告\n`capabilities.multipleChats.fork` 時請求 `kind: "fork"`，並僅在所選代理程式公告\n`capabilities.multipleChats.sideChat` 時請求 `kind: "sideChat"`。兩種來源形式都帶有穩定的頂層 `turnId`。分叉的目標為已完成回合。側邊聊天也帶有穩定的 `turnId`，由主機對照來源聊天目前的活動回合或保留的歷史來解析。若它解析為活動回合，主機在接受 `createChat` 時會對目前可用的部分回應進行快照。當 `source.kind === "sideChat"` 且 `source.selection` 存在時，主機也會在所建立聊天的起源中對該確切選取文字進行快照並保留；其中的任何 `responsePartId` 僅作為出處，並非即時範圍。'
+            description='選用的來源聊天與來源回合。\n\n來源聊天 MUST 屬於此工作階段。用戶端 MUST 僅在所選代理程式公告\n`capabilities.multipleChats.fork` 時請求 `kind: "fork"`，並僅在所選代理程式公告\n`capabilities.multipleChats.sideChat` 時請求 `kind: "sideChat"`。兩種來源形式都帶有穩定的頂層 `turnId`。分叉的目標為已完成回合。側邊聊天也帶有穩定的 `turnId`，由主機對照來源聊天目前的活動回合或保留的歷史來解析。若它解析為活動回合，主機在接受 `createChat` 時會對目前可用的部分回應進行快照。當 `source.kind === "sideChat"` 且 `source.selection` 存在時，主機也會在所建立聊天的起源中對該確切選取文字進行快照並保留；其中的任何 `responsePartId` 僅作為出處，並非即時範圍。',
+            discriminator='kind',
         ),
     ] = None
     workingDirectories: Annotated[
@@ -4130,7 +4155,7 @@ class CreateTerminalParams(WireModel):
     channel: Annotated[str, Field(description='終端機 URI（由用戶端選擇）。')]
     claim: Annotated[
         TerminalClientClaim | TerminalSessionClaim,
-        Field(description='終端機的初始擁有者'),
+        Field(description='終端機的初始擁有者', discriminator='kind'),
     ]
     name: Annotated[str | None, Field(description='人類可讀的終端機名稱')] = None
     cwd: Annotated[str | None, Field(description='初始工作目錄 URI')] = None
@@ -4269,7 +4294,7 @@ class SessionToolConfirmationRequest(WireModel):
     turnId: Annotated[str, Field(description='工具呼叫所屬的回合。')]
     toolCall: Annotated[
         ToolCallPendingConfirmationState | ToolCallPendingResultConfirmationState,
-        Field(description='等待確認的工具呼叫。'),
+        Field(description='等待確認的工具呼叫。', discriminator='status'),
     ]
 
 
@@ -4303,7 +4328,8 @@ class SessionToolClientExecutionRequest(WireModel):
         | ToolCallCompletedState
         | ToolCallCancelledState,
         Field(
-            description='工作階段希望擁有用戶端執行的執行中工具呼叫。主機僅會以\n{@link ToolCallRunningState}（即處於 `running` 狀態的\n{@link ToolCallState}）填入此欄位。'
+            description='工作階段希望擁有用戶端執行的執行中工具呼叫。主機僅會以\n{@link ToolCallRunningState}（即處於 `running` 狀態的\n{@link ToolCallState}）填入此欄位。',
+            discriminator='status',
         ),
     ]
 
@@ -4370,17 +4396,21 @@ class ContainerCustomizationBase(WireModel):
         | CustomizationErrorState
         | None,
         Field(
-            description='主機回報的載入狀態。不存在表示主機尚未回報此容器的載入狀態。'
+            description='主機回報的載入狀態。不存在表示主機尚未回報此容器的載入狀態。',
+            discriminator='kind',
         ),
     ] = None
     children: Annotated[
         list[
-            AgentCustomization
-            | SkillCustomization
-            | PromptCustomization
-            | RuleCustomization
-            | HookCustomization
-            | McpServerCustomization
+            Annotated[
+                AgentCustomization
+                | SkillCustomization
+                | PromptCustomization
+                | RuleCustomization
+                | HookCustomization
+                | McpServerCustomization,
+                Field(discriminator='type'),
+            ]
         ]
         | None,
         Field(
@@ -4431,17 +4461,21 @@ class PluginCustomization(WireModel):
         | CustomizationErrorState
         | None,
         Field(
-            description='主機回報的載入狀態。不存在表示主機尚未回報此容器的載入狀態。'
+            description='主機回報的載入狀態。不存在表示主機尚未回報此容器的載入狀態。',
+            discriminator='kind',
         ),
     ] = None
     children: Annotated[
         list[
-            AgentCustomization
-            | SkillCustomization
-            | PromptCustomization
-            | RuleCustomization
-            | HookCustomization
-            | McpServerCustomization
+            Annotated[
+                AgentCustomization
+                | SkillCustomization
+                | PromptCustomization
+                | RuleCustomization
+                | HookCustomization
+                | McpServerCustomization,
+                Field(discriminator='type'),
+            ]
         ]
         | None,
         Field(
@@ -4499,17 +4533,21 @@ class ClientPluginCustomization(WireModel):
         | CustomizationErrorState
         | None,
         Field(
-            description='主機回報的載入狀態。不存在表示主機尚未回報此容器的載入狀態。'
+            description='主機回報的載入狀態。不存在表示主機尚未回報此容器的載入狀態。',
+            discriminator='kind',
         ),
     ] = None
     children: Annotated[
         list[
-            AgentCustomization
-            | SkillCustomization
-            | PromptCustomization
-            | RuleCustomization
-            | HookCustomization
-            | McpServerCustomization
+            Annotated[
+                AgentCustomization
+                | SkillCustomization
+                | PromptCustomization
+                | RuleCustomization
+                | HookCustomization
+                | McpServerCustomization,
+                Field(discriminator='type'),
+            ]
         ]
         | None,
         Field(
@@ -4570,17 +4608,21 @@ class DirectoryCustomization(WireModel):
         | CustomizationErrorState
         | None,
         Field(
-            description='主機回報的載入狀態。不存在表示主機尚未回報此容器的載入狀態。'
+            description='主機回報的載入狀態。不存在表示主機尚未回報此容器的載入狀態。',
+            discriminator='kind',
         ),
     ] = None
     children: Annotated[
         list[
-            AgentCustomization
-            | SkillCustomization
-            | PromptCustomization
-            | RuleCustomization
-            | HookCustomization
-            | McpServerCustomization
+            Annotated[
+                AgentCustomization
+                | SkillCustomization
+                | PromptCustomization
+                | RuleCustomization
+                | HookCustomization
+                | McpServerCustomization,
+                Field(discriminator='type'),
+            ]
         ]
         | None,
         Field(
@@ -4610,7 +4652,7 @@ class ToolCallResponsePart(WireModel):
         | ToolCallPendingResultConfirmationState
         | ToolCallCompletedState
         | ToolCallCancelledState,
-        Field(description='完整工具呼叫生命週期狀態'),
+        Field(description='完整工具呼叫生命週期狀態', discriminator='status'),
     ]
 
 
@@ -4628,14 +4670,21 @@ class SessionInputNeededSetAction(WireModel):
         | SessionToolConfirmationRequest
         | SessionToolClientExecutionRequest
         | SessionToolAuthenticationRequest,
-        Field(description='要新增或更新的輸入請求，以 `id` 比對。'),
+        Field(
+            description='要新增或更新的輸入請求，以 `id` 比對。', discriminator='kind'
+        ),
     ]
 
 
 class SessionCustomizationsChangedAction(WireModel):
     type: Literal['session/customizationsChanged']
     customizations: Annotated[
-        list[PluginCustomization | DirectoryCustomization | McpServerCustomization],
+        list[
+            Annotated[
+                PluginCustomization | DirectoryCustomization | McpServerCustomization,
+                Field(discriminator='type'),
+            ]
+        ],
         Field(description='已更新的自訂清單（完全取代）。'),
     ]
 
@@ -4644,7 +4693,10 @@ class SessionCustomizationUpdatedAction(WireModel):
     type: Literal['session/customizationUpdated']
     customization: Annotated[
         PluginCustomization | DirectoryCustomization | McpServerCustomization,
-        Field(description='要 upsert 的自訂（以 `customization.id` 比對）。'),
+        Field(
+            description='要 upsert 的自訂（以 `customization.id` 比對）。',
+            discriminator='type',
+        ),
     ]
 
 
@@ -4658,7 +4710,7 @@ class ChatResponsePartAction(WireModel):
         | ReasoningResponsePart
         | SystemNotificationResponsePart
         | InputRequestResponsePart,
-        Field(description='回應部分（markdown 或內容參照）'),
+        Field(description='回應部分（markdown 或內容參照）', discriminator='kind'),
     ]
     field_meta: Annotated[
         dict[str, Any] | None,
@@ -4681,7 +4733,12 @@ class AgentInfo(WireModel):
         ),
     ] = None
     customizations: Annotated[
-        list[PluginCustomization | DirectoryCustomization | McpServerCustomization]
+        list[
+            Annotated[
+                PluginCustomization | DirectoryCustomization | McpServerCustomization,
+                Field(discriminator='type'),
+            ]
+        ]
         | None,
         Field(
             description='與此代理程式相關聯的自訂項目。\n\n可能是容器自訂項目 —— 即代理程式隨附的\n{@link PluginCustomization | `PluginCustomization`} 項目，加上它在所使用的\n任何工作區中監視的 {@link DirectoryCustomization | `DirectoryCustomization`}\n項目 —— 或是代理主機直接宣告的頂層\n{@link McpServerCustomization | `McpServerCustomization`} 項目。當以此代理程式\n建立工作階段時，這些項目會被增強（例如將目錄 URI 解析為相對於工作區、解析\n子項）並傳播至工作階段的 `customizations` 清單。'
@@ -4724,12 +4781,15 @@ class Turn(WireModel):
     message: Annotated[Message, Field(description='啟動此回合的訊息')]
     responseParts: Annotated[
         list[
-            MarkdownResponsePart
-            | ResourceReponsePart
-            | ToolCallResponsePart
-            | ReasoningResponsePart
-            | SystemNotificationResponsePart
-            | InputRequestResponsePart
+            Annotated[
+                MarkdownResponsePart
+                | ResourceReponsePart
+                | ToolCallResponsePart
+                | ReasoningResponsePart
+                | SystemNotificationResponsePart
+                | InputRequestResponsePart,
+                Field(discriminator='kind'),
+            ]
         ],
         Field(
             description='所有回應內容依串流順序排列：文字、工具呼叫、推理與內容參照。\n\n消費者應透過串接 markdown 部分來衍生顯示文字，並透過篩選\n`ToolCall` 部分來尋找工具呼叫。'
@@ -4750,12 +4810,15 @@ class ActiveTurn(WireModel):
     message: Annotated[Message, Field(description='啟動此回合的訊息')]
     responseParts: Annotated[
         list[
-            MarkdownResponsePart
-            | ResourceReponsePart
-            | ToolCallResponsePart
-            | ReasoningResponsePart
-            | SystemNotificationResponsePart
-            | InputRequestResponsePart
+            Annotated[
+                MarkdownResponsePart
+                | ResourceReponsePart
+                | ToolCallResponsePart
+                | ReasoningResponsePart
+                | SystemNotificationResponsePart
+                | InputRequestResponsePart,
+                Field(discriminator='kind'),
+            ]
         ],
         Field(
             description='所有回應內容依串流順序排列：文字、工具呼叫、推理與內容參照。\n\n當權限等待使用者核准時，工具呼叫部分會包含 `pendingPermissions`。'
@@ -4902,7 +4965,12 @@ class SessionState(WireModel):
         SessionConfigState | None, Field(description='工作階段設定綱要與目前值')
     ] = None
     customizations: Annotated[
-        list[PluginCustomization | DirectoryCustomization | McpServerCustomization]
+        list[
+            Annotated[
+                PluginCustomization | DirectoryCustomization | McpServerCustomization,
+                Field(discriminator='type'),
+            ]
+        ]
         | None,
         Field(
             description='此工作階段中作用中的頂層自訂。\n\n永遠是 {@link Customization} 變體之一：\n\n- 容器自訂（{@link PluginCustomization}、\n {@link DirectoryCustomization}），其子項 — 代理程式、技能、\n 提示、規則、掛鉤、MCP 伺服器 — 存在於每個容器的\n {@link ContainerCustomizationBase.children | `children`} 陣列中。\n- 主機直接公開的頂層 {@link McpServerCustomization} 項目（例如\n 全域設定的 MCP 伺服器，未隨附於外掛或目錄中）。MCP 伺服器也可\n 作為容器的子項出現。\n\n用戶端發布的外掛透過\n{@link SessionActiveClient.customizations | `activeClients[].customizations`}\n抵達，主機將其傳播至此清單（通常會設定容器的 `clientId` 並填入\n`children`）。用戶端僅以容器形式發布；頂層的單獨 MCP 伺服器為\n伺服器發起。'
@@ -4916,10 +4984,13 @@ class SessionState(WireModel):
     ] = None
     inputNeeded: Annotated[
         list[
-            SessionChatInputRequest
-            | SessionToolConfirmationRequest
-            | SessionToolClientExecutionRequest
-            | SessionToolAuthenticationRequest
+            Annotated[
+                SessionChatInputRequest
+                | SessionToolConfirmationRequest
+                | SessionToolClientExecutionRequest
+                | SessionToolAuthenticationRequest,
+                Field(discriminator='kind'),
+            ]
         ]
         | None,
         Field(
@@ -4952,7 +5023,7 @@ class ChatState(WireModel):
     ]
     origin: Annotated[
         ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | ChatOrigin4 | None,
-        Field(description='此聊天如何產生'),
+        Field(description='此聊天如何產生', discriminator='kind'),
     ] = None
     interactivity: Annotated[
         Literal['full', 'read-only', 'hidden'] | None,

@@ -277,5 +277,5 @@ def parse_action(data: Mapping[str, Any], root: str = "action") -> WireModel:
     try:
         model: WireModel = action_adapter.validate_python(data)
     except ValidationError as exc:
-        raise ActionError(describe(exc, root, skip=_TAGS)) from None
+        raise ActionError(describe(exc, root, data, skip=_TAGS)) from None
     return model

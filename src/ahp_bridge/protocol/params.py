@@ -114,4 +114,4 @@ def parse_params(method: str, params: object) -> WireModel:
     try:
         return model.model_validate(params)
     except ValidationError as exc:
-        raise ParamsError(describe(exc, "params")) from None
+        raise ParamsError(describe(exc, "params", params)) from None
