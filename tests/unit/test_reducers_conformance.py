@@ -45,9 +45,12 @@ def test_fixture_set_is_complete() -> None:
 def test_reducer_fixture(path: Path) -> None:
     fixture = json.loads(path.read_text())
     state = strip_none(fixture["initial"])
-    pristine = copy.deepcopy(state)
-    before = state
-    for action in fixture["actions"]:
-        state = reduce(fixture["reducer"], state, strip_none(action), now=NOW)
+    for raw in fixture["actions"]:
+        action = strip_none(raw)
+        state_before, action_before = copy.deepcopy(state), copy.deepcopy(action)
+        new_state = reduce(fixture["reducer"], state, action, now=NOW)
+        assert state == state_before and action == action_before, "reducer mutated its input"
+        if new_state == state:
+            assert new_state is state, f"{action['type']} changed nothing but copied the state"
+        state = new_state
     assert strip_none(state) == strip_none(fixture["expected"]), fixture["description"]
-    assert before == pristine, "reducer mutated its input"

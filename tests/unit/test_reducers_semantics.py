@@ -163,3 +163,44 @@ def test_terminal_data_extends_open_command_only() -> None:
     run = reduce("terminal", run, {"type": "terminal/data", "data": "a"}, now=NOW)
     assert run["content"][-1]["output"] == "a"
     assert reduce("terminal", run, {"type": "terminal/input", "data": "x"}, now=NOW) is run
+
+
+@pytest.mark.parametrize(
+    ("kind", "state", "action"),
+    [
+        (
+            "session",
+            {"title": "same", "status": 1, "lifecycle": "ready", "chats": []},
+            {"type": "session/titleChanged", "title": "same"},
+        ),
+        (
+            "session",
+            {"title": "s", "status": 1, "lifecycle": "ready", "chats": []},
+            {"type": "session/ready"},
+        ),
+        (
+            "session",
+            {"title": "s", "status": 33, "chats": []},
+            {"type": "session/isReadChanged", "isRead": True},
+        ),
+        (
+            "root",
+            {"agents": [{"provider": "p"}]},
+            {"type": "root/agentsChanged", "agents": [{"provider": "p"}]},
+        ),
+        (
+            "terminal",
+            {"title": "t", "content": [], "cols": 80, "rows": 24},
+            {"type": "terminal/resized", "cols": 80, "rows": 24},
+        ),
+        (
+            "chat",
+            {"turns": [], "draft": {"text": "d"}, "status": 1},
+            {"type": "chat/draftChanged", "draft": {"text": "d"}},
+        ),
+    ],
+)
+def test_setting_an_existing_value_returns_the_same_object(
+    kind: str, state: dict[str, Any], action: dict[str, Any]
+) -> None:
+    assert reduce(kind, state, action, now=NOW) is state

@@ -41,12 +41,18 @@ def reduce(kind: str, state: dict[str, Any], action: dict[str, Any], *, now: str
     if not isinstance(action, dict):
         raise ValueError(f"action must be a JSON object, got {type(action).__name__}")
     if kind == "chat":
-        return reduce_chat(state, action, now=now)
-    try:
-        reducer = _PLAIN[kind]
-    except KeyError:
-        raise ValueError(f"unknown state kind {kind!r}; expected one of {sorted(KINDS)}") from None
-    return reducer(state, action)
+        new = reduce_chat(state, action, now=now)
+    else:
+        try:
+            reducer = _PLAIN[kind]
+        except KeyError:
+            raise ValueError(
+                f"unknown state kind {kind!r}; expected one of {sorted(KINDS)}"
+            ) from None
+        new = reducer(state, action)
+    # Setting a value it already had is still "nothing changed". Shared subtrees compare
+    # by identity, so this costs about the length of the changed path.
+    return state if new is not state and new == state else new
 
 
 __all__ = ["KINDS", "reduce"]
