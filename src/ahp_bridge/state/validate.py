@@ -3,7 +3,9 @@
 The host calls `reject_reason` before `Store.apply`; a reason becomes the
 `rejectionReason` of the echo and state stays untouched. The rules are the AHP
 chat/session channel validation table plus the recommendations in
-notes/ahp-protocol.md §3 (no second concurrent turn, user messages only).
+notes/ahp-protocol.md §3 (no second concurrent turn, user messages only) and
+the threat model's "authorize against the connection's identity" (a client
+registers or removes only itself as an active client).
 """
 
 from __future__ import annotations
@@ -214,6 +216,19 @@ def _default_chat(state: JSON, action: JSON, client_id: str) -> str | None:
     return f"{chat} is not a chat of this session"
 
 
+def _active_client_set(state: JSON, action: JSON, client_id: str) -> str | None:
+    client = action.get("activeClient")
+    if not isinstance(client, dict) or client.get("clientId") != client_id:
+        return "a client may only register itself as an active client"
+    return None
+
+
+def _active_client_removed(state: JSON, action: JSON, client_id: str) -> str | None:
+    if action.get("clientId") != client_id:
+        return "a client may only remove itself; the host removes clients that leave"
+    return None
+
+
 _RULES: dict[str, Rule] = {
     "chat/turnStarted": _turn_started,
     "chat/turnCancelled": _turn_cancelled,
@@ -226,4 +241,6 @@ _RULES: dict[str, Rule] = {
     "chat/pendingMessageSet": _pending_set,
     "chat/pendingMessageRemoved": _pending_removed,
     "session/defaultChatChanged": _default_chat,
+    "session/activeClientSet": _active_client_set,
+    "session/activeClientRemoved": _active_client_removed,
 }
