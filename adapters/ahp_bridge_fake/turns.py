@@ -34,6 +34,7 @@ from ahp_bridge.agentapi import Field as FormField
 from .conversation import ActiveTurn, FakeConversation, TurnEnded
 from .script import (
     ContextStep,
+    FieldSpec,
     PermissionStep,
     QuestionStep,
     Script,
@@ -286,7 +287,7 @@ class _Player:
                 choices=list(q.choices) or _default_choices(q.field),
                 multiple=q.multiple,
                 custom=q.custom,
-                field=_form_field(q.field) if q.field is not None else None,
+                field=_form_field(q.field, q.choices) if q.field is not None else None,
             )
             for q in step.questions
         ]
@@ -372,20 +373,20 @@ def _question_keys(answer: Answer) -> tuple[str, ...]:
     return (first, "answered", "default") if first else ("answered", "default")
 
 
-def _default_choices(spec: object) -> list[str]:
+def _default_choices(spec: FieldSpec | None) -> list[str]:
     """A boolean form field offers Yes and No when the script lists no choices."""
-    return ["Yes", "No"] if getattr(spec, "type", "") == "boolean" else []
+    return ["Yes", "No"] if spec is not None and spec.type == "boolean" else []
 
 
-def _form_field(spec: object) -> FormField:
-    from .script import FieldSpec
-
-    assert isinstance(spec, FieldSpec)
+def _form_field(spec: FieldSpec, choices: tuple[str, ...]) -> FormField:
+    values = list(spec.values)
+    if spec.type == "boolean" and not choices and not values:
+        values = ["true", "false"]  # what the default Yes and No choices send
     return FormField(
         name=spec.name,
         type=spec.type,
         required=spec.required,
-        values=list(spec.values),
+        values=values,
         format=spec.format,
         minimum=spec.minimum,
         maximum=spec.maximum,
