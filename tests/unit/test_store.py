@@ -275,6 +275,16 @@ def test_unrecognised_cursors_raise() -> None:
         store.load_older_turns(SESSION, None)
 
 
+def test_cursor_of_a_disposed_chat_is_void_for_its_successor() -> None:
+    store = make(n_turns=10)
+    cursor = store.snapshot(CHAT, last_turns=2)["state"]["turnsNextCursor"]
+    store.dispose(CHAT)
+    store.create(CHAT, "chat", chat_state(10))
+    store.snapshot(CHAT, last_turns=2)
+    with pytest.raises(ValueError, match="unrecognised"):
+        store.load_older_turns(CHAT, cursor)
+
+
 def test_new_turns_extend_the_window_without_moving_its_boundary() -> None:
     store = make(n_turns=4)
     store.snapshot(CHAT, last_turns=2)
@@ -330,3 +340,16 @@ def test_preload_not_needed_inside_the_window() -> None:
     assert store.preload_for(CHAT, {"type": "chat/truncated"}) is None
     assert store.preload_for(CHAT, {"type": "chat/delta"}) is None
     assert store.preload_for(SESSION, {"type": "chat/truncated", "turnId": "t0"}) is None
+
+
+def test_turns_loaded_with_turns_the_store_lacked_prepends_and_voids_cursors() -> None:
+    store = Store(clock=lambda: NOW)
+    state = chat_state(10)
+    store.create(CHAT, "chat", {**state, "turns": state["turns"][5:]})
+    cursor = store.snapshot(CHAT, last_turns=2)["state"]["turnsNextCursor"]
+    store.apply(CHAT, {"type": "chat/turnsLoaded", "turns": state["turns"][3:5]})
+    assert ids(store.state(CHAT)) == [f"t{i}" for i in range(3, 10)]
+    assert "turnsNextCursor" not in store.state(CHAT)
+    with pytest.raises(ValueError, match="unrecognised"):
+        store.load_older_turns(CHAT, cursor)
+    assert ids(store.snapshot(CHAT, last_turns=2)["state"]) == [f"t{i}" for i in range(3, 10)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from itertools import islice
+from itertools import count, islice
 from typing import Any
 
 from .envelope import Envelope
@@ -44,6 +44,7 @@ class Store:
         self._states: dict[str, dict[str, Any]] = {}
         self._kinds: dict[str, str] = {}
         self._windows: dict[str, TurnWindow] = {}
+        self._generations = count(1)
 
     # ── channels ──────────────────────────────────────────────────────────
 
@@ -65,7 +66,7 @@ class Store:
         self._states[uri] = state
         self._kinds[uri] = kind
         if kind == "chat":
-            self._windows[uri] = TurnWindow()
+            self._windows[uri] = TurnWindow(generation=next(self._generations))
 
     def dispose(self, uri: str) -> None:
         """Forget a channel; its logged envelopes stay until they age out."""
@@ -222,7 +223,7 @@ class Store:
             added = len(turns) - len(old["turns"])
             if added > 0:  # turns this store did not hold: indices moved, old cursors are void
                 window.start += added
-                window.generation += 1
+                window.generation = next(self._generations)
             first = next((i for i, t in enumerate(turns) if t.get("id") in ids), -1)
             if 0 <= first < window.start:
                 window.start = first
@@ -231,7 +232,7 @@ class Store:
             return old if new == old else new
         if kind == "chat/truncated" and new is not old:
             if action.get("turnId") is None:
-                window.clear()
+                window.clear(next(self._generations))
             else:
                 window.start = min(window.start, len(new["turns"]))
         return new

@@ -9,9 +9,10 @@ boundary: the window is per chat, it only ever grows towards older turns
 current window even if that is more than it asked for (which the spec allows).
 
 A cursor is `<generation>~<boundary index>`. Indices of retained turns never
-move (turns are only appended, or truncated from the end), and clearing every
-turn starts a new generation, so a cursor from an older generation or pointing
-past the end is not recognised (the host answers -32602).
+move (turns are only appended, or truncated from the end). Generations come from
+one store-wide counter and change whenever indices could be reused (all turns
+cleared, the chat recreated), so a stale cursor, or one pointing past the end,
+is not recognised (the host answers -32602).
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ class TurnWindow:
             action["turnsNextCursor"] = self.cursor_at(start)
         return action
 
-    def clear(self) -> None:
-        """Every turn is gone: forget the window and invalidate outstanding cursors."""
+    def clear(self, generation: int) -> None:
+        """Every turn is gone: forget the window; a new generation voids old cursors."""
         self.start = 0
         self.fixed = False
-        self.generation += 1
+        self.generation = generation
