@@ -44,6 +44,17 @@ _TRUE = frozenset({"1", "t", "true", "yes"})
 _FALSE = frozenset({"0", "f", "false", "no"})
 
 
+_ANSWER_KINDS = {
+    "text": "text",
+    "number": "number",
+    "integer": "number",
+    "boolean": "boolean",
+    "single-select": "selected",
+    "multi-select": "selected-many",
+}
+"""The ``ChatInputAnswerValue`` kind each ``ChatInputQuestion`` kind takes."""
+
+
 class AnswerError(ValueError):
     """An AHP answer that does not fit the provider's question; its text says why."""
 
@@ -253,6 +264,9 @@ def _values(question: Question, qid: str, answer: Mapping[str, Any] | None) -> l
         return []
     kind = value.get("kind")
     raw = value.get("value")
+    expected = _ANSWER_KINDS[_question(0, question)["kind"]]
+    if kind != expected:
+        raise AnswerError(f"{qid}: expected a {expected!r} answer, not {kind!r}")
     if kind == "text":
         if not isinstance(raw, str):
             raise AnswerError(f"{qid}: a text answer must be a string")
@@ -267,12 +281,10 @@ def _values(question: Question, qid: str, answer: Mapping[str, Any] | None) -> l
         return [_boolean_choice(question, raw)]
     if kind == "selected":
         chosen = [raw] if raw not in (None, "") else []
-    elif kind == "selected-many":
+    else:
         if not isinstance(raw, list):
             raise AnswerError(f"{qid}: a multi-select answer must be a list")
         chosen = list(raw)
-    else:
-        raise AnswerError(f"{qid}: unknown answer kind {kind!r}")
     by_id = dict(zip(option_ids(question), question.choices, strict=True))
     texts: list[str] = []
     for option in chosen:
