@@ -73,3 +73,25 @@ def test_generated_models_use_the_wire_base_and_keep_integers() -> None:
     assert env.model_dump_json(exclude_unset=True) == wire
     assert '"duration":1234,' in env.model_dump_json()  # serialize_by_alias, and no 1234.0
     assert g.ActionEnvelope.model_fields["origin"].is_required() is False
+
+
+def test_tagged_oneofs_get_a_discriminator_but_multi_valued_tags_do_not(gen: ModuleType) -> None:
+    schema = json.loads((ROOT / "proto/ahp/0.7.0/ahp.schema.json").read_text(encoding="utf-8"))
+    defs = gen.patched_schema(schema)["$defs"]
+    assert defs["ResponsePart"]["discriminator"] == {"propertyName": "kind"}
+    assert defs["ToolCallState"]["discriminator"] == {"propertyName": "status"}
+    assert defs["Customization"]["discriminator"] == {"propertyName": "type"}
+    # `number`/`integer` share a member, `draft`/`submitted` too: left as smart unions.
+    assert "discriminator" not in defs["ChatInputQuestion"]
+    assert "discriminator" not in defs["ChatInputAnswer"]
+    assert "discriminator" not in defs["StateAction"]
+
+
+def test_nested_unions_validate_by_tag() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as err:
+        g.ChatResponsePartAction.model_validate(
+            {"type": "chat/responsePart", "turnId": "t", "part": {"kind": "reasoning", "id": "r"}}
+        )
+    assert [e["loc"] for e in err.value.errors()] == [("part", "reasoning", "content")]
