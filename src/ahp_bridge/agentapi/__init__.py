@@ -129,6 +129,7 @@ from .enums import (
     TurnState,
 )
 from .errors import (
+    ERRORS_BY_REASON,
     AgentAPIError,
     AgentUnavailable,
     BackgroundTaskInactive,
@@ -333,6 +334,7 @@ __all__ = [
     "DELIVERY_STEER",
     "ELICITATION_FORM",
     "ELICITATION_URL",
+    "ERRORS_BY_REASON",
     "FIELD_ARRAY",
     "FIELD_BOOLEAN",
     "FIELD_INTEGER",
