@@ -1,0 +1,110 @@
+"""``ahp-bridge conformance``: argument handling, provider loading and exit codes."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+import trio
+
+from ahp_bridge.conformance.cli import (
+    UsageError,
+    _parser,
+    build_target,
+    load_provider,
+    main,
+    option_value,
+)
+from ahp_bridge.conformance.runner import run
+from tests.conformance.toy import Faults, Options, ToyProvider
+
+
+def run_main(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(list(argv), out=out)
+    return code, out.getvalue()
+
+
+def test_the_fake_passes_from_the_command_line() -> None:
+    code, text = run_main("conformance", "--provider", "fake", "--option", "time_scale=0.05")
+    lines = text.splitlines()
+    assert code == 0, text
+    assert lines[0] == "conformance: fake"
+    assert lines[-1] == "18 passed, 0 failed, 0 not applicable"
+    assert all(line.startswith("PASS ") for line in lines[1:-1])
+
+
+def test_selected_checks_only() -> None:
+    code, text = run_main("--provider", "fake", "--check", "reopen_unknown", "--check", "cancel")
+    assert code == 0, text
+    assert text.splitlines()[1:3] == ["PASS reopen_unknown", "PASS cancel"]
+
+
+def test_a_failing_check_makes_the_exit_code_one() -> None:
+    # The fake's conformance script fails the turn of this prompt.
+    code, text = run_main(
+        "--provider", "fake", "--prompt", "answer=conformance: fail", "--check", "transcript"
+    )
+    assert code == 1
+    assert text.splitlines()[1].startswith("FAIL transcript: the answer turn ended failed")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--provider", "nope"], "error: unknown provider 'nope'; installed: "),
+        (["--provider", "fake", "--check", "nope"], "error: unknown check 'nope'"),
+        (["--provider", "fake", "--option", "novalue"], "expected key=value"),
+        (["--provider", "fake", "--prompt", "plan=x"], "--prompt 'plan': scenarios are"),
+        (["--provider", "fake", "--timeout", "0"], "--timeout must be positive"),
+    ],
+)
+def test_usage_errors_exit_two(argv: list[str], message: str) -> None:
+    code, text = run_main(*argv)
+    assert code == 2
+    assert message in text
+
+
+def test_provider_options_it_refuses_are_usage_errors() -> None:
+    args = _parser().parse_args(["--provider", "copilot-or-other", "--option", "bogus=1"])
+
+    def create(options: Mapping[str, Any]) -> ToyProvider:
+        raise ValueError(f"unknown option(s): {', '.join(options)}")
+
+    with pytest.raises(UsageError, match="refused the options: unknown option"):
+        build_target(args, create)
+
+
+def test_option_values_are_read_as_toml_when_they_parse() -> None:
+    assert option_value("0.5") == 0.5
+    assert option_value("true") is True
+    assert option_value('["a", "b"]') == ["a", "b"]
+    assert option_value("/tmp/script.toml") == "/tmp/script.toml"
+    assert option_value("") == ""
+
+
+def test_load_provider_finds_entry_points() -> None:
+    create = load_provider("fake")
+    assert create.__name__ == "create_provider"
+    with pytest.raises(UsageError, match="unknown provider"):
+        load_provider("no-such-provider")
+
+
+def test_any_provider_factory_gets_the_parsed_options_and_prompts() -> None:
+    seen: list[Mapping[str, Any]] = []
+
+    def create(options: Mapping[str, Any]) -> ToyProvider:
+        seen.append(options)
+        return ToyProvider(Options(faults=Faults(cancel_completes=bool(options["broken"]))))
+
+    argv = ["--provider", "toy", "--option", "broken=true", "--workdir", "/srv/x"]
+    for scenario in ("answer", "long", "permission", "question"):
+        argv += ["--prompt", f"{scenario}={scenario}"]
+    target = build_target(_parser().parse_args(argv), create)
+    assert target.open_request.workdir == "/srv/x"
+    assert target.prompts.long == "long"
+    report = trio.run(run, target)
+    assert seen[0] == {"broken": True}
+    assert [r.check for r in report.failures()] == ["cancel"]
