@@ -47,7 +47,8 @@ def test_union_tags_match_the_schema(name: str) -> None:
         if not schema[tag].startswith("inline#"):
             assert cls.__name__ == schema[tag]
         # The member's own discriminator field accepts exactly this tag.
-        assert TypeAdapter(cls.model_fields[key].annotation).validate_python(tag) == tag
+        annotation: Any = cls.model_fields[key].annotation
+        assert TypeAdapter(annotation).validate_python(tag) == tag
 
 
 @pytest.mark.parametrize("name", sorted(UNION_SPECS))
