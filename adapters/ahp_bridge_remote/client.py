@@ -84,7 +84,7 @@ class RemoteProvider:
         self._owns_server = owns_server
         self._stream_limiter = trio.CapacityLimiter(max_streams)
         self._channel: grpc.Channel | None = None
-        self._state = grpc.ChannelConnectivity.IDLE
+        self._connected = False  # False until a call succeeds, and after UNAVAILABLE
         self._info: pb.ProviderInfo | None = None
         self._capabilities: agentapi.Capabilities | None = None
         self._stack: contextlib.AsyncExitStack | None = None
@@ -96,8 +96,7 @@ class RemoteProvider:
     async def __aenter__(self) -> Self:
         stack = contextlib.AsyncExitStack()
         self._channel = grpc.insecure_channel(self._address, options=CHANNEL_OPTIONS)
-        self._channel.subscribe(self._on_state, try_to_connect=True)
-        stack.callback(self._close_channel)
+        stack.callback(self._channel.close)
         try:
             self._nursery = await stack.enter_async_context(trio.open_nursery())
             self._provider = pb_grpc.ProviderServiceStub(self._channel)
@@ -125,29 +124,37 @@ class RemoteProvider:
             self._nursery.cancel_scope.cancel()
             await stack.aclose()
 
-    def _close_channel(self) -> None:
-        if self._channel is not None:
-            self._channel.unsubscribe(self._on_state)
-            self._channel.close()
-
-    def _on_state(self, state: grpc.ChannelConnectivity) -> None:  # grpc thread
-        self._state = state
-
     # -- calls ---------------------------------------------------------------------------
 
     async def _ready(self, where: str) -> None:
-        if self._state == grpc.ChannelConnectivity.READY:
+        """Wait (up to connect_timeout) for the server when the last call found it gone.
+
+        A cheap Info call with wait_for_ready stands in for channel connectivity watching,
+        whose polling thread races channel.close() in grpcio.
+        """
+        if self._connected:
             return
         if self._channel is None:
             raise errors.RemoteNotConnected(f"{where}: the provider is not started")
-        future = grpc.channel_ready_future(self._channel)
-        with trio.move_on_after(self._connect_timeout):
-            await _wait_future(future)
-            return
-        raise errors.RemoteNotConnected(
-            f"{where}: provider at {self._address} unreachable for {self._connect_timeout:g}s",
-            grpc.StatusCode.UNAVAILABLE,
+        future = self._provider.Info.future(
+            pb.InfoRequest(),
+            metadata=self._metadata,
+            wait_for_ready=True,
+            timeout=self._connect_timeout,
         )
+        await _wait_future(future)
+        try:
+            future.result()
+        except grpc.RpcError as exc:
+            error = errors.from_rpc_error(exc, where=where)
+            if isinstance(error, errors.RemoteUnavailable):
+                raise errors.RemoteNotConnected(
+                    f"{where}: provider at {self._address} unreachable "
+                    f"for {self._connect_timeout:g}s",
+                    grpc.StatusCode.UNAVAILABLE,
+                ) from None
+            raise error from None
+        self._connected = True
 
     async def _call(self, method: Any, request: Any, where: str) -> Any:
         await self._ready(where)
@@ -156,7 +163,10 @@ class RemoteProvider:
         try:
             return future.result()
         except grpc.RpcError as exc:
-            raise errors.from_rpc_error(exc, where=where) from None
+            error = errors.from_rpc_error(exc, where=where)
+            if isinstance(error, errors.RemoteUnavailable):
+                self._connected = False
+            raise error from None
 
     def _started(self) -> trio.Nursery:
         if self._nursery is None or self._stack is None:
@@ -240,7 +250,9 @@ class RemoteConversation:
 
     # -- the event stream ----------------------------------------------------------------
 
-    async def _pump_task(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def _pump_task(
+        self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         call = self._p._conv.Events(self._ref, metadata=self._p._metadata)
         self._call_obj = call
         task_status.started()
@@ -268,8 +280,12 @@ class RemoteConversation:
             if self._gone or self._closing:
                 return
             code = exc.code()
+            if code == grpc.StatusCode.UNAVAILABLE:
+                self._p._connected = False
             if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
-                reason = "the provider server dropped the conversation: events were not read fast enough"
+                reason = (
+                    "the provider server dropped the conversation: events were not read fast enough"
+                )
             else:
                 reason = f"lost the connection to the provider ({code.name})"
         except Exception as exc:  # a message the contract refuses: stop, never guess
@@ -397,4 +413,3 @@ def create_provider(options: Mapping[str, Any]) -> RemoteProvider:
     if not math.isfinite(timeout) or timeout <= 0:
         raise ValueError("option 'connect_timeout' must be a positive number of seconds")
     return RemoteProvider(address, token=token, connect_timeout=timeout)
-

@@ -17,7 +17,7 @@ from enum import Enum
 from functools import cache
 from typing import Any, TypeVar
 
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 from pydantic import BaseModel
@@ -84,7 +84,7 @@ def _plan(model: type[BaseModel], descriptor: Descriptor) -> tuple[_Step, ...]:
         if fd is None:
             raise ConversionError(f"{model.__name__}.{attr} has no field in {descriptor.full_name}")
         seen.add(name)
-        repeated = fd.label == FieldDescriptor.LABEL_REPEATED
+        repeated = fd.is_repeated
         sub: type[BaseModel] | None = None
         if fd.message_type is not None and fd.message_type.full_name == "google.protobuf.Timestamp":
             kind = _TIME

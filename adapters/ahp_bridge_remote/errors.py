@@ -34,7 +34,7 @@ class RemoteError(Exception):
         self.from_provider = from_provider
 
 
-class RemoteUnavailable(RemoteError, ConnectionError):  # noqa: N818 - reads as a state
+class RemoteUnavailable(RemoteError, ConnectionError):
     """The served provider cannot be reached (not started, dead, or the connection dropped)."""
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import logging
 import os
 import secrets
@@ -21,6 +22,7 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from importlib.metadata import entry_points
 from typing import Any, NoReturn, TypeVar
 
@@ -44,6 +46,12 @@ DEFAULT_EVENT_BUFFER = 65536
 ATTACH_GRACE_SECONDS = 60.0
 
 
+def _fail(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> NoReturn:
+    """End the RPC with code (ServicerContext.abort raises; this says so to the type checker)."""
+    context.abort(code, message)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 class _CallCancelledError(Exception):
     """The client cancelled the RPC, so the provider call was cancelled."""
 
@@ -57,10 +65,8 @@ class _Call:
         self._cancelled = False
 
     def rpc_done(self) -> None:  # grpc thread, also after a normal finish (harmless then)
-        try:
+        with contextlib.suppress(trio.RunFinishedError):
             self._token.run_sync_soon(self._cancel)
-        except trio.RunFinishedError:
-            pass
 
     def _cancel(self) -> None:
         self._cancelled = True
@@ -152,13 +158,13 @@ class _Service:
         """Run fn in trio for this RPC; map its failure to a status + ErrorInfo."""
         rpc = _Call(self.token)
         if not context.add_callback(rpc.rpc_done):
-            context.abort(grpc.StatusCode.CANCELLED, "call ended before it started")
+            _fail(context, grpc.StatusCode.CANCELLED, "call ended before it started")
         try:
             return trio.from_thread.run(rpc.run, fn, *args, trio_token=self.token)
         except trio.RunFinishedError:
-            context.abort(grpc.StatusCode.UNAVAILABLE, "the provider server is shutting down")
+            _fail(context, grpc.StatusCode.UNAVAILABLE, "the provider server is shutting down")
         except _CallCancelledError:
-            context.abort(grpc.StatusCode.CANCELLED, "call cancelled")
+            _fail(context, grpc.StatusCode.CANCELLED, "call cancelled")
         except agentapi.AgentAPIError as exc:
             self._abort(context, errors.status_for(exc), exc.reason, str(exc))
         except Exception as exc:
@@ -166,10 +172,12 @@ class _Service:
             self._abort(context, grpc.StatusCode.UNKNOWN, "", str(exc) or type(exc).__name__)
 
     @staticmethod
-    def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, reason: str, msg: str) -> NoReturn:
+    def _abort(
+        context: grpc.ServicerContext, code: grpc.StatusCode, reason: str, msg: str
+    ) -> NoReturn:
+        """Fail the RPC with ErrorInfo(reason, msg): an error the provider raised."""
         context.set_trailing_metadata(errors.error_trailer(reason, msg))
-        context.abort(code, msg)
-        raise AssertionError("unreachable")  # pragma: no cover - abort raises
+        _fail(context, code, msg)
 
     def lookup(self, context: grpc.ServicerContext, handle: str) -> agentapi.Conversation:
         served = self.served.get(handle)
@@ -184,10 +192,8 @@ class _Service:
 
     def schedule_drop(self, served: _Served) -> None:
         """Close a conversation whose stream is gone (any thread)."""
-        try:
+        with contextlib.suppress(trio.RunFinishedError):
             self.token.run_sync_soon(self._drop_soon, served)
-        except trio.RunFinishedError:
-            pass
 
     def _drop_soon(self, served: _Served) -> None:
         if not served.dropped:
@@ -255,7 +261,9 @@ class _Service:
 
     # -- conversation --------------------------------------------------------------------
 
-    def events(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Iterator[pb.Event]:
+    def events(
+        self, request: pb.ConversationRef, context: grpc.ServicerContext
+    ) -> Iterator[pb.Event]:
         served = self.served.get(request.handle)
         if served is None or served.dropped:
             self._abort(
@@ -268,7 +276,7 @@ class _Service:
         try:
             self.token.run_sync_soon(served.attached_event.set)
         except trio.RunFinishedError:
-            context.abort(grpc.StatusCode.UNAVAILABLE, "the provider server is shutting down")
+            _fail(context, grpc.StatusCode.UNAVAILABLE, "the provider server is shutting down")
         context.add_callback(served.wake)
         try:
             while True:
@@ -281,7 +289,8 @@ class _Service:
                         return  # the conversation is unusable: end the stream
                 if ended:
                     if served.overflowed:
-                        context.abort(
+                        _fail(
+                            context,
                             grpc.StatusCode.RESOURCE_EXHAUSTED,
                             "event consumer too slow: buffer overflowed; conversation closed",
                         )
@@ -306,31 +315,31 @@ class _ProviderServicer(pb_grpc.ProviderServiceServicer):
     def __init__(self, service: _Service) -> None:
         self.s = service
 
-    def Info(self, request: pb.InfoRequest, context: grpc.ServicerContext) -> pb.ProviderInfo:  # noqa: N802
+    def Info(self, request: pb.InfoRequest, context: grpc.ServicerContext) -> pb.ProviderInfo:
         async def info() -> pb.ProviderInfo:
             return self.s.info()
 
         return self.s.call(context, info)
 
-    def Check(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+    def Check(self, request: Any, context: grpc.ServicerContext) -> Any:
         self.s.call(context, self.s.provider.check)
         return EMPTY
 
-    def Models(self, request: Any, context: grpc.ServicerContext) -> pb.ModelsResponse:  # noqa: N802
+    def Models(self, request: Any, context: grpc.ServicerContext) -> pb.ModelsResponse:
         models = self.s.call(context, self.s.provider.models)
         return pb.ModelsResponse(models=[to_proto(m) for m in models])
 
-    def Open(self, request: pb.OpenRequest, context: grpc.ServicerContext) -> pb.OpenResponse:  # noqa: N802
+    def Open(self, request: pb.OpenRequest, context: grpc.ServicerContext) -> pb.OpenResponse:
         return self.s.call(context, self.s.open, request)
 
-    def Shutdown(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+    def Shutdown(self, request: Any, context: grpc.ServicerContext) -> Any:
         self.s.call(context, self.s.shutdown)
         return EMPTY
 
-    def ReadHistory(self, request: pb.ReadRequest, context: grpc.ServicerContext) -> pb.History:  # noqa: N802
+    def ReadHistory(self, request: pb.ReadRequest, context: grpc.ServicerContext) -> pb.History:
         return self.s.call(context, self.s.read_history, request)
 
-    def ReadHistoryWindow(  # noqa: N802
+    def ReadHistoryWindow(
         self, request: pb.WindowRequest, context: grpc.ServicerContext
     ) -> pb.HistoryWindow:
         return self.s.call(context, self.s.read_history_window, request)
@@ -343,68 +352,72 @@ class _ConversationServicer(pb_grpc.ConversationServiceServicer):
     def _conv(self, context: grpc.ServicerContext, handle: str) -> agentapi.Conversation:
         return self.s.lookup(context, handle)
 
-    def Events(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Iterator[pb.Event]:  # noqa: N802
+    def Events(
+        self, request: pb.ConversationRef, context: grpc.ServicerContext
+    ) -> Iterator[pb.Event]:
         return self.s.events(request, context)
 
-    def History(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> pb.History:  # noqa: N802
+    def History(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> pb.History:
         history = self.s.call(context, self._conv(context, request.handle).history)
         return to_proto(history)
 
-    def Send(self, request: pb.PromptRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
+    def Send(self, request: pb.PromptRequest, context: grpc.ServicerContext) -> Any:
         prompt = from_proto(request.prompt, agentapi.Prompt)
         self.s.call(context, self._conv(context, request.handle).send, prompt)
         return EMPTY
 
-    def Commands(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:  # noqa: N802
+    def Commands(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:
         commands = self.s.call(context, self._conv(context, request.handle).commands)
         return pb.CommandsResponse(commands=[to_proto(c) for c in commands])
 
-    def RunCommand(self, request: pb.RunCommandRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
+    def RunCommand(self, request: pb.RunCommandRequest, context: grpc.ServicerContext) -> Any:
         args = from_proto(request.args, agentapi.Prompt)
         conv = self._conv(context, request.handle)
         self.s.call(context, conv.run_command, request.name, args)
         return EMPTY
 
-    def Steer(self, request: pb.PromptRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
+    def Steer(self, request: pb.PromptRequest, context: grpc.ServicerContext) -> Any:
         prompt = from_proto(request.prompt, agentapi.Prompt)
         self.s.call(context, self._conv(context, request.handle).steer, prompt)
         return EMPTY
 
-    def Cancel(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:  # noqa: N802
+    def Cancel(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:
         self.s.call(context, self._conv(context, request.handle).cancel)
         return EMPTY
 
-    def CancelSubagent(self, request: pb.SubagentRef, context: grpc.ServicerContext) -> Any:  # noqa: N802
+    def CancelSubagent(self, request: pb.SubagentRef, context: grpc.ServicerContext) -> Any:
         conv = self._conv(context, request.handle)
         self.s.call(context, conv.cancel_subagent, request.agent_id)
         return EMPTY
 
-    def PromptSubagent(self, request: pb.PromptSubagentRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
+    def PromptSubagent(
+        self, request: pb.PromptSubagentRequest, context: grpc.ServicerContext
+    ) -> Any:
         conv = self._conv(context, request.handle)
         self.s.call(context, conv.prompt_subagent, request.agent_id, request.text)
         return EMPTY
 
-    def Respond(self, request: pb.RespondRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
+    def Respond(self, request: pb.RespondRequest, context: grpc.ServicerContext) -> Any:
         answer = from_proto(request.answer, agentapi.Answer)
         conv = self._conv(context, request.handle)
         self.s.call(context, conv.respond, request.interaction_id, answer)
         return EMPTY
 
-    def Diff(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:  # noqa: N802
+    def Diff(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:
         files = self.s.call(context, self._conv(context, request.handle).diff)
         return pb.DiffResponse(files=[to_proto(f) for f in files])
 
-    def SetModel(self, request: pb.SetModelRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
+    def SetModel(self, request: pb.SetModelRequest, context: grpc.ServicerContext) -> Any:
         conv = self._conv(context, request.handle)
         self.s.call(context, conv.set_model, request.model, request.effort, request.context_size)
         return EMPTY
 
-    def SetTitle(self, request: pb.SetTitleRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
+    def SetTitle(self, request: pb.SetTitleRequest, context: grpc.ServicerContext) -> Any:
         conv = self._conv(context, request.handle)
         self.s.call(context, conv.set_title, request.title)
         return EMPTY
 
-    def Close(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:  # noqa: N802
+    def Close(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:
         self.s.call(context, self.s.close, request.handle)
         return EMPTY
 
@@ -477,7 +490,7 @@ def main(argv: list[str] | None = None) -> None:
 
     async def run() -> None:
         async with trio.open_nursery() as nursery:
-            bound = await nursery.start(serve, provider, args.listen, token=token)
+            bound = await nursery.start(partial(serve, provider, args.listen, token=token))
             print(f"listening on {bound}", flush=True)
 
     try:

@@ -1,0 +1,262 @@
+"""The remote provider against a controllable provider: errors, cancellation, faults, threads."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable
+
+import pytest
+import trio
+from ahp_bridge_remote import RemoteAuthError, RemoteError, RemoteProvider
+
+from ahp_bridge import agentapi
+
+from .test_remote_helpers import (
+    DEADLINE,
+    Controlled,
+    Recorder,
+    service_threads,
+    serving,
+    socket_address,
+)
+
+EXIT = agentapi.EventKind.EXIT
+DELTA = agentapi.EventKind.DELTA
+
+
+def _open_req(sink: Recorder, conversation_id: str = "") -> agentapi.OpenRequest:
+    return agentapi.OpenRequest(workdir="/w", conversation_id=conversation_id, events=sink)
+
+
+async def _wait(predicate: Callable[[], bool]) -> None:
+    with trio.fail_after(DEADLINE):
+        while not predicate():
+            await trio.sleep(0.005)
+
+
+async def test_calls_results_and_sentinel_errors_cross_the_wire() -> None:
+    ctl = Controlled()
+    async with serving(ctl, socket_address()) as (address, _), RemoteProvider(address) as remote:
+        assert remote.name() == "controlled"
+        assert remote.display_name() == "Controlled test provider"
+        caps = remote.capabilities()
+        assert caps.cancel and caps.session_diff
+        assert not caps.host_tools  # host tools are callbacks: they cannot cross
+        with pytest.raises(agentapi.SignedOut, match="ctl login"):
+            await remote.check()
+        assert await remote.models() == [agentapi.Model(id="m1", name="Model One", efforts=["low"])]
+        with pytest.raises(agentapi.ConversationNotFound, match="no conversation 'missing'"):
+            await remote.open(_open_req(Recorder(), "missing"))
+
+        conv = await remote.open(_open_req(Recorder()))
+        assert conv.id().startswith("ctl-")
+        assert ctl.calls == ["open:/w"]
+        with pytest.raises(agentapi.InteractionGone, match="p1 was answered elsewhere"):
+            await conv.respond("p1", agentapi.Answer(decision="allow"))
+        with pytest.raises(agentapi.Busy, match="turn t1 is running"):
+            await conv.send(agentapi.Prompt(text="busy"))
+        with pytest.raises(agentapi.Unsupported):
+            await conv.steer(agentapi.Prompt(text="more"))
+        # A provider's own (non-sentinel) failure is not an uncertain submission.
+        with pytest.raises(RemoteError, match="the runtime said no") as info:
+            await conv.send(agentapi.Prompt(text="crash"))
+        assert not isinstance(info.value, agentapi.AgentAPIError)
+        assert [c.name for c in await conv.commands()] == ["review"]
+        assert (await conv.diff())[0].patch == "@@"
+        assert (await conv.history()).model == "ctl-model"
+        await conv.set_model("m1", "low", "default")
+        await conv.set_title("A title")
+        await conv.cancel_subagent("sub-1")
+        await conv.prompt_subagent("sub-2", "hello")
+        await conv.cancel()
+        assert ctl.calls[1:] == [
+            "set_model:m1/low/default",
+            "set_title:A title",
+            "cancel_subagent:sub-1",
+            "prompt_subagent:sub-2",
+            "cancel",
+        ]
+        await conv.close()
+        assert ctl.calls[-1] == f"close:{conv.id()}"
+        with pytest.raises(agentapi.Closed):
+            await conv.set_title("after close")
+
+
+async def test_cancelling_a_call_cancels_the_provider_call() -> None:
+    ctl = Controlled()
+    async with serving(ctl, socket_address()) as (address, _), RemoteProvider(address) as remote:
+        conv = await remote.open(_open_req(Recorder()))
+        async with trio.open_nursery() as nursery:
+            scope = trio.CancelScope()
+
+            async def send() -> None:
+                with scope:
+                    await conv.send(agentapi.Prompt(text="block"))
+
+            nursery.start_soon(send)
+            await _wait(lambda: "send:block" in ctl.calls)
+            scope.cancel()
+        await _wait(lambda: "send:cancelled" in ctl.calls)
+        # The conversation is still usable after a cancelled call.
+        await conv.set_title("still open")
+        assert ctl.calls[-1] == "set_title:still open"
+
+
+def _assert_in_order(events: list[agentapi.Event], n: int) -> None:
+    deltas = [e.delta.text[:7] for e in events if e.kind == DELTA and e.delta]
+    assert deltas == [f"{i:07d}" for i in range(n)]
+
+
+async def test_a_flood_of_events_arrives_complete_and_in_order() -> None:
+    ctl = Controlled()
+    sink = Recorder()
+    async with serving(ctl, socket_address()) as (address, _), RemoteProvider(address) as remote:
+        conv = await remote.open(_open_req(sink))
+        await conv.send(agentapi.Prompt(text="flood 5000 16"))
+        end = await sink.wait_turn_end()
+        assert end.turn is not None and end.turn.state == agentapi.TurnState.COMPLETED
+        _assert_in_order(sink.snapshot(), 5000)
+        await conv.close()
+    assert sink.of(EXIT) == []
+
+
+async def test_a_slow_consumer_loses_nothing() -> None:
+    ctl = Controlled()
+    sink = Recorder(per_event=0.0005)
+    async with serving(ctl, socket_address()) as (address, _), RemoteProvider(address) as remote:
+        conv = await remote.open(_open_req(sink))
+        await conv.send(agentapi.Prompt(text="flood 1500 2000"))
+        await sink.wait_turn_end()
+        _assert_in_order(sink.snapshot(), 1500)
+        await conv.close()
+
+
+async def test_a_consumer_that_stops_reading_gets_exit_not_silent_loss() -> None:
+    ctl = Controlled()
+    gate = threading.Event()
+    sink = Recorder(gate=gate)
+    async with (
+        serving(ctl, socket_address(), event_buffer=64) as (address, _),
+        RemoteProvider(address) as remote,
+    ):
+        conv = await remote.open(_open_req(sink))
+        await conv.send(agentapi.Prompt(text="flood 4000 4000"))
+        # The server's buffer overflows while the client is stuck: it closes the conversation.
+        await _wait(lambda: f"close:{conv.id()}" in ctl.calls)
+        gate.set()
+        await sink.wait_for(lambda e: e.kind == EXIT)
+        events = sink.snapshot()
+        assert events[-1].kind == EXIT
+        assert "not read fast enough" in events[-1].error
+        received = [e for e in events if e.kind == DELTA]
+        assert len(received) < 4000
+        _assert_in_order(received, len(received))  # a prefix, in order, then the exit
+        with pytest.raises(agentapi.Closed):
+            await conv.send(agentapi.Prompt(text="flood 1 1"))
+
+
+async def test_a_cancelled_stream_closes_the_conversation_on_the_server() -> None:
+    ctl = Controlled()
+    sink = Recorder()
+    async with serving(ctl, socket_address()) as (address, _), RemoteProvider(address) as remote:
+        conv = await remote.open(_open_req(sink))
+        conv._call_obj.cancel()  # the stream dies under the conversation (as on a crash)
+        await sink.wait_for(lambda e: e.kind == EXIT)
+        await _wait(lambda: f"close:{conv.id()}" in ctl.calls)
+        assert len(sink.of(EXIT)) == 1
+        with pytest.raises(agentapi.Closed):
+            await conv.set_title("x")
+
+
+async def test_server_stop_mid_turn_is_exit_and_reopen_works_once_it_is_back() -> None:
+    address = socket_address()
+    sink = Recorder()
+    async with RemoteProvider_after(address) as (remote, restart):
+        conv = await remote.open(_open_req(sink))
+        await conv.send(agentapi.Prompt(text="flood 3 1"))
+        await sink.wait_turn_end()
+        await restart()  # the server goes away and comes back on the same address
+        exits = await sink.wait_for(lambda e: e.kind == EXIT)
+        assert len(exits) == 1
+        with pytest.raises(agentapi.Closed):
+            await conv.send(agentapi.Prompt(text="flood 1 1"))
+        again = Recorder()
+        conv2 = await remote.open(_open_req(again, conv.id()))
+        assert conv2.id() == conv.id()
+        await conv2.send(agentapi.Prompt(text="flood 10 1"))
+        await again.wait_turn_end()
+        _assert_in_order(again.snapshot(), 10)
+        await conv2.close()
+
+
+class RemoteProvider_after:
+    """A RemoteProvider on address whose server can be restarted by the test."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+
+    async def __aenter__(self) -> tuple[RemoteProvider, Callable[[], Awaitable[None]]]:
+        self._nursery_cm = trio.open_nursery()
+        nursery = await self._nursery_cm.__aenter__()
+        self._scope: trio.CancelScope | None = None
+
+        async def start() -> None:
+            async def run(task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
+                from ahp_bridge_remote.server import serve
+
+                with trio.CancelScope() as scope:
+                    self._scope = scope
+                    await serve(Controlled(), self.address, task_status=task_status)
+
+            await nursery.start(run)
+
+        async def restart() -> None:
+            assert self._scope is not None
+            self._scope.cancel()
+            await trio.sleep(0.2)
+            await start()
+
+        await start()
+        self._remote = RemoteProvider(self.address)
+        await self._remote.__aenter__()
+        return self._remote, restart
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._remote.__aexit__(None, None, None)
+        assert self._scope is not None
+        self._scope.cancel()
+        await self._nursery_cm.__aexit__(None, None, None)
+
+
+async def test_a_wrong_or_missing_token_is_refused_on_every_call() -> None:
+    ctl = Controlled()
+    async with serving(ctl, "127.0.0.1:0", token="s3cret-token") as (address, _):
+        assert address.startswith("127.0.0.1:") and not address.endswith(":0")
+        for token in ("wrong", None):
+            with pytest.raises(RemoteAuthError):
+                async with RemoteProvider(address, token=token, connect_timeout=5):
+                    pass  # entering already calls Info
+        async with RemoteProvider(address, token="s3cret-token") as remote:
+            with pytest.raises(agentapi.SignedOut):  # reached the provider
+                await remote.check()
+    assert ctl.calls == []
+
+
+async def test_no_threads_are_left_behind() -> None:
+    before = service_threads()
+    ctl = Controlled()
+    async with serving(ctl, socket_address()) as (address, _), RemoteProvider(address) as remote:
+        sinks = [Recorder() for _ in range(3)]
+        convs = [await remote.open(_open_req(s)) for s in sinks]
+        for conv in convs:
+            await conv.send(agentapi.Prompt(text="flood 200 10"))
+        for sink in sinks:
+            await sink.wait_turn_end()
+        await convs[0].close()
+        convs[1]._call_obj.cancel()
+        await sinks[1].wait_for(lambda e: e.kind == EXIT)
+        # convs[2] stays open: leaving the provider must close it.
+    with trio.fail_after(DEADLINE):
+        while service_threads() != before:
+            await trio.sleep(0.05)
+    assert service_threads() == before
