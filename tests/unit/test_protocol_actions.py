@@ -222,6 +222,13 @@ def test_error_messages_never_echo_the_value() -> None:
     assert secret not in str(err.value)
 
 
+def test_unknown_type_message_is_bounded() -> None:
+    with pytest.raises(UnknownActionType) as err:
+        parse_action({"type": "x/" + "y" * 5000})
+    assert len(str(err.value)) < 140
+    assert err.value.action_type == "x/" + "y" * 5000
+
+
 def test_non_mapping_action_is_rejected() -> None:
     with pytest.raises(ActionError, match="action: must be an object"):
         parse_action(["chat/delta"])  # type: ignore[arg-type]

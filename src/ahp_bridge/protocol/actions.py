@@ -255,7 +255,8 @@ class UnknownActionType(ActionError):
     """The action's ``type`` is a string that 0.7.0 does not define."""
 
     def __init__(self, action_type: str) -> None:
-        super().__init__(f"action.type: unknown action type {action_type!r}")
+        shown = action_type if len(action_type) <= 80 else action_type[:77] + "..."
+        super().__init__(f"action.type: unknown action type {shown!r}")
         self.action_type = action_type
 
 
