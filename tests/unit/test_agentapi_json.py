@@ -226,6 +226,19 @@ def test_secrets_in_internal_fields_never_leave_and_are_never_read() -> None:
     assert read.env == {}
 
 
+def test_internal_fields_are_ignored_at_any_depth_of_go_json() -> None:
+    data = {
+        "id": "t1",
+        "kind": "tool",
+        "images": [{"id": "", "mime": "image/png", "size": 0, "data": "AAAA", "sha256": "ab"}],
+        "attachments": [{"name": "a.pdf", "mime": "application/pdf", "sha256": "cd"}],
+        "clipped": True,
+    }
+    item = from_json(Item, data)
+    assert item.images[0].data == b"" and item.images[0].sha256 == ""
+    assert item.attachments[0].sha256 == "" and item.clipped is False
+
+
 def test_answer_auto_is_internal_a_client_cannot_set_it() -> None:
     assert to_json(Answer(decision="allow", auto=True)) == {"decision": "allow"}
     assert from_json(Answer, {"decision": "allow", "auto": True}).auto is False
