@@ -62,6 +62,8 @@ class Entry:
     returned: bool = False
     error: dict[str, str] | None = None
     event: dict[str, Any] | None = None
+    failed: bool = False
+    """On a call: its recorded return carries an error."""
 
 
 @dataclass
@@ -112,8 +114,20 @@ def load_recording(path: str | Path) -> Recording:
             raise ValueError(f"{file.name}:{number}: invalid recording line: {exc}") from exc
     if header is None:
         raise ValueError(f"{file.name}:1: empty recording")
+    for entries in conversations.values():
+        _pair_calls(entries)
     ordered = [conversations[k] for k in sorted(conversations, key=lambda k: int(k[1:] or 0))]
     return Recording(header=header, conversations=ordered, models=models)
+
+
+def _pair_calls(entries: list[Entry]) -> None:
+    """Mark each call whose return failed (a return ends the latest open call of its name)."""
+    open_calls: dict[str, list[Entry]] = {}
+    for e in entries:
+        if e.call and not e.returned:
+            open_calls.setdefault(e.call, []).append(e)
+        elif e.returned and open_calls.get(e.call):
+            open_calls[e.call].pop().failed = e.error is not None
 
 
 def _shift(value: Any, offset: timedelta) -> Any:
@@ -169,7 +183,7 @@ class ReplayTurns:
             if e.call and not e.returned:
                 if e.call == name and (match is None or match(e)):
                     return k
-                if e.call == "send" and name != "send":
+                if e.call == "send" and name != "send" and not e.failed:
                     return None
         return None
 
@@ -178,13 +192,14 @@ class ReplayTurns:
         for e in self.entries[self.i : k]:
             if e.event is not None and not skip_events:
                 self.emit(e.event)
+        name = self.entries[k].call
         self.i = k + 1
         self.last_t = self.entries[k].t
         error = None
         while self.i < len(self.entries):
             e = self.entries[self.i]
             self.i += 1
-            if e.returned:
+            if e.returned and e.call == name:
                 self.last_t, error = e.t, e.error
                 break
             if e.event is not None:
@@ -206,10 +221,10 @@ class ReplayTurns:
                 self.i += 1
                 self.last_t = e.t
                 self.emit(e.event)
-            elif e.call in ("send", "open") and not e.returned:
-                return
-            elif e.returned:  # a return without its call: skip it
+            elif e.returned or e.failed:  # a refused call changed nothing: go on
                 self.i += 1
+            elif e.call in ("send", "open"):
+                return
             else:
                 moved = self.moved
                 await moved.wait()
@@ -227,9 +242,8 @@ class ReplayConversation(FakeConversation):
             raise Busy("a turn is already running in this conversation")
 
         def same_prompt(e: Entry) -> bool:
-            return Prompt.from_json(e.args.get("prompt") or {}).text == prompt.text and not (
-                self._error_after(e)
-            )
+            recorded = Prompt.from_json(e.args.get("prompt") or {})
+            return recorded.text == prompt.text and not e.failed
 
         k = r._find("send", same_prompt)
         if k is None:
@@ -239,14 +253,6 @@ class ReplayConversation(FakeConversation):
             _raise(error)
         r.generation += 1
         self._provider.spawn(r.run, r.generation)
-
-    def _error_after(self, start: Entry) -> bool:
-        entries = self.replay.entries
-        index = entries.index(start)
-        for e in entries[index + 1 :]:
-            if e.returned and e.call == start.call:
-                return e.error is not None
-        return False
 
     async def _recorded(self, name: str, args: dict[str, Any] | None = None) -> bool:
         """Play recorded call ``name`` if it comes next; False when the recording lacks it."""
