@@ -41,6 +41,7 @@ from ahp_bridge.agentapi import (
     TurnState,
     UtilityRequest,
     WindowRequest,
+    format_time,
     from_json,
     to_json,
 )
@@ -70,6 +71,13 @@ def test_times_are_rfc3339_as_go_writes_them() -> None:
     back = from_json(Item, data)
     assert back.time == item.time and back.time is not None
     assert back.time.utcoffset() == timedelta(hours=2)
+
+
+def test_time_formatting_edges() -> None:
+    minus = timezone(-timedelta(hours=5, minutes=30))
+    assert format_time(datetime(2026, 1, 2, 3, 4, 5, tzinfo=minus)) == "2026-01-02T03:04:05-05:30"
+    assert format_time(datetime(5, 1, 2, 3, 4, 5, 60, tzinfo=UTC)) == "0005-01-02T03:04:05.00006Z"
+    assert format_time(None) == ZERO
 
 
 def test_time_parsing_zero_nanoseconds_and_errors() -> None:

@@ -17,6 +17,14 @@ Lifetime rules every implementation follows:
   pending interaction on the user's behalf. Only the host may, for permission requests of
   a Task in yolo mode.
 
+Modules: ``provider`` (Provider, Conversation, OpenRequest), ``optional`` (the optional
+capability Protocols), ``events`` (Event, EventSink), ``items``, ``interactions``,
+``subagents``, ``live`` (activity, context, usage, todos, snapshots), ``history``, ``prompts``,
+``models``, ``account``, ``mcp``, ``metrics``, ``tools``, ``customizations``,
+``capabilities``, ``enums``, ``constants``, ``errors``; ``_base`` holds the Go JSON machinery.
+Everything is re-exported here. Note that ``Field`` is the contract's form field, so a star
+import shadows ``pydantic.Field``.
+
 This package imports nothing else from ahp_bridge.
 """
 

@@ -98,7 +98,7 @@ def format_time(value: datetime | None) -> str:
     if value is None:
         return GO_ZERO_TIME
     offset = value.utcoffset()
-    text = value.strftime("%Y-%m-%dT%H:%M:%S")
+    text = value.replace(microsecond=0, tzinfo=None).isoformat(timespec="seconds")
     if value.microsecond:
         text += f".{value.microsecond:06d}".rstrip("0")
     if not offset:
