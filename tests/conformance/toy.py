@@ -58,6 +58,8 @@ class Faults:
 
     empty_display_name: bool = False  # provider_basics
     delta_kind_mismatch: bool = False  # transcript: a reasoning delta for an assistant item
+    dangling_tool_call: bool = False  # transcript: a permission names a tool call never seen
+    leak_to_sibling: bool = False  # conversation_isolation: events reach every open sink
     double_terminal: bool = False  # turn_lifecycle: "completed" reported twice
     output_after_end: bool = False  # turn_lifecycle: an assistant item after the turn ended
     event_after_close: bool = False  # events_after_close: a title event after close returns
@@ -202,6 +204,10 @@ class ToyConversation:
             await trio.to_thread.run_sync(trio.from_thread.run_sync, self._sink.emit, event)
         else:
             self._sink.emit(event)
+        if self._faults.leak_to_sibling:
+            for other in self._provider._open:
+                if other is not self:
+                    other._sink.emit(event)
 
     async def _item(self, item: Item) -> None:
         await self._emit(Event(kind=EventKind.ITEM, item=item))
@@ -326,7 +332,7 @@ class ToyConversation:
                     Option(id="reject", label="Reject", reject=True),
                 ],
                 state=InteractionState.PENDING,
-                tool_call_id=f"t{n}",
+                tool_call_id="t-missing" if self._faults.dangling_tool_call else f"t{n}",
             )
         else:
             ia = Interaction(

@@ -17,6 +17,8 @@ from tests.conformance.toy import PROMPTS, Faults, Options
 FAULT_BREAKS = {
     "empty_display_name": ("provider_basics", "display_name() is empty"),
     "delta_kind_mismatch": ("transcript", "delta of kind reasoning for assistant item"),
+    "dangling_tool_call": ("transcript", "names tool call 't-missing', which is no tool item"),
+    "leak_to_sibling": ("conversation_isolation", "sent 6 events to another's sink"),
     "double_terminal": ("turn_lifecycle", "second terminal state completed"),
     "output_after_end": ("turn_lifecycle", "main-agent item assistant id='late1' after its turn"),
     "event_after_close": ("events_after_close", "events after close returned: event title"),

@@ -28,6 +28,7 @@ from ahp_bridge.agentapi import (
     ItemKind,
     ItemNotFound,
     Prompt,
+    Provider,
     TurnState,
     Unsupported,
 )
@@ -96,6 +97,30 @@ def _answer_for(ia: Interaction) -> Answer:
     return Answer(answers=[[q.choices[0]] if q.choices else ["yes"] for q in ia.questions])
 
 
+async def _answered_turn(
+    ctx: Context, conv: OpenConversation, text: str, kind: InteractionKind
+) -> tuple[Interaction, Answer]:
+    """Run a turn that asks: answer its pending interaction, see it answered, see the end."""
+    start = len(conv.sink)
+    await conv.send(text)
+    ia = await conv.wait_interaction(
+        start, kind, InteractionState.PENDING, f"a pending {kind.value}"
+    )
+    answer = _answer_for(ia)
+    ctx.step = f"waiting for respond to the pending {kind.value} to return"
+    try:
+        await conv.conversation.respond(ia.id, answer)
+    except AgentAPIError as exc:
+        raise CheckFailed(f"respond to a pending {kind.value} raised {error_name(exc)}") from exc
+    state = await conv.wait_interaction_state(
+        ia.id, FINAL_INTERACTION_STATES, f"the answered {kind.value} to leave pending"
+    )
+    if state != InteractionState.ANSWERED:
+        raise CheckFailed(f"the answered {kind.value} was reported {state.value}")
+    await conv.wait_end(start, f"the {kind.value} turn to end")
+    return ia, answer
+
+
 def _interaction_scenarios(ctx: Context) -> list[tuple[str, InteractionKind]]:
     """The interaction scenarios the provider supports: (prompt text, kind)."""
     caps = ctx.capabilities()
@@ -118,6 +143,8 @@ def _interaction_scenarios(ctx: Context) -> list[tuple[str, InteractionKind]]:
 async def provider_basics(ctx: Context) -> str | None:
     """Name, display name and Capabilities are given; check passes; models are well formed."""
     provider = ctx.started
+    if not isinstance(provider, Provider):
+        raise CheckFailed(f"{type(provider).__name__} lacks methods of the Provider protocol")
     if not provider.name():
         raise CheckFailed("name() is empty")
     if not provider.display_name():
@@ -145,13 +172,24 @@ async def provider_basics(ctx: Context) -> str | None:
 
 
 async def transcript(ctx: Context) -> str | None:
-    """Items upsert by (agent_id, id), deltas create absent items, kinds never change."""
+    """Items upsert by (agent_id, id), deltas create absent items, kinds never change.
+
+    Runs every scenario the target gives (answer, answered interactions, cancelled long
+    turn) on one conversation; interactions must name tool calls that exist.
+    """
     answer = ctx.prompt("answer", None)
     conv = await ctx.open()
     await conv.answer_turn(answer)
-    if ctx.target.prompts.long is not None:
+    prompts = ctx.target.prompts
+    for text, kind in (
+        (prompts.permission, InteractionKind.PERMISSION),
+        (prompts.question, InteractionKind.QUESTION),
+    ):
+        if text is not None:
+            await _answered_turn(ctx, conv, text, kind)
+    if prompts.long is not None:
         start = len(conv.sink)
-        await conv.send(ctx.target.prompts.long)
+        await conv.send(prompts.long)
         working = await conv.wait_working(start, "the long turn to start working")
         await _cancel_long(ctx, conv, working)
     await _settle()
@@ -159,8 +197,9 @@ async def transcript(ctx: Context) -> str | None:
     model = Transcript()
     for event in conv.sink.events:
         model.feed(event)
-    if model.violations:
-        raise _violations("inconsistent transcript", model.violations)
+    violations = model.violations + model.dangling_tool_calls()
+    if violations:
+        raise _violations("inconsistent transcript", violations)
     if not any(t.strip() for t in model.texts(ItemKind.ASSISTANT)):
         raise CheckFailed("the answer turn produced no assistant text (items or deltas)")
     return f"{model.events} events, {len(model.items)} items"
@@ -244,6 +283,27 @@ async def emit_nonblocking(ctx: Context) -> str | None:
     return f"{len(emissions)} emit calls, {foreign} from other threads"
 
 
+async def conversation_isolation(ctx: Context) -> str | None:
+    """Each conversation's events reach only its own sink, and ids differ."""
+    answer = ctx.prompt("answer", None)
+    first = await ctx.open()
+    second = await ctx.open()
+    ids = (first.conversation.id(), second.conversation.id())
+    if not all(ids) or ids[0] == ids[1]:
+        raise CheckFailed(f"two new conversations have the ids {ids[0]!r} and {ids[1]!r}")
+    quiet = len(second.sink)
+    await first.answer_turn(answer)
+    await _settle()
+    strays = second.sink.events[quiet:]
+    if strays:
+        raise CheckFailed(
+            f"a turn of one conversation sent {len(strays)} events to another's sink, "
+            f"first {describe(strays[0])}"
+        )
+    await second.answer_turn(answer)
+    return None
+
+
 # --- turns -----------------------------------------------------------------------------
 
 
@@ -312,25 +372,7 @@ async def respond_when_gone(ctx: Context) -> str | None:
     notes = []
     for text, kind in _interaction_scenarios(ctx):
         conv = await ctx.open()
-        start = len(conv.sink)
-        await conv.send(text)
-        ia = await conv.wait_interaction(
-            start, kind, InteractionState.PENDING, f"a pending {kind.value}"
-        )
-        answer = _answer_for(ia)
-        ctx.step = f"waiting for respond to the pending {kind.value} to return"
-        try:
-            await conv.conversation.respond(ia.id, answer)
-        except AgentAPIError as exc:
-            raise CheckFailed(
-                f"respond to a pending {kind.value} raised {error_name(exc)}"
-            ) from exc
-        state = await conv.wait_interaction_state(
-            ia.id, FINAL_INTERACTION_STATES, f"the answered {kind.value} to leave pending"
-        )
-        if state != InteractionState.ANSWERED:
-            raise CheckFailed(f"the answered {kind.value} was reported {state.value}")
-        await conv.wait_end(start, f"the {kind.value} turn to end")
+        ia, answer = await _answered_turn(ctx, conv, text, kind)
         await expect_error(
             partial(conv.conversation.respond, ia.id, answer),
             (InteractionGone,),
@@ -604,6 +646,7 @@ CHECKS: tuple[Check, ...] = (
     Check("turn_lifecycle", "working, then exactly one terminal state", turn_lifecycle),
     Check("events_after_close", "no event after close returns", events_after_close),
     Check("emit_nonblocking", "emit is called directly, never awaited", emit_nonblocking),
+    Check("conversation_isolation", "events reach only their own sink", conversation_isolation),
     Check("busy_or_queued", "a send during a turn: Busy or queued", busy_or_queued),
     Check("cancel", "cancel ends the turn cancelled", cancel_ends_cancelled),
     Check("respond_gone", "respond to a final interaction: InteractionGone", respond_when_gone),

@@ -202,6 +202,11 @@ class Context:
         )
         self.step = "waiting for open to return"
         conversation = await self.started.open(request)
+        if not isinstance(conversation, Conversation):
+            raise CheckFailed(
+                f"open returned {type(conversation).__name__}, which lacks methods of the "
+                "Conversation protocol"
+            )
         opened = OpenConversation(conversation, sink, self)
         self.conversations.append(opened)
         return opened

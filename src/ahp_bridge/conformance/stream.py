@@ -94,6 +94,7 @@ class InteractionRecord:
     id: str
     kind: InteractionKind
     agent_id: str
+    tool_call_id: str = ""
     states: list[InteractionState] = field(default_factory=list)
 
 
@@ -169,6 +170,8 @@ class Transcript:
         record = self.interactions.get(ia.id)
         if record is None:
             record = self.interactions[ia.id] = InteractionRecord(ia.id, ia.kind, ia.agent_id)
+        if ia.tool_call_id:
+            record.tool_call_id = ia.tool_call_id
         elif record.kind != ia.kind:
             self.violations.append(
                 f"event #{self.events}: interaction id={ia.id!r} changed kind "
@@ -185,6 +188,23 @@ class Transcript:
                 f"after {record.states[-1].value}"
             )
         record.states.append(ia.state)
+
+    def dangling_tool_calls(self) -> list[str]:
+        """Interactions whose tool_call_id names no tool item of their agent.
+
+        Judged on a whole stream: the tool item may come before or after its request.
+        """
+        dangling = []
+        for record in self.interactions.values():
+            if not record.tool_call_id:
+                continue
+            entry = self.items.get((record.agent_id, record.tool_call_id))
+            if entry is None or entry.kind != ItemKind.TOOL:
+                dangling.append(
+                    f"interaction id={record.id!r} names tool call "
+                    f"{record.tool_call_id!r}, which is no tool item of its agent"
+                )
+        return dangling
 
     def texts(self, kind: ItemKind, agent_id: str = "") -> list[str]:
         """The texts of one agent's items of ``kind``, in first-seen order."""
