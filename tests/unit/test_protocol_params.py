@@ -270,3 +270,29 @@ def test_auth_required_reason_is_closed() -> None:
         AuthRequiredParams.model_validate(
             {"channel": ROOT_URI, "resource": {"resource": "r"}, "reason": "bored"}
         )
+
+
+def test_every_params_type_in_the_schema_is_routed() -> None:
+    schema = json.loads(
+        (Path(__file__).resolve().parents[2] / "proto/ahp/0.7.0/ahp.schema.json").read_text(
+            encoding="utf-8"
+        )
+    )
+    params_defs = {name for name in schema["$defs"] if name.endswith("Params")}
+    routed = {model.__name__ for model in METHODS.values()}
+    assert params_defs - routed == {"BaseParams", "PaginatedParams"}
+
+
+def test_partial_summary_has_exactly_the_summary_fields() -> None:
+    from ahp_bridge.protocol.notifications import PartialSessionSummary
+
+    full = {f.alias or n for n, f in g.SessionSummary.model_fields.items()}
+    partial = {f.alias or n for n, f in PartialSessionSummary.model_fields.items()}
+    assert partial == full
+    assert not any(f.is_required() for f in PartialSessionSummary.model_fields.values())
+
+
+def test_schema_named_fields_round_trip_under_their_wire_name() -> None:
+    raw = {"schema": {"type": "object", "properties": {}}, "values": {"model": "x"}}
+    model = g.ResolveSessionConfigResult.model_validate(raw)
+    assert wire_dump(model) == raw
