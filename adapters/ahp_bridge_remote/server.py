@@ -44,6 +44,7 @@ EMPTY = empty_pb2.Empty()
 TOKEN_ENV = "AHP_BRIDGE_REMOTE_TOKEN"
 DEFAULT_EVENT_BUFFER = 65536
 ATTACH_GRACE_SECONDS = 60.0
+RESERVED_WORKERS = 16  # worker threads kept for unary calls beside the event streams
 
 
 def _fail(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> NoReturn:
@@ -145,8 +146,10 @@ class _Service:
         nursery: trio.Nursery,
         token: trio.lowlevel.TrioToken,
         event_buffer: int,
+        max_conversations: int,
     ) -> None:
         self.provider = provider
+        self.max_conversations = max_conversations
         self.nursery = nursery
         self.token = token
         self.event_buffer = event_buffer
@@ -230,6 +233,12 @@ class _Service:
         )
 
     async def open(self, request: pb.OpenRequest) -> pb.OpenResponse:
+        if len(self.served) >= self.max_conversations:
+            # Each open conversation's event stream holds a worker thread; one more would
+            # queue behind the others forever, so refuse it plainly instead.
+            raise RuntimeError(
+                f"the provider server already holds {self.max_conversations} open conversations"
+            )
         served = _Served(secrets.token_urlsafe(12), self.event_buffer)
         req = from_proto(request, agentapi.OpenRequest, events=served)
         conversation = await self.provider.open(req)
@@ -428,7 +437,7 @@ async def serve(
     *,
     token: str | None = None,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
-    max_workers: int = 64,
+    max_workers: int = 256,
     event_buffer: int = DEFAULT_EVENT_BUFFER,
 ) -> None:
     """Serve provider on listen (``unix:PATH`` or ``HOST:PORT``) until cancelled.
@@ -436,14 +445,25 @@ async def serve(
     Enters ``async with provider`` for the server's lifetime, so leaving shuts it down.
     task_status.started receives the bound address (the real port when PORT was 0).
     A non-loopback address requires token; when given, every call must present it.
-    max_workers bounds concurrent RPCs, each open event stream holding one worker.
+    max_workers bounds concurrent RPCs; each open conversation's event stream holds one,
+    so at most max_workers - RESERVED_WORKERS conversations are open at once (Open refuses
+    more). event_buffer bounds the events queued for one slow stream before the server
+    gives up on it (the client sees an exit) rather than grow without bound.
     """
+    if max_workers <= RESERVED_WORKERS:
+        raise ValueError(f"max_workers must exceed {RESERVED_WORKERS}")
     auth.check_listen(listen, token)
     interceptors = [auth.TokenInterceptor(token)] if token is not None else []
     pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="agentapi-grpc")
     server = grpc.server(pool, interceptors=interceptors)
     async with provider, trio.open_nursery() as nursery:
-        service = _Service(provider, nursery, trio.lowlevel.current_trio_token(), event_buffer)
+        service = _Service(
+            provider,
+            nursery,
+            trio.lowlevel.current_trio_token(),
+            event_buffer,
+            max_workers - RESERVED_WORKERS,
+        )
         pb_grpc.add_ProviderServiceServicer_to_server(_ProviderServicer(service), server)
         pb_grpc.add_ConversationServiceServicer_to_server(_ConversationServicer(service), server)
         port = server.add_insecure_port(listen)

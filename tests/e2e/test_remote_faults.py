@@ -260,3 +260,20 @@ async def test_no_threads_are_left_behind() -> None:
         while service_threads() != before:
             await trio.sleep(0.05)
     assert service_threads() == before
+
+
+async def test_open_beyond_the_stream_workers_is_refused_plainly() -> None:
+    ctl = Controlled()
+    async with (
+        serving(ctl, socket_address(), max_workers=18) as (address, _),  # 2 conversations
+        RemoteProvider(address) as remote,
+    ):
+        first = await remote.open(_open_req(Recorder()))
+        await remote.open(_open_req(Recorder()))
+        with pytest.raises(RemoteError, match="already holds 2 open conversations"):
+            await remote.open(_open_req(Recorder()))
+        await first.close()
+        third = Recorder()
+        conv = await remote.open(_open_req(third))
+        await conv.send(agentapi.Prompt(text="flood 5 1"))
+        await third.wait_turn_end()
