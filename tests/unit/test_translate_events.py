@@ -96,11 +96,39 @@ def test_provider_started_turn_takes_its_message_from_the_user_item(h: Harness) 
     assert h.chat["status"] == st.IN_PROGRESS
     # A second working report is the same turn, not a new one.
     assert h.feed(ev_turn(TurnState.WORKING)) == []
+    assert len(h.chat["turns"]) == 0
+
+
+def test_provider_started_turn_waits_one_event_for_its_user_item(h: Harness) -> None:
+    assert h.feed(ev_turn(TurnState.WORKING)) == []
+    out = h.feed(ev_item(ItemKind.USER, "u1", "typed in the CLI"))
+    assert types(out) == ["chat/turnStarted"]
+    assert h.active["message"] == {"text": "typed in the CLI", "origin": {"kind": "user"}}
+    assert h.active["startedAt"] == iso_from_ms(T0)
 
 
 def test_provider_started_turn_without_user_item_is_an_agent_turn(h: Harness) -> None:
     h.feed(ev_turn(TurnState.WORKING))
+    h.clock.advance(30)
+    out = h.feed(ev_delta(A, "m1", "continuing"))
+    assert types(out) == ["chat/turnStarted", "chat/responsePart"]
     assert h.active["message"] == {"text": "", "origin": {"kind": "agent"}}
+    assert h.active["startedAt"] == iso_from_ms(T0)
+    out = h.feed(ev_turn(TurnState.COMPLETED))
+    assert out[0][1]["duration"] == 30
+
+
+def test_autopilot_continuation_is_an_agent_turn(h: Harness) -> None:
+    h.feed(ev_turn(TurnState.WORKING))
+    h.feed(ev_item(ItemKind.USER, "u1", "continue", delivery="autopilot"))
+    assert h.active["message"] == {"text": "continue", "origin": {"kind": "agent"}}
+
+
+def test_provider_turn_that_ends_at_once_is_still_recorded(h: Harness) -> None:
+    h.feed(ev_turn(TurnState.WORKING))
+    out = h.feed(ev_turn(TurnState.COMPLETED))
+    assert types(out) == ["chat/turnStarted", "chat/turnComplete"]
+    assert h.chat["turns"][-1]["state"] == "complete"
 
 
 def test_reasoning_then_markdown_become_separate_parts(h: Harness) -> None:
@@ -203,8 +231,8 @@ def test_client_cancel_drops_the_providers_late_end_and_content(h: Harness) -> N
     assert h.chat["turns"][-1]["state"] == "cancelled"
     assert h.feed(ev_delta(A, "m1", " late"), ev_turn(TurnState.CANCELLED)) == []
     # The next provider turn starts normally.
-    out = h.feed(ev_turn(TurnState.WORKING))
-    assert types(out) == ["chat/turnStarted"]
+    assert h.feed(ev_turn(TurnState.WORKING)) == []
+    assert types(h.feed(ev_delta(A, "m9", "new"))) == ["chat/turnStarted", "chat/responsePart"]
 
 
 def test_cancel_then_new_client_turn_is_not_ended_by_the_old_cancel(h: Harness) -> None:
@@ -375,26 +403,45 @@ def test_permission_without_tool_call_id_gets_its_own_tool_call(h: Harness) -> N
     assert h.tr.pending_permissions().keys() == {"#perm-7"}
 
 
-def test_permission_expired_without_client_answer_skips_the_tool(h: Harness) -> None:
+def test_permission_expired_elsewhere_leaves_the_decision_to_the_tool(h: Harness) -> None:
     h.start_turn()
-    h.feed(ev_tool("call-1", ToolStatus.RUNNING))
+    h.feed(ev_tool("call-1", ToolStatus.RUNNING, title="Shell"))
     h.feed(ev_interaction(permission(tool_call_id="call-1")))
-    out = h.feed(ev_interaction(permission(tool_call_id="call-1", state=InteractionState.EXPIRED)))
+    expired = permission(
+        tool_call_id="call-1", state=InteractionState.EXPIRED, resolution="approved"
+    )
+    out = h.feed(ev_interaction(expired))
     assert out == [
         (
             CHAT,
             {
-                "type": "chat/toolCallConfirmed",
+                "type": "chat/toolCallReady",
                 "turnId": "turn-1",
                 "toolCallId": "call-1",
-                "approved": False,
-                "reason": "skipped",
+                "invocationMessage": "Shell",
+                "confirmed": "setting",
+                "_meta": {"ahpBridge.resolution": "expired"},
             },
         ),
         (SESSION, {"type": "session/inputNeededRemoved", "id": f"{CHAT}#perm-1"}),
     ]
-    assert h.tool_state("call-1")["status"] == "cancelled"
+    assert h.tool_state("call-1")["status"] == "running"
     assert h.chat["status"] == st.IN_PROGRESS
+    # The provider ran it after all (recorded Copilot streams do exactly this).
+    out = h.feed(ev_tool("call-1", ToolStatus.COMPLETED, output="hi", exit_code=0))
+    assert types(out) == ["chat/toolCallComplete"]
+    state = h.tool_state("call-1")
+    assert state["success"] is True
+    assert state["_meta"] == {"ahpBridge.resolution": "expired", "ahpBridge.exitCode": 0}
+
+
+def test_permission_expired_at_turn_end_leaves_the_tool_skipped(h: Harness) -> None:
+    h.start_turn()
+    h.feed(ev_interaction(permission(tool_call_id="call-1")))
+    h.feed(ev_interaction(permission(tool_call_id="call-1", state=InteractionState.EXPIRED)))
+    h.feed(ev_turn(TurnState.COMPLETED))
+    tool = h.tool_state("call-1")
+    assert (tool["status"], tool["reason"]) == ("cancelled", "skipped")
 
 
 def test_permission_answered_elsewhere_records_the_decision(h: Harness) -> None:

@@ -13,9 +13,10 @@ Every Event kind of the contract, and where it goes:
 Event kind        AHP
 ================  ==========================================================================
 turn working      ``chat/turnStarted`` (host-originated, ``_meta`` marks it) unless the host
-                  already started the turn for a client (``turn_started_by_client``); the
-                  message is the main agent's user item seen just before, else empty, origin
-                  ``agent``
+                  already started the turn for a client (``turn_started_by_client``). Its
+                  message is the main agent's user item, whether it came just before or right
+                  after ``working``; the start waits for at most one more event, else goes out
+                  with an empty message of origin ``agent``
 turn completed    ``chat/turnComplete`` ; cancelled: ``chat/turnCancelled`` ; failed:
                   ``chat/error{errorType:"turnFailed"}``; duration = now - start in ms. Then
                   ``session/inputNeededRemoved`` for every interaction still pending and a
@@ -36,9 +37,12 @@ interaction       permission pending: ``chat/toolCallStart`` when its tool call 
                   ``chat/toolCallReady`` without ``confirmed`` with the provider's options,
                   then ``session/inputNeededSet{kind:"toolConfirmation"}``. question/plan review
                   pending: ``chat/inputRequested`` + ``session/inputNeededSet{kind:"chatInput"}``.
-                  answered/rejected/expired: the resolution a client did not give here
-                  (``chat/toolCallConfirmed`` or ``chat/inputCompleted``), then
-                  ``session/inputNeededRemoved``
+                  answered/rejected/expired: the resolution a client did not give here, then
+                  ``session/inputNeededRemoved``. Questions: ``chat/inputCompleted`` accept /
+                  decline / cancel. Permissions: ``chat/toolCallConfirmed`` approved (or denied
+                  when rejected or the resolution names a reject option); expired says nothing
+                  about the decision, so ``chat/toolCallReady{confirmed:"setting"}`` only
+                  leaves pending-confirmation and the tool's own end settles it
 subagent          ``subagent`` tool result content on its parent tool call:
                   ``chat/toolCallContentChanged`` while the call runs, else kept for its
                   ``chat/toolCallComplete``; once per subagent
@@ -84,6 +88,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ahp_bridge.agentapi import (
+    DELIVERY_AUTOPILOT,
     Activity,
     Event,
     EventKind,
@@ -152,6 +157,7 @@ class _Turn:
     id: str
     started_ms: int
     confirmed: bool
+    announced: bool = True
     open_key: tuple[str, str] | None = None
     open_part: str = ""
     text: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -304,8 +310,15 @@ class EventTranslator:
 
     def translate(self, event: Event) -> list[Emitted]:
         """The actions, in order, that one provider event becomes (often none)."""
+        turn = self._turn
+        out: list[Emitted] = []
+        if turn is not None and not turn.announced:
+            item = event.item if event.kind == EventKind.ITEM else None
+            if item is not None and item.kind == ItemKind.USER and not item.agent_id:
+                return self._announce(turn, item)
+            out = self._announce(turn, None)
         handler = self._handlers.get(event.kind)
-        return handler(event) if handler is not None else []
+        return out + handler(event) if handler is not None else out
 
     def _dropped(self, event: Event) -> list[Emitted]:
         return []
@@ -344,18 +357,29 @@ class EventTranslator:
         )
 
     def _start_provider_turn(self) -> list[Emitted]:
+        """A turn the provider started: announced with its user item, so maybe one event later.
+
+        Providers report ``working`` before or after the user message that started the turn;
+        ``chat/turnStarted`` cannot be amended, so it waits for that item (when it came first
+        it is already here) and goes out, at the latest, with the provider's next event.
+        """
         seed, self._seed = self._seed, None
-        started = self._now_ms()
-        turn = _Turn(id=self._new_id(), started_ms=started, confirmed=True)
+        turn = _Turn(id=self._new_id(), started_ms=self._now_ms(), confirmed=True)
+        turn.announced = False
         self._turn = turn
-        origin = "user" if seed is not None and seed.delivery != "autopilot" else "agent"
+        return self._announce(turn, seed) if seed is not None else []
+
+    def _announce(self, turn: _Turn, seed: Item | None) -> list[Emitted]:
+        turn.announced = True
+        own = seed is not None and seed.delivery != DELIVERY_AUTOPILOT
+        origin = "user" if own else "agent"
         message: dict[str, Any] = {"text": seed.text if seed else "", "origin": {"kind": origin}}
         return [
             self._chat(
                 {
                     "type": "chat/turnStarted",
                     "turnId": turn.id,
-                    "startedAt": iso_from_ms(started),
+                    "startedAt": iso_from_ms(turn.started_ms),
                     "message": message,
                     "_meta": {f"{META_PREFIX}origin": "provider"},
                 }
@@ -675,22 +699,34 @@ class EventTranslator:
         return out
 
     def _confirmation(self, turn: _Turn, tool: _Tool, interaction: Interaction) -> Action:
-        """The host's ``chat/toolCallConfirmed`` for a permission resolved elsewhere."""
+        """Settle a permission the provider resolved without a client's answer here.
+
+        An answer or refusal is recorded as the host's ``chat/toolCallConfirmed``. An expired
+        request says nothing about the decision (the provider may have asked elsewhere and run
+        the tool anyway), so the call only leaves pending-confirmation: it is marked running
+        as decided by the provider's setting, and its own completion, failure or the turn's
+        end settles it.
+        """
         chosen = next((o for o in interaction.options if o.id == interaction.resolution), None)
+        if interaction.state == InteractionState.EXPIRED:
+            tool.status = "running"
+            meta = {**tool.base.get("_meta", {}), f"{META_PREFIX}resolution": "expired"}
+            tool.base["_meta"] = meta  # kept by the later toolCallComplete, which replaces _meta
+            ready = self._ready(turn, tool, confirmed="setting")[1]
+            return {**ready, "_meta": meta}
         base: Action = {"type": "chat/toolCallConfirmed", "turnId": turn.id}
         base["toolCallId"] = tool.call_id
         if chosen is not None:
             base["selectedOptionId"] = chosen.id
-        approved = interaction.state == InteractionState.ANSWERED and not (
+        denied = interaction.state == InteractionState.REJECTED or (
             chosen is not None and chosen.reject
         )
-        if approved:
+        if not denied:
             tool.status = "running"
             how = "setting" if interaction.auto else "user-action"
             return {**base, "approved": True, "confirmed": how}
         tool.status = "cancelled"
-        reason = "skipped" if interaction.state == InteractionState.EXPIRED else "denied"
-        return {**base, "approved": False, "reason": reason}
+        return {**base, "approved": False, "reason": "denied"}
 
     def _removed(self, pending: _Pending) -> Emitted:
         return self._session({"type": "session/inputNeededRemoved", "id": pending.input_id})

@@ -1,0 +1,158 @@
+"""Recorded real Copilot streams, through the adapter's mapping and then the event translator.
+
+The fixtures (``tests/fixtures/copilot/*.jsonl``) are SDK events the real CLI produced; the
+Copilot adapter's pure ``EventMapper`` turns them into agentapi Events. Replaying them here checks
+the translator against real event order (user item vs. working, permission before or after the
+tool starts, subagent transcripts, aborts, upstream errors), with every action strict-validated
+and reduced by the real reducers. A second mode plays the client too: it answers each request
+through ``plan_command`` as the host would, so the provider's later completion is our answer.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ahp_bridge_copilot.mapping import EventMapper
+
+from ahp_bridge.agentapi import InteractionState
+from ahp_bridge.translate import CallPlan, CommandContext, Respond, plan_command
+
+from .test_translate_support import Harness
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "copilot"
+SCENARIOS = sorted(p.stem for p in FIXTURES.glob("*.jsonl") if p.stem != "history")
+
+
+def replay(name: str, *, answer: bool = False) -> Harness:
+    """Play one recorded turn: the client starts it, the provider's events follow."""
+    h = Harness()
+    mapper = EventMapper()
+    h.start_turn("turn-1", "hello")
+    h.feed(*mapper.begin_turn())
+    for line in (FIXTURES / f"{name}.jsonl").read_text().splitlines():
+        for event in mapper.map(json.loads(line)):
+            emitted = h.feed(event)
+            if answer:
+                for _, action in emitted:
+                    if action["type"] == "session/inputNeededSet":
+                        _answer(h, mapper, action["request"])
+    return h
+
+
+def _answer(h: Harness, mapper: EventMapper, request: dict[str, Any]) -> None:
+    """Answer as a client would, plan the call as the host would, tell the mapper we did."""
+    if request["kind"] == "toolConfirmation":
+        client = {
+            "type": "chat/toolCallConfirmed",
+            "turnId": request["turnId"],
+            "toolCallId": request["toolCall"]["toolCallId"],
+            "approved": True,
+            "confirmed": "user-action",
+        }
+    else:
+        client = {"type": "chat/inputCompleted", "requestId": request["request"]["id"]}
+        client["response"] = "decline"
+    ctx = CommandContext(
+        active_turn_id=h.tr.active_turn_id,
+        permissions=h.tr.pending_permissions(),
+        inputs=h.tr.pending_inputs(),
+    )
+    plan = plan_command(client, ctx)
+    assert isinstance(plan, CallPlan), plan
+    (respond,) = plan.calls
+    assert isinstance(respond, Respond)
+    state = InteractionState.ANSWERED if respond.answer.decision else InteractionState.REJECTED
+    mapper.note_response(respond.interaction_id, state)
+    follow = h.client(client)
+    assert [a["type"] for _, a in follow] == ["session/inputNeededRemoved"]
+
+
+def kinds(turn: dict[str, Any]) -> list[str]:
+    return [part["kind"] for part in turn["responseParts"]]
+
+
+def tools(turn: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p["toolCall"] for p in turn["responseParts"] if p["kind"] == "toolCall"]
+
+
+@pytest.mark.parametrize("answer", [False, True], ids=["resolved-elsewhere", "client-answers"])
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_every_recorded_stream_reduces_cleanly(name: str, answer: bool) -> None:
+    h = replay(name, answer=answer)
+    assert "inputNeeded" not in h.session
+    assert h.tr.pending_permissions() == {} and h.tr.pending_inputs() == {}
+    if name == "title_model":
+        return  # a title and model change only; the turn is still running
+    assert "activeTurn" not in h.chat
+    assert len(h.chat["turns"]) == 1
+    for tool in tools(h.chat["turns"][0]):
+        assert tool["status"] in ("completed", "cancelled"), tool
+
+
+def test_text_and_reasoning_stream_into_two_parts() -> None:
+    h = replay("text_reasoning")
+    (turn,) = h.chat["turns"]
+    assert turn["state"] == "complete"
+    assert kinds(turn) == ["reasoning", "markdown"]
+    assert all(part["content"] for part in turn["responseParts"])
+    assert turn["usage"]["model"]
+    assert h.session["title"]
+
+
+@pytest.mark.parametrize("answer", [False, True])
+def test_approved_shell_command_completes_with_its_output(answer: bool) -> None:
+    h = replay("shell_approved", answer=answer)
+    (turn,) = h.chat["turns"]
+    assert kinds(turn) == ["toolCall", "markdown"]
+    (tool,) = tools(turn)
+    assert tool["status"] == "completed" and tool["success"] is True
+    assert "hi" in tool["content"][0]["text"]
+    assert tool["confirmed"] == ("user-action" if answer else "setting")
+
+
+def test_denied_shell_command_fails() -> None:
+    (turn,) = replay("shell_denied").chat["turns"]
+    (tool,) = tools(turn)
+    assert tool["success"] is False
+    assert tool["error"]["message"]
+
+
+def test_question_becomes_an_input_part_that_is_resolved() -> None:
+    (turn,) = replay("ask_user", answer=True).chat["turns"]
+    assert kinds(turn) == ["toolCall", "inputRequest", "markdown"]
+    request_part = turn["responseParts"][1]
+    assert request_part["response"] == "decline"
+    assert request_part["request"]["questions"][0]["kind"] == "single-select"
+
+
+def test_subagent_shows_as_content_of_its_tool_and_its_text_stays_out() -> None:
+    h = replay("subagent")
+    (turn,) = h.chat["turns"]
+    assert kinds(turn) == ["toolCall", "markdown"]
+    (tool,) = tools(turn)
+    refs = [c for c in tool["content"] if c["type"] == "subagent"]
+    assert len(refs) == 1 and refs[0]["resource"].startswith("ahp-chat:/subagent/")
+    assert "SUBTASK" not in turn["responseParts"][1]["content"]
+
+
+def test_abort_cancels_the_turn() -> None:
+    (turn,) = replay("abort").chat["turns"]
+    assert turn["state"] == "cancelled"
+
+
+def test_upstream_error_fails_the_turn_with_a_notice() -> None:
+    h = replay("upstream_error")
+    (turn,) = h.chat["turns"]
+    assert turn["state"] == "error"
+    assert turn["error"]["errorType"] == "turnFailed"
+    assert kinds(turn) == ["systemNotification"]
+    assert turn["responseParts"][0]["content"] == turn["error"]["message"]
+
+
+def test_steered_turn_keeps_text_after_each_tool_in_its_own_part() -> None:
+    (turn,) = replay("steer", answer=True).chat["turns"]
+    assert kinds(turn) == ["toolCall", "markdown", "toolCall", "markdown"]
+    assert len({p["id"] for p in turn["responseParts"] if p["kind"] == "markdown"}) == 2
