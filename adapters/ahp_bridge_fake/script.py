@@ -74,7 +74,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -651,11 +651,14 @@ class _Parser:
                 )
             elif kind == "form":
                 raise self.fail(qpath, 'missing required field "field" (a form question is typed)')
+            choices = self.strings(q, "choices", qpath)
+            if spec_field is not None:
+                choices, spec_field = self.field_choices(choices, spec_field, qpath)
             questions.append(
                 QuestionSpec(
                     text=self.text(q, "text", qpath, required=True),
                     header=self.text(q, "header", qpath),
-                    choices=self.strings(q, "choices", qpath),
+                    choices=choices,
                     multiple=self.boolean(q, "multiple", qpath, False),
                     custom=self.boolean(q, "custom", qpath, False),
                     field=spec_field,
@@ -697,6 +700,27 @@ class _Parser:
             if lo is not None and hi is not None and lo > hi:
                 raise self.fail((*path, high), f"{high} {hi} is below {low} {lo}")
         return spec
+
+    def field_choices(
+        self, choices: tuple[str, ...], spec: FieldSpec, path: Path
+    ) -> tuple[tuple[str, ...], FieldSpec]:
+        """Fill a boolean's Yes/No choices and values; values must pair with choices."""
+        values = spec.values
+        if spec.type == "boolean":
+            choices = choices or ("Yes", "No")
+            if not values:
+                if len(choices) != 2:
+                    raise self.fail(
+                        (*path, "field", "values"),
+                        "a boolean field with other than two choices needs values",
+                    )
+                values = ("true", "false")
+        if values and len(values) != len(choices):
+            raise self.fail(
+                (*path, "field", "values"),
+                f"{len(values)} values for {len(choices)} choices (one value per choice)",
+            )
+        return choices, replace(spec, values=values)
 
     def branches(
         self, table: Mapping[str, Any], path: Path, allowed: set[str] | None, expected: str

@@ -284,10 +284,10 @@ class _Player:
             Question(
                 text=q.text,
                 header=q.header,
-                choices=list(q.choices) or _default_choices(q.field),
+                choices=list(q.choices),
                 multiple=q.multiple,
                 custom=q.custom,
-                field=_form_field(q.field, q.choices) if q.field is not None else None,
+                field=_form_field(q.field) if q.field is not None else None,
             )
             for q in step.questions
         ]
@@ -373,20 +373,12 @@ def _question_keys(answer: Answer) -> tuple[str, ...]:
     return (first, "answered", "default") if first else ("answered", "default")
 
 
-def _default_choices(spec: FieldSpec | None) -> list[str]:
-    """A boolean form field offers Yes and No when the script lists no choices."""
-    return ["Yes", "No"] if spec is not None and spec.type == "boolean" else []
-
-
-def _form_field(spec: FieldSpec, choices: tuple[str, ...]) -> FormField:
-    values = list(spec.values)
-    if spec.type == "boolean" and not choices and not values:
-        values = ["true", "false"]  # what the default Yes and No choices send
+def _form_field(spec: FieldSpec) -> FormField:
     return FormField(
         name=spec.name,
         type=spec.type,
         required=spec.required,
-        values=values,
+        values=list(spec.values),
         format=spec.format,
         minimum=spec.minimum,
         maximum=spec.maximum,

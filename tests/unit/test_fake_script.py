@@ -247,6 +247,24 @@ MISTAKES = [
         '"date" is not one of',
     ),
     (
+        "boolean field with three choices and no values",
+        BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "form"\ntitle = "t"\n'
+        '[[prompts.steps.questions]]\ntext = "q"\nchoices = ["a", "b", "c"]\n'
+        'field = { name = "n", type = "boolean" }\n',
+        "prompts[1].steps[0].questions[0].field.values",
+        "field = {",
+        "needs values",
+    ),
+    (
+        "values that do not pair with choices",
+        BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "form"\ntitle = "t"\n'
+        '[[prompts.steps.questions]]\ntext = "q"\nchoices = ["a", "b"]\n'
+        'field = { name = "n", type = "string", values = ["1"] }\n',
+        "prompts[1].steps[0].questions[0].field.values",
+        "field = {",
+        "1 values for 2 choices",
+    ),
+    (
         "question without questions",
         BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "question"\ntitle = "t"\n',
         "prompts[1].steps[0]",
@@ -348,6 +366,18 @@ def test_unreadable_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ScriptError) as info:
         load_script(tmp_path / "missing.toml")
     assert str(info.value).startswith("missing.toml:1: cannot read script")
+
+
+def test_boolean_fields_get_yes_and_no() -> None:
+    source = (
+        '[[prompts]]\n[[prompts.steps]]\nkind = "form"\ntitle = "t"\n'
+        '[[prompts.steps.questions]]\ntext = "q"\nfield = { name = "ok", type = "boolean" }\n'
+    )
+    step = parse_script(source).prompts[0].steps[0]
+    assert isinstance(step, QuestionStep)
+    question = step.questions[0]
+    assert question.choices == ("Yes", "No")
+    assert question.field is not None and question.field.values == ("true", "false")
 
 
 def test_question_branches_accept_answer_texts() -> None:
