@@ -38,6 +38,8 @@ from ahp_bridge.agentapi import (
     ItemKind,
     ModelSelection,
     Prompt,
+    Subagent,
+    SubagentStatus,
     Turn,
     TurnState,
     Unsupported,
@@ -77,6 +79,8 @@ class ActiveTurn:
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     pending: dict[str, Pending] = field(default_factory=dict)
     steers: list[Prompt] = field(default_factory=list)
+    subagents: dict[str, Subagent] = field(default_factory=dict)
+    """Subagents still running: they stop with the turn."""
     ended: bool = False
     counter: int = 0
 
@@ -209,6 +213,11 @@ class FakeConversation:
             self.emit(Event(kind=EventKind.ITEM, item=notice))
         turn.steers.clear()
         self.expire(turn)
+        stopped = SubagentStatus.FAILED if state is TurnState.FAILED else SubagentStatus.CANCELLED
+        for record in turn.subagents.values():
+            update = {"status": stopped, "ended_at": self.now()}
+            self.emit(Event(kind=EventKind.SUBAGENT, subagent=record.model_copy(update=update)))
+        turn.subagents.clear()
         turn.ended = True
         if self.turn is turn:
             self.turn = None

@@ -167,6 +167,8 @@ class RecordingConversation:
 
     def __getattr__(self, name: str) -> Any:
         """Optional conversation capabilities pass through unrecorded."""
+        if name == "inner":
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
 
@@ -245,4 +247,6 @@ class RecordingProvider:
 
     def __getattr__(self, name: str) -> Any:
         """Optional provider capabilities (history reader, titler, ...) pass through."""
+        if name == "inner":
+            raise AttributeError(name)
         return getattr(self.inner, name)

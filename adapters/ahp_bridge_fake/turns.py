@@ -334,7 +334,9 @@ class _Player:
             started_at=started,
         )
         self.emit(Event(kind=EventKind.SUBAGENT, subagent=record))
+        self.turn.subagents[agent_id] = record
         await self.steps(step.steps, agent_id)
+        del self.turn.subagents[agent_id]
         failed = step.status == "failed"
         ended = record.model_copy(
             update={

@@ -538,6 +538,24 @@ async def test_subagents_run_their_own_items(
     ]
 
 
+async def test_cancel_stops_running_subagents(
+    provider: FakeProvider, autojump_clock: trio.testing.MockClock
+) -> None:
+    conversation, log = await _open(provider)
+    await conversation.send(Prompt(text="subagent"))
+    await log.wait_for(lambda e: e.kind is EventKind.SUBAGENT)
+    await conversation.cancel()
+    records = [e.subagent for e in log.events if e.subagent is not None]
+    assert [(s.id, s.status) for s in records] == [
+        ("helper-1", SubagentStatus.RUNNING),
+        ("helper-1", SubagentStatus.CANCELLED),
+    ]
+    assert records[1].ended_at is not None
+    assert _end(log.events) is TurnState.CANCELLED
+    history = await conversation.history()
+    assert [s.status for s in history.subagents] == [SubagentStatus.CANCELLED]
+
+
 async def test_title_usage_tokens_context_and_notice(
     provider: FakeProvider, autojump_clock: trio.testing.MockClock
 ) -> None:
