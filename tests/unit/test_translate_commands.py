@@ -29,6 +29,7 @@ from ahp_bridge.translate import (
     CommandContext,
     Rejection,
     Respond,
+    SelectAgent,
     Send,
     SetModel,
     SetTitle,
@@ -97,6 +98,13 @@ def test_named_model_is_selected_before_sending() -> None:
 )
 def test_bad_model_selection_is_rejected(model: dict[str, Any], reason: str) -> None:
     assert reason in rejected(user_turn("t1", "hi", model=model))
+
+
+def test_named_custom_agent_is_selected_before_sending() -> None:
+    ctx = CommandContext(agents={"agent:/reviewer": "reviewer"})
+    action = user_turn("t1", "review", agent={"uri": "agent:/reviewer"})
+    assert plan(action, ctx) == CallPlan((SelectAgent("reviewer"), Send(Prompt(text="review"))))
+    assert rejected(action) == "custom agent 'agent:/reviewer' is not available"
 
 
 def test_turn_start_needs_a_ready_idle_session_and_a_user_message() -> None:

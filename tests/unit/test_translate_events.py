@@ -22,6 +22,7 @@ from ahp_bridge.agentapi import (
     SkillLoad,
     Subagent,
     SubagentStatus,
+    TaskCompletion,
     TodoList,
     TokenUsage,
     ToolStatus,
@@ -202,6 +203,22 @@ def test_turn_failed_ends_with_chat_error(h: Harness) -> None:
     }
     assert h.chat["turns"][-1]["state"] == "error"
     assert h.chat["status"] == st.ERROR
+
+
+def test_usage_between_turns_still_reaches_the_session(h: Harness) -> None:
+    out = h.feed(Event(kind=EventKind.USAGE, usage=Usage(ai_units=2.0)))
+    assert types(out) == ["session/metaChanged"]
+    assert h.session["_meta"] == {"ahpBridge.usage": {"ai_units": 2.0}}
+
+
+def test_turn_completion_receipt_rides_in_meta(h: Harness) -> None:
+    h.start_turn()
+    receipt = TaskCompletion(decision="accepted", user_item_id="u1", summary="done")
+    out = h.feed(ev_turn(TurnState.COMPLETED, completion=receipt, model="m1"))
+    assert out[0][1]["_meta"] == {
+        "ahpBridge.model": "m1",
+        "ahpBridge.completion": {"decision": "accepted", "user_item_id": "u1", "summary": "done"},
+    }
 
 
 def test_turn_cancelled_by_provider_carries_its_reason(h: Harness) -> None:
@@ -801,6 +818,7 @@ def test_tokens_sum_per_turn_and_usage_rides_in_meta(h: Harness) -> None:
         "model": "m2",
         "_meta": {"ahpBridge.aiUnits": 1.5},
     }
+    assert h.session["_meta"]["ahpBridge.usage"] == {"ai_units": 1.5}
     h.feed(ev_turn(TurnState.COMPLETED))
     h.start_turn("turn-2")
     h.feed(Event(kind=EventKind.TOKENS, tokens=TokenUsage(input=1)))

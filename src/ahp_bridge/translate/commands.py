@@ -10,7 +10,9 @@ provider, so an answer that does not fit a question is refused here, with the re
 client action                      plan
 =================================  ==========================================================
 ``chat/turnStarted``               ``SetModel`` when ``message.model`` names a model (unknown
-                                   model, effort or context size: rejected), then ``Send``
+                                   model, effort or context size: rejected), ``SelectAgent``
+                                   when ``message.agent`` names a known custom agent (unknown:
+                                   rejected), then ``Send``
 ``chat/turnCancelled``             ``Cancel`` (only for the active turn)
 ``chat/toolCallConfirmed``         ``Respond(decision=option id)``: the selected option, else
                                    the provider's allow-once option (approve) or its first
@@ -59,6 +61,7 @@ __all__ = [
     "CommandContext",
     "Rejection",
     "Respond",
+    "SelectAgent",
     "Send",
     "SetModel",
     "SetTitle",
@@ -106,6 +109,13 @@ class SetModel:
 
 
 @dataclass(frozen=True)
+class SelectAgent:
+    """``AgentSelector.select_agent(agent_id)`` (optional capability; "" is the default agent)."""
+
+    agent_id: str
+
+
+@dataclass(frozen=True)
 class Send:
     """``Conversation.send(prompt)``."""
 
@@ -139,7 +149,7 @@ class SetTitle:
     title: str
 
 
-Call = SetModel | Send | Cancel | Respond | Steer | SetTitle
+Call = SetModel | SelectAgent | Send | Cancel | Respond | Steer | SetTitle
 
 
 @dataclass(frozen=True)
@@ -163,7 +173,9 @@ class CommandContext:
     ``permissions`` maps an AHP ``toolCallId`` to its pending permission interaction and
     ``inputs`` an AHP input ``requestId`` to its pending question (both from
     ``EventTranslator.pending_permissions()`` / ``pending_inputs()``); ``input_answers`` holds
-    the answers already synced on each open request (``synced_answers``).
+    the answers already synced on each open request (``synced_answers``). ``agents`` maps an
+    AHP custom agent URI (``AgentCustomization.uri``) to the provider's agent id; leave it
+    empty when the provider has no custom agents.
     """
 
     session_ready: bool = True
@@ -173,6 +185,7 @@ class CommandContext:
     inputs: Mapping[str, Interaction] = field(default_factory=dict)
     input_answers: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
     can_set_title: bool = True
+    agents: Mapping[str, str] = field(default_factory=dict)
 
 
 class _Refused(ValueError):
@@ -224,6 +237,13 @@ def _turn_started(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan:
     model = _model_selection(message, ctx)
     if model is not None:
         calls.append(model)
+    agent = message.get("agent")
+    if agent is not None:
+        uri = agent.get("uri") if isinstance(agent, Mapping) else None
+        agent_id = ctx.agents.get(uri) if isinstance(uri, str) else None
+        if agent_id is None:
+            raise _Refused(f"custom agent {uri!r} is not available")
+        calls.append(SelectAgent(agent_id))
     named = _named_model(message, ctx)
     calls.append(Send(message_prompt(message, model=named)))
     return CallPlan(tuple(calls))

@@ -18,7 +18,8 @@ turn working      ``chat/turnStarted`` (host-originated, ``_meta`` marks it) unl
                   after ``working``; the start waits for at most one more event, else goes out
                   with an empty message of origin ``agent``
 turn completed    ``chat/turnComplete`` ; cancelled: ``chat/turnCancelled`` ; failed:
-                  ``chat/error{errorType:"turnFailed"}``; duration = now - start in ms. Then
+                  ``chat/error{errorType:"turnFailed"}``; duration = now - start in ms; the
+                  reason, model and completion receipt in ``_meta``. Then
                   ``session/inputNeededRemoved`` for every interaction still pending and a
                   cleared ``chat/activityChanged`` when an activity was shown
 item assistant    ``chat/responsePart`` markdown (first text), then ``chat/delta``
@@ -49,7 +50,8 @@ subagent          ``subagent`` tool result content on its parent tool call:
 exit              ``chat/error{errorType:"providerExit"}`` for a running turn (detached:
                   ``chat/turnCancelled``, the provider already ended it as cancelled)
 title             ``session/titleChanged`` + ``session/chatUpdated{title}`` (cleaned, deduped)
-usage             ``chat/usage`` with ``_meta["ahpBridge.aiUnits"]`` (conversation total)
+usage             ``chat/usage`` with ``_meta["ahpBridge.aiUnits"]`` (the conversation's total)
+                  while a turn runs, and always session ``_meta["ahpBridge.usage"]``
 tokens            ``chat/usage``: the turn's token counts summed over its model calls
 activity          ``chat/activityChanged`` + ``session/chatUpdated{activity}`` (intent, else a
                   retry note), only when the text changes
@@ -116,6 +118,7 @@ _META_EVENTS: dict[EventKind, tuple[str, str]] = {
     EventKind.EXECUTION: ("execution", "execution"),
     EventKind.MCP_STATUS: ("mcp_status", "mcpStatus"),
     EventKind.MODEL_SELECTION: ("model_selection", "modelSelection"),
+    EventKind.USAGE: ("usage", "usage"),
 }
 """Event kinds carried in session ``_meta``: payload attribute and ``_meta`` key suffix."""
 
@@ -222,7 +225,7 @@ class EventTranslator:
             EventKind.SKILL: self._dropped,
         }
         for kind in _META_EVENTS:
-            self._handlers[kind] = self._on_meta
+            self._handlers.setdefault(kind, self._on_meta)
 
     # ----------------------------------------------------------------- queries for the host
 
@@ -344,6 +347,7 @@ class EventTranslator:
             {
                 f"{META_PREFIX}reason": turn_event.reason or None,
                 f"{META_PREFIX}model": turn_event.model or None,
+                f"{META_PREFIX}completion": _json(turn_event.completion),
             }
         )
         extra: dict[str, Any] = {"_meta": meta} if meta else {}
@@ -803,11 +807,14 @@ class EventTranslator:
         ]
 
     def _on_usage(self, event: Event) -> list[Emitted]:
-        turn = self._content_turn()
-        if event.usage is None or turn is None:
+        if event.usage is None:
             return []
-        turn.usage["_meta"] = {f"{META_PREFIX}aiUnits": event.usage.ai_units}
-        return [self._usage(turn)]
+        out = self._on_meta(event)
+        turn = self._content_turn()
+        if turn is not None:
+            turn.usage["_meta"] = {f"{META_PREFIX}aiUnits": event.usage.ai_units}
+            out.append(self._usage(turn))
+        return out
 
     def _on_tokens(self, event: Event) -> list[Emitted]:
         tokens = event.tokens
