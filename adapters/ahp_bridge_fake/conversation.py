@@ -103,6 +103,8 @@ class FakeConversation:
         self._sink: EventSink | None = None
         self.closed = False
         self.turn: ActiveTurn | None = None
+        self.session_approvals: dict[str, str] = {}
+        """Requests allowed for the session (key -> option id), until this handle closes."""
         self.source: TurnSource = provider.turn_source(self)
 
     # -- plumbing --------------------------------------------------------------------------

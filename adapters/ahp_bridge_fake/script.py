@@ -43,7 +43,9 @@ Step kinds (``kind = ...``):
   ``file_edits = [{ path, kind, additions, deletions, diff_status }]``. Emits the item
   running, then ended.
 - ``permission``: ``title`` *required*, ``detail``, ``intention``, ``options`` (``[{ id, label,
-  reject, allow_once }]``; default: allow-once, allow-session, reject), ``tool`` (a table
+  reject, allow_once, session }]``; default: allow-once, allow-session, reject; a ``session``
+  option also allows the same request, same tool or else same title, without asking until
+  the conversation closes), ``tool`` (a table
   shaped like a tool step: the call that needs the permission; it runs only when allowed).
   Waits for the answer. Branches: ``[[prompts.steps.on.<option id>]]``, then ``on.allow``
   (any non-reject option) or ``on.reject``, then ``on.default``. A branch runs, then the
@@ -132,11 +134,13 @@ class OptionSpec:
     label: str
     reject: bool = False
     allow_once: bool = False
+    session: bool = False
+    """Allows this request and, until the conversation closes, the same request again."""
 
 
 DEFAULT_OPTIONS = (
     OptionSpec("allow-once", "Allow once", allow_once=True),
-    OptionSpec("allow-session", "Allow for this session"),
+    OptionSpec("allow-session", "Allow for this session", session=True),
     OptionSpec("reject", "Reject", reject=True),
 )
 
@@ -603,7 +607,7 @@ class _Parser:
             parsed: list[OptionSpec] = []
             for i, opt in enumerate(self.tables(table, "options", path)):
                 opath: Path = (*path, "options", i)
-                self.check_keys(opt, opath, ("id", "label", "reject", "allow_once"))
+                self.check_keys(opt, opath, ("id", "label", "reject", "allow_once", "session"))
                 option_id = self.text(opt, "id", opath, required=True)
                 if any(p.id == option_id for p in parsed):
                     raise self.fail((*opath, "id"), f'duplicate option id "{option_id}"')
@@ -613,8 +617,14 @@ class _Parser:
                         label=self.text(opt, "label", opath) or option_id,
                         reject=self.boolean(opt, "reject", opath, False),
                         allow_once=self.boolean(opt, "allow_once", opath, False),
+                        session=self.boolean(opt, "session", opath, False),
                     )
                 )
+                chosen = parsed[-1]
+                if sum((chosen.reject, chosen.allow_once, chosen.session)) > 1:
+                    raise self.fail(
+                        opath, "an option is at most one of reject, allow_once, session"
+                    )
             if not parsed:
                 raise self.fail((*path, "options"), "must list at least one option")
             options = tuple(parsed)

@@ -35,6 +35,7 @@ from .conversation import ActiveTurn, FakeConversation, TurnEnded
 from .script import (
     ContextStep,
     FieldSpec,
+    OptionSpec,
     PermissionStep,
     QuestionStep,
     Script,
@@ -225,10 +226,31 @@ class _Player:
         )
 
     async def permission(self, step: PermissionStep, agent: str) -> None:
-        tool_id = ""
+        """Ask, unless an earlier allow-for-session answer covers this request.
+
+        A ``session`` option (allow-session by default) allows the same request (same tool,
+        else same title) without asking until the conversation closes; allow-once covers
+        only the request it answered.
+        """
+        key = f"tool:{step.tool.name}" if step.tool is not None else f"title:{step.title}"
+        remembered = self.c.session_approvals.get(key)
+        option = next((o for o in step.options if o.id == remembered), None)
+        tool_id = self.c.next_id(self.turn, "t") if step.tool is not None else ""
+        if option is None:
+            option = await self.ask_permission(step, agent, tool_id)
+            if option.session:
+                self.c.session_approvals[key] = option.id
+        if step.tool is not None:
+            if option.reject:
+                await self.denied(step.tool, agent, tool_id)
+            else:
+                await self.tool(step.tool, agent, tool_id)
+        fallback = "reject" if option.reject else "allow"
+        await self.branch(step.on, (option.id, fallback, "default"), agent)
+
+    async def ask_permission(self, step: PermissionStep, agent: str, tool_id: str) -> OptionSpec:
         started = self.c.now()
         if step.tool is not None:
-            tool_id = self.c.next_id(self.turn, "t")
             waiting = ToolCall(
                 name=step.tool.name,
                 title=step.tool.title,
@@ -254,30 +276,27 @@ class _Player:
             tool_call_id=tool_id,
         )
         answer = await self.c.ask(self.turn, interaction)
-        option = next(o for o in step.options if o.id == answer.decision)
-        if step.tool is not None:
-            if option.reject:
-                denied = ToolCall(
-                    name=step.tool.name,
-                    title=step.tool.title,
-                    status=ToolStatus.FAILED,
-                    input=step.tool.input,
-                    output="The user denied permission to run this tool.",
-                )
-                self.item(
-                    Item(
-                        id=tool_id,
-                        kind=ItemKind.TOOL,
-                        tool=denied,
-                        time=started,
-                        ended_at=self.c.now(),
-                        agent_id=agent,
-                    )
-                )
-            else:
-                await self.tool(step.tool, agent, tool_id)
-        fallback = "reject" if option.reject else "allow"
-        await self.branch(step.on, (option.id, fallback, "default"), agent)
+        return next(o for o in step.options if o.id == answer.decision)
+
+    async def denied(self, step: ToolStep, agent: str, tool_id: str) -> None:
+        started = self.c.now()
+        denied = ToolCall(
+            name=step.name,
+            title=step.title,
+            status=ToolStatus.FAILED,
+            input=step.input,
+            output="The user denied permission to run this tool.",
+        )
+        self.item(
+            Item(
+                id=tool_id,
+                kind=ItemKind.TOOL,
+                tool=denied,
+                time=started,
+                ended_at=started,
+                agent_id=agent,
+            )
+        )
 
     async def question(self, step: QuestionStep, agent: str) -> None:
         questions = [

@@ -403,6 +403,34 @@ async def test_permission_waits_and_branches_on_the_decision(
     assert end.turn is not None and end.turn.state is TurnState.COMPLETED
 
 
+async def test_allow_for_session_covers_later_requests_but_allow_once_does_not(
+    provider: FakeProvider, autojump_clock: trio.testing.MockClock
+) -> None:
+    conversation, log = await _open(provider)
+    await conversation.send(Prompt(text="permission"))
+    await conversation.respond((await log.pending()).id, Answer(decision="allow-once"))
+    await log.turn_end()
+    start = len(log.events)
+    await conversation.send(Prompt(text="permission"))
+    # allow-once did not carry over: asked again
+    await conversation.respond(
+        (await log.pending(after=start)).id, Answer(decision="allow-session")
+    )
+    await log.turn_end(after=start)
+    start = len(log.events)
+    events = await _turn(conversation, log, "permission")
+    # allowed for the session: no interaction, the tool runs, the allow-session branch runs
+    assert not any(e.interaction for e in events)
+    tools = [e.item.tool.status for e in events if e.item and e.item.tool]
+    assert tools == [ToolStatus.RUNNING, ToolStatus.COMPLETED]
+    assert _texts(events) == ["session", "after"]
+    # a new handle (reopen) starts without session approvals
+    await conversation.close()
+    reopened, log2 = await _open(provider, conversation_id=conversation.id())
+    await reopened.send(Prompt(text="permission"))
+    assert (await log2.pending()).kind is InteractionKind.PERMISSION
+
+
 async def test_custom_options_fall_back_to_allow_and_reject_branches(
     provider: FakeProvider, autojump_clock: trio.testing.MockClock
 ) -> None:

@@ -222,6 +222,14 @@ MISTAKES = [
         'duplicate option id "ok"',
     ),
     (
+        "option both allow-once and session",
+        BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "permission"\ntitle = "t"\n'
+        '[[prompts.steps.options]]\nid = "ok"\nallow_once = true\nsession = true\n',
+        "prompts[1].steps[0].options[0]",
+        "[[prompts.steps.options]]",
+        "at most one of reject, allow_once, session",
+    ),
+    (
         "form question without a field",
         BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "form"\ntitle = "t"\n'
         '[[prompts.steps.questions]]\ntext = "q"\n',
