@@ -165,6 +165,7 @@ class _Turn:
     open_part: str = ""
     text: dict[tuple[str, str], str] = field(default_factory=dict)
     tools: dict[tuple[str, str], _Tool] = field(default_factory=dict)
+    by_call: dict[str, _Tool] = field(default_factory=dict)
     notices: set[str] = field(default_factory=set)
     usage: dict[str, Any] = field(default_factory=dict)
 
@@ -300,14 +301,13 @@ class EventTranslator:
         turn = self._turn
         if turn is None or turn.id != action.get("turnId"):
             return []
-        for tool in turn.tools.values():
-            if tool.call_id != action.get("toolCallId") or tool.status != "pending-confirmation":
-                continue
-            tool.status = "running" if action.get("approved") is True else "cancelled"
-            pending = self._pending.pop(tool.interaction or "", None)
-            tool.interaction = None
-            return [] if pending is None else [self._removed(pending)]
-        return []
+        tool = turn.by_call.get(str(action.get("toolCallId")))
+        if tool is None or tool.status != "pending-confirmation":
+            return []
+        tool.status = "running" if action.get("approved") is True else "cancelled"
+        pending = self._pending.pop(tool.interaction or "", None)
+        tool.interaction = None
+        return [] if pending is None else [self._removed(pending)]
 
     # ----------------------------------------------------------------- the table
 
@@ -575,6 +575,7 @@ class EventTranslator:
         tool = _Tool(call_id=call_id, base=base, invocation=invocation or base["displayName"])
         tool.content = self._orphans.pop(item_id, []) if not agent_id else []
         turn.tools[key] = tool
+        turn.by_call[call_id] = tool
         return tool
 
     def _start_tool(self, turn: _Turn, tool: _Tool) -> list[Emitted]:
