@@ -371,11 +371,7 @@ class EventMapper:
         tool.output = clip(output, MAX_OUTPUT_BYTES)
         tool.progress = ""
         tool.tail = []
-        for part in result.get("contents") or []:
-            if isinstance(part, dict) and part.get("type") == "shell_exit":
-                code = part.get("exitCode")
-                if isinstance(code, int) and not isinstance(code, bool):
-                    tool.exit_code = code
+        tool.exit_code = _exit_code(result, _dict(d.get("shellExecution")))
         edits = [e for e in d.get("fileEdits") or [] if isinstance(e, dict) and e.get("path")]
         tool.file_edits = [_file_edit(e) for e in edits[:MAX_FILE_EDITS]]
         tool.file_edits_truncated = len(edits) > MAX_FILE_EDITS
@@ -751,6 +747,20 @@ class EventMapper:
             at=at,
         )
         return [Event(kind=EventKind.SKILL, skill=load)]
+
+
+def _exit_code(result: dict[str, Any], shell: dict[str, Any]) -> int | None:
+    """A shell call's exit code: from the result's shell_exit part, else shellExecution."""
+    candidates = [
+        p.get("exitCode")
+        for p in result.get("contents") or []
+        if isinstance(p, dict) and p.get("type") == "shell_exit"
+    ]
+    candidates.append(shell.get("exitCode"))
+    for code in candidates:
+        if isinstance(code, int) and not isinstance(code, bool):
+            return code
+    return None
 
 
 def _file_edit(e: dict[str, Any]) -> FileEdit:

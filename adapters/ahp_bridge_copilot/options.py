@@ -62,6 +62,11 @@ class CopilotOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     cli_path: str = ""
+    cli_url: str = ""
+    """host:port of a Copilot CLI already running in server mode (``--headless --port N``).
+    The provider connects to it instead of starting one, and never stops it."""
+    cli_token_env: str = ""
+    """Name of the env var holding that server's connection token (its COPILOT_CONNECTION_TOKEN)."""
     token_env: str = ""
     byok: ByokOptions | None = None
     workdir: str = ""
@@ -87,6 +92,11 @@ class CopilotOptions(BaseModel):
         if not self.token_env:
             return None
         return os.environ.get(self.token_env) or None
+
+    def cli_token(self) -> str | None:
+        if not self.cli_token_env:
+            return None
+        return os.environ.get(self.cli_token_env) or None
 
     def byok_api_key(self) -> str:
         if self.byok is None or not self.byok.api_key_env:

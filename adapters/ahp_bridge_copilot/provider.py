@@ -138,20 +138,26 @@ class CopilotProvider:
         async with self._client_lock:
             if self._client is not None:
                 return self._client
-            cli = find_cli(self._opts)
-            if cli is None:
+            opts = self._opts
+            cli = None if opts.cli_url else find_cli(opts)
+            if cli is None and not opts.cli_url:
                 raise AgentAPIError(
                     "the Copilot CLI is not installed: run scripts/install-copilot-cli.sh or set "
                     "cli_path in [providers.copilot] (or COPILOT_CLI_PATH)"
                 )
-            opts = self._opts
 
             async def start() -> tuple[Any, Any]:
                 from copilot import CopilotClient
                 from copilot.client import RuntimeConnection
 
+                if opts.cli_url:
+                    connection: Any = RuntimeConnection.for_uri(
+                        opts.cli_url, connection_token=opts.cli_token()
+                    )
+                else:
+                    connection = RuntimeConnection.for_stdio(path=str(cli))
                 client = CopilotClient(
-                    connection=RuntimeConnection.for_stdio(path=str(cli)),
+                    connection=connection,
                     env=opts.runtime_env(),
                     base_directory=opts.data_dir or None,
                     working_directory=opts.workdir or None,

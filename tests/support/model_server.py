@@ -131,6 +131,7 @@ class RecordedRequest:
 
     @property
     def last_user_text(self) -> str:
+        """The latest user message, ignoring the CLI's own system notifications."""
         return _last_user_text(self.messages)
 
 
@@ -147,7 +148,9 @@ def message_text(message: dict[str, Any]) -> str:
 def _last_user_text(messages: list[dict[str, Any]]) -> str:
     for msg in reversed(messages):
         if msg.get("role") == "user":
-            return message_text(msg)
+            text = message_text(msg)
+            if not text.lstrip().startswith("<system_notification>"):
+                return text
     return ""
 
 
@@ -174,6 +177,9 @@ class ModelServer:
 
     def script(self, trigger: str, *replies: Reply) -> None:
         """Answer requests whose latest user message contains ``trigger``.
+
+        The CLI's own ``<system_notification>`` user messages are skipped when looking for the
+        latest user message.
 
         The n-th reply answers the request that has n assistant messages after that user
         message; once the replies run out the last one is repeated. Later rules win over earlier
@@ -202,6 +208,8 @@ class ModelServer:
             if msg.get("role") != "user":
                 continue
             text = message_text(msg)
+            if text.lstrip().startswith("<system_notification>"):
+                continue  # the CLI's own notices (e.g. a background shell finished)
             for rule in reversed(rules):
                 if rule.trigger in text:
                     n = sum(1 for m in messages[idx + 1 :] if m.get("role") == "assistant")
