@@ -10,7 +10,7 @@ fake's own record.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -88,7 +88,9 @@ class ActiveTurn:
 class TurnSource(Protocol):
     """What turns do: a script's steps or a recording's events."""
 
-    def start(self, conversation: FakeConversation, prompt: Prompt) -> Callable[[], object]:
+    def start(
+        self, conversation: FakeConversation, prompt: Prompt
+    ) -> Callable[[], Awaitable[None]]:
         """Prepare the turn for ``prompt`` and return the coroutine function that plays it."""
         ...
 
@@ -156,15 +158,19 @@ class FakeConversation:
         play = self.source.start(self, prompt)
         self._provider.spawn(self._play, self.turn, play)
 
-    async def _play(self, turn: ActiveTurn, play: Callable[[], object]) -> None:
+    async def _play(self, turn: ActiveTurn, play: Callable[[], Awaitable[None]]) -> None:
         with turn.scope:
             try:
-                await play()  # type: ignore[misc]
+                await play()
             except TurnEnded as end:
                 if end.state is None:
                     self.exit(end.message)
                     return
                 self.finish(turn, end.state, error=end.message)
+                return
+            except Exception as exc:  # a fault ends this turn, never the provider's nursery
+                message = f"fake provider error: {type(exc).__name__}: {exc}"
+                self.finish(turn, TurnState.FAILED, error=message)
                 return
             self.finish(turn, TurnState.COMPLETED)
 

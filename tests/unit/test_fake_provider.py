@@ -950,3 +950,23 @@ async def test_user_item_carries_attachment_metadata_not_bytes(
     assert [(a.name, a.mime, a.size) for a in user.attachments] == [("a.png", "image/png", 5)]
     assert "12345" not in str(user.to_json())
     await log.turn_end()
+
+
+async def test_a_fault_in_a_turn_fails_that_turn_only(
+    provider: FakeProvider,
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ahp_bridge_fake import turns
+
+    async def broken(*args: object) -> None:
+        raise RuntimeError("disk on fire")
+
+    conversation, log = await _open(provider)
+    with monkeypatch.context() as patch:
+        patch.setattr(turns._Player, "tool", broken)
+        events = await _turn(conversation, log, "tools")
+    end = events[-1].turn
+    assert end is not None and end.state is TurnState.FAILED
+    assert end.error == "fake provider error: RuntimeError: disk on fire"
+    assert _texts(await _turn(conversation, log, "plain")) == ["Hello world!"]
