@@ -384,6 +384,18 @@ def test_accepted_form_answers_become_one_list_per_question() -> None:
         assert q.field_value(values)[1] is True
 
 
+def test_enumerated_number_field_answers_with_the_choice_text() -> None:
+    level = Question(
+        text="Level",
+        choices=["Low", "High"],
+        field=Field(name="lvl", type="integer", values=["1", "9"]),
+    )
+    ask = question("ask-1", [level])
+    result = plan(completed(q0=submitted("selected", "9")), inputs(ask))
+    assert result == CallPlan((Respond("ask-1", Answer(answers=[["High"]])),))
+    assert level.field_value(["High"]) == (9, True)
+
+
 def test_synced_draft_answers_are_merged_under_the_final_ones() -> None:
     drafts = {"q0": {"state": "draft", "value": {"kind": "text", "value": "Draft"}}}
     result = plan(completed(), inputs(FORM, drafts))

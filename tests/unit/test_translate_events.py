@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 
 import pytest
@@ -13,6 +14,7 @@ from ahp_bridge.agentapi import (
     Event,
     EventKind,
     Field,
+    Image,
     InteractionKind,
     InteractionState,
     ItemKind,
@@ -329,6 +331,27 @@ def test_failed_tool_reports_error_and_exit_code(h: Harness) -> None:
     assert h.tool_state("call-1")["error"]["code"] == "2"
 
 
+def test_tool_images_are_embedded_within_a_budget(h: Harness) -> None:
+    h.start_turn()
+    small = Image(mime="image/png", data=b"\x89PNG small")
+    huge = Image(mime="image/png", data=b"x" * (events_module.MAX_RESULT_IMAGE_BYTES + 1))
+    digest_only = Image(mime="image/png", sha256="ab" * 32)
+    event = ev_tool("call-1", ToolStatus.COMPLETED, output="shot")
+    assert event.item is not None
+    event.item.images = [small, huge, digest_only]
+    out = h.feed(event)
+    complete = out[-1][1]
+    assert complete["result"]["content"] == [
+        {"type": "text", "text": "shot"},
+        {
+            "type": "embeddedResource",
+            "data": base64.b64encode(b"\x89PNG small").decode(),
+            "contentType": "image/png",
+        },
+    ]
+    assert complete["_meta"] == {"ahpBridge.imagesOmitted": 2}
+
+
 def test_pending_tool_waits_streaming_until_it_runs(h: Harness) -> None:
     h.start_turn()
     assert types(h.feed(ev_tool("call-1", ToolStatus.PENDING))) == ["chat/toolCallStart"]
@@ -591,6 +614,19 @@ QUESTION_TABLE = [
             "message": "Size",
             "required": True,
             "options": [{"id": "s", "label": "Small"}, {"id": "l", "label": "Large"}],
+        },
+    ),
+    (
+        Question(
+            text="Level",
+            choices=["Low", "High"],
+            field=Field(name="lvl", type="integer", values=["1", "9"]),
+        ),
+        {
+            "kind": "single-select",
+            "id": "q0",
+            "message": "Level",
+            "options": [{"id": "1", "label": "Low"}, {"id": "9", "label": "High"}],
         },
     ),
     (

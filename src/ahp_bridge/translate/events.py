@@ -28,7 +28,8 @@ delta             as the item of its kind; only assistant and reasoning stream (
                   and user deltas have no streaming form in AHP 0.7.0 and are dropped)
 item tool         ``chat/toolCallStart`` once; ``chat/toolCallReady{confirmed:"not-needed"}``
                   when it runs; ``chat/toolCallComplete{result}`` when completed/failed (output
-                  as text content, exit code as ``error.code``, file edits in ``_meta``).
+                  as text content, images as embedded content up to 1 MiB per result, exit code
+                  as ``error.code``, file edits and omitted images counted in ``_meta``).
                   Progress and output tail updates of a running call are dropped (live only)
 item notice       ``chat/responsePart`` systemNotification (once per item id)
 item user         not a part: AHP carries the user's text as the turn's message (client turns)
@@ -123,6 +124,9 @@ _META_EVENTS: dict[EventKind, tuple[str, str]] = {
 """Event kinds carried in session ``_meta``: payload attribute and ``_meta`` key suffix."""
 
 _TERMINAL_TOOL = frozenset({"completed", "cancelled"})
+
+MAX_RESULT_IMAGE_BYTES = 1 << 20
+"""Image bytes one tool result may embed; the actions are replayed to every client."""
 
 
 def confirmation_options(options: list[Option]) -> list[dict[str, Any]]:
@@ -522,6 +526,8 @@ class EventTranslator:
         content = list(tool.content)
         if call.output:
             content.append({"type": "text", "text": call.output})
+        images, omitted = _images(item)
+        content += images
         if content:
             result["content"] = content
         if not success:
@@ -539,6 +545,7 @@ class EventTranslator:
                 **tool.base.get("_meta", {}),
                 f"{META_PREFIX}exitCode": call.exit_code,
                 f"{META_PREFIX}fileEdits": [e.to_json() for e in call.file_edits] or None,
+                f"{META_PREFIX}imagesOmitted": omitted or None,
             }
         )
         if meta:
@@ -887,6 +894,21 @@ class EventTranslator:
 
     def _session(self, action: Action) -> Emitted:
         return (self.session_uri, action)
+
+
+def _images(item: Item) -> tuple[list[dict[str, Any]], int]:
+    """A tool result's images as embedded content, within MAX_RESULT_IMAGE_BYTES; how many not."""
+    out: list[dict[str, Any]] = []
+    budget = MAX_RESULT_IMAGE_BYTES
+    omitted = 0
+    for image in item.images:
+        if not image.data or not image.mime or len(image.data) > budget:
+            omitted += 1
+            continue
+        budget -= len(image.data)
+        data = base64.b64encode(image.data).decode("ascii")
+        out.append({"type": "embeddedResource", "data": data, "contentType": image.mime})
+    return out, omitted
 
 
 def _json(payload: Any) -> Any:
