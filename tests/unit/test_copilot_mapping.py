@@ -1,0 +1,401 @@
+"""Replay recorded real Copilot CLI event streams through the adapter's event mapping.
+
+The fixtures in tests/fixtures/copilot/ were recorded from the real CLI + SDK against the
+scripted model server (tests/fixtures/copilot/record.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ahp_bridge_copilot.history import rebuild_history
+from ahp_bridge_copilot.mapping import EventMapper, clip, parse_time
+
+from ahp_bridge.agentapi import (
+    DELIVERY_STEER,
+    Event,
+    EventKind,
+    InteractionKind,
+    InteractionState,
+    Item,
+    ItemKind,
+    SubagentStatus,
+    ToolStatus,
+    TurnState,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "copilot"
+SCENARIOS = sorted(p.stem for p in FIXTURES.glob("*.jsonl"))
+
+
+def load(name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (FIXTURES / f"{name}.jsonl").read_text().splitlines()]
+
+
+def replay(name: str, mapper: EventMapper | None = None, **hooks: Any) -> list[Event]:
+    """Map a recorded stream; ``hooks`` maps an event type to a callback run before mapping it."""
+    m = mapper or EventMapper()
+    out: list[Event] = []
+    for raw in load(name):
+        hook = hooks.get(raw["type"].replace(".", "_"))
+        if hook is not None:
+            hook(m, raw)
+        out.extend(m.map(raw))
+    return out
+
+
+def items(events: list[Event], kind: ItemKind | None = None) -> list[Item]:
+    latest: dict[tuple[str, str], Item] = {}
+    for e in events:
+        if e.kind is EventKind.ITEM and e.item is not None:
+            latest[(e.item.agent_id, e.item.id)] = e.item
+    return [i for i in latest.values() if kind is None or i.kind is kind]
+
+
+def turn_states(events: list[Event]) -> list[TurnState]:
+    return [e.turn.state for e in events if e.kind is EventKind.TURN and e.turn is not None]
+
+
+def test_fixtures_exist_and_match_the_sdk_schema() -> None:
+    from copilot.generated.session_events import SessionEvent
+
+    assert {"text_reasoning", "shell_approved", "subagent", "history"} <= set(SCENARIOS)
+    for name in SCENARIOS:
+        for raw in load(name):
+            parsed = SessionEvent.from_dict(raw)  # the SDK's strict parser accepts them
+            assert parsed.to_dict()["type"] == raw["type"]
+
+
+def test_text_and_reasoning_turn() -> None:
+    events = replay("text_reasoning")
+    assert turn_states(events) == [TurnState.WORKING, TurnState.COMPLETED]
+    final = [e.turn for e in events if e.kind is EventKind.TURN][-1]
+    assert final is not None and final.model == "fake-model"
+    (user,) = items(events, ItemKind.USER)
+    assert user.text == "greet me" and user.time is not None and user.delivery == ""
+    (answer,) = items(events, ItemKind.ASSISTANT)
+    deltas = "".join(
+        e.delta.text for e in events if e.delta is not None and e.delta.item_id == answer.id
+    )
+    assert deltas == answer.text == "Hello there!"
+    (thought,) = items(events, ItemKind.REASONING)
+    assert thought.text == "user wants a greeting"
+    assert [e.title for e in events if e.kind is EventKind.TITLE] == ["greet me"]
+    tokens = [e.tokens for e in events if e.tokens is not None]
+    assert [(t.input, t.output) for t in tokens] == [(40, 9)]
+    assert all(e.kind is not EventKind.INTERACTION for e in events)
+
+
+def _respond(state: InteractionState) -> Any:
+    def hook(m: EventMapper, raw: dict[str, Any]) -> None:
+        m.note_response(raw["data"]["requestId"], state)
+
+    return hook
+
+
+def test_shell_permission_answered_by_us() -> None:
+    events = replay("shell_approved", permission_completed=_respond(InteractionState.ANSWERED))
+    inters = [e.interaction for e in events if e.interaction is not None]
+    pending, done = inters
+    assert pending.state is InteractionState.PENDING
+    assert pending.kind is InteractionKind.PERMISSION
+    assert pending.title == "Run a shell command" and pending.detail == "echo hi"
+    assert [o.id for o in pending.options] == ["approve-once", "reject"]
+    assert pending.options[0].allow_once and pending.options[1].reject
+    (tool,) = items(events, ItemKind.TOOL)
+    assert pending.tool_call_id == tool.id
+    assert done.state is InteractionState.ANSWERED and done.resolution == "approved"
+    assert tool.tool is not None and tool.tool.status is ToolStatus.COMPLETED
+    assert tool.tool.exit_code == 0 and tool.tool.output.startswith("hi")
+    assert tool.tool.tail == [] and tool.ended_at is not None
+    running = [e.item for e in events if e.item is not None and e.item.id == tool.id]
+    assert any(i.tool is not None and i.tool.tail for i in running), "shell output was streamed"
+    assert turn_states(events)[-1] is TurnState.COMPLETED
+
+
+def test_permission_resolved_elsewhere_expires() -> None:
+    events = replay("shell_approved")  # nobody noted a response: someone else answered
+    done = [e.interaction for e in events if e.interaction is not None][-1]
+    assert done.state is InteractionState.EXPIRED
+
+
+def test_shell_permission_rejected() -> None:
+    events = replay("shell_denied", permission_completed=_respond(InteractionState.REJECTED))
+    done = [e.interaction for e in events if e.interaction is not None][-1]
+    assert done.state is InteractionState.REJECTED
+    assert done.resolution == "denied-interactively-by-user"
+    (tool,) = items(events, ItemKind.TOOL)
+    assert tool.tool is not None and tool.tool.status is ToolStatus.FAILED
+    assert "rejected" in tool.tool.output
+    # The CLI aborts the turn after a rejection; we did not cancel, so it just completed.
+    assert turn_states(events)[-1] is TurnState.COMPLETED
+
+
+def test_ask_user_question() -> None:
+    events = replay("ask_user", user_input_completed=_respond(InteractionState.ANSWERED))
+    pending, done = [e.interaction for e in events if e.interaction is not None]
+    assert pending.kind is InteractionKind.QUESTION
+    (q,) = pending.questions
+    assert (q.text, q.choices, q.custom) == ("Color?", ["red", "blue"], True)
+    (tool,) = items(events, ItemKind.TOOL)
+    assert pending.tool_call_id == tool.id and tool.tool is not None
+    assert tool.tool.name == "ask_user" and "blue" in tool.tool.output
+    assert done.state is InteractionState.ANSWERED
+
+
+def test_subagent_lifecycle_and_items() -> None:
+    events = replay("subagent")
+    subs = [e.subagent for e in events if e.subagent is not None]
+    assert subs[0].status is SubagentStatus.RUNNING and subs[0].runs
+    final = subs[-1]
+    assert final.status is SubagentStatus.COMPLETED and final.ended_at is not None
+    assert (final.name, final.description, final.background) == ("scout", "Look around", False)
+    spawn = [i for i in items(events, ItemKind.TOOL) if i.tool and i.tool.name == "task"]
+    assert final.parent_tool_call_id == spawn[0].id
+    sub_items = [i for i in items(events) if i.agent_id == final.id]
+    assert [(i.kind, i.text) for i in sub_items] == [
+        (ItemKind.USER, "SUBTASK go"),
+        (ItemKind.ASSISTANT, "sub result"),
+    ]
+    main = [i.text for i in items(events, ItemKind.ASSISTANT) if not i.agent_id]
+    assert main == ["Delegation finished"]
+    # A subagent's model change is not the conversation's.
+    assert all(e.kind is not EventKind.MODEL_SELECTION for e in events)
+    assert turn_states(events) == [TurnState.WORKING, TurnState.COMPLETED]
+
+
+def test_file_write_edits() -> None:
+    events = replay("file_write", permission_completed=_respond(InteractionState.ANSWERED))
+    pending = next(e.interaction for e in events if e.interaction is not None)
+    assert pending.title == "Write a file" and "notes.txt" in pending.detail
+    assert "approve-for-session" in [o.id for o in pending.options]
+    (tool,) = items(events, ItemKind.TOOL)
+    assert tool.tool is not None
+    (edit,) = tool.tool.file_edits
+    assert edit.path.endswith("notes.txt") and edit.kind == "create"
+    assert edit.diff_status == "unavailable"
+    assert tool.tool.edit_event_id
+
+
+def test_abort_cancels_with_reason() -> None:
+    mapper = EventMapper()
+    mapper.begin_turn()
+    mapper.note_cancel()
+    events = replay("abort", mapper)
+    final = [e.turn for e in events if e.turn is not None][-1]
+    assert final.state is TurnState.CANCELLED and final.reason == "user_initiated"
+    # Deltas came before the abort; no final assistant item was recorded.
+    assert [e for e in events if e.kind is EventKind.DELTA]
+    assert items(events, ItemKind.ASSISTANT) == []
+
+
+def test_steer_is_marked_and_undelivered_steer_gets_a_notice() -> None:
+    events = replay("steer")
+    steered = [i for i in items(events, ItemKind.USER) if i.text == "STEER use caps"]
+    assert len(steered) == 1 and steered[0].delivery == DELIVERY_STEER
+    assert turn_states(events) == [TurnState.WORKING, TurnState.COMPLETED]
+
+    mapper = EventMapper()
+    mapper.note_steer("never-used", "please also do X")
+    events = replay("text_reasoning", mapper)
+    notices = items(events, ItemKind.NOTICE)
+    assert len(notices) == 1 and "not delivered" in notices[0].text
+    assert "please also do X" in notices[0].text
+
+
+def test_queued_steer_message_counts_as_steer() -> None:
+    mapper = EventMapper()
+    mapper.begin_turn()
+    mapper.note_steer("m-queued", "late")
+    raw = {
+        "type": "user.message",
+        "id": "e1",
+        "timestamp": "2026-01-01T00:00:00Z",
+        "data": {"content": "late", "delivery": "queued", "messageId": "m-queued"},
+    }
+    (event,) = mapper.map(raw)
+    assert event.item is not None and event.item.delivery == DELIVERY_STEER
+
+
+def test_upstream_error_fails_the_turn() -> None:
+    events = replay("upstream_error")
+    final = [e.turn for e in events if e.turn is not None][-1]
+    assert final.state is TurnState.FAILED and final.error == "400 fake upstream failure"
+    (notice,) = items(events, ItemKind.NOTICE)
+    assert notice.text == "400 fake upstream failure"
+
+
+def test_own_title_echo_is_ignored_and_model_change_is_reported() -> None:
+    mapper = EventMapper()
+    mapper.note_own_title("Chosen title")
+    events = replay("title_model", mapper)
+    assert [e.kind for e in events] == [EventKind.MODEL_SELECTION]
+    sel = events[0].model_selection
+    assert sel is not None and sel.model == "fake-model-2" and sel.effort is None
+    # Without our own SetTitle, the title is reported.
+    events = replay("title_model")
+    assert [e.title for e in events if e.kind is EventKind.TITLE] == ["Chosen title"]
+
+
+def test_history_rebuild_from_persisted_log() -> None:
+    history = rebuild_history(load("history"))
+    main = [(i.kind, i.text) for i in history.items if not i.agent_id and i.kind is ItemKind.USER]
+    assert [t for _, t in main] == [
+        "greet me",
+        "run echo",
+        "run denied",
+        "ask color",
+        "delegate",
+        "write file",
+        "slow one",
+        "steerable",
+        "STEER use caps",
+        "please fail",
+    ]
+    assistants = [i.text for i in history.items if i.kind is ItemKind.ASSISTANT and not i.agent_id]
+    assert assistants[:2] == ["Hello there!", "It printed hi"]
+    tools = {i.tool.name: i for i in history.items if i.tool is not None and not i.agent_id}
+    assert tools["bash"].tool is not None and tools["create"].tool is not None
+    assert tools["create"].tool.status is ToolStatus.COMPLETED
+    (sub,) = history.subagents
+    assert sub.status is SubagentStatus.COMPLETED
+    assert [i.text for i in history.items if i.agent_id == sub.id and i.text] == [
+        "SUBTASK go",
+        "sub result",
+    ]
+    assert history.model == "fake-model-2"
+    assert not history.truncated
+    # The persisted log has no deltas: rebuilding needs none.
+    assert not any(r["type"].endswith("_delta") for r in load("history"))
+
+
+def test_pending_interactions_expire_on_close_and_exit() -> None:
+    mapper = EventMapper()
+    raws = load("shell_approved")
+    upto = next(i for i, r in enumerate(raws) if r["type"] == "permission.requested")
+    for raw in raws[: upto + 1]:
+        mapper.map(raw)
+    (expired,) = mapper.expire_all("conversation closed")
+    assert expired.interaction is not None
+    assert expired.interaction.state is InteractionState.EXPIRED
+    assert expired.interaction.resolution == "conversation closed"
+    assert mapper.expire_all("again") == []
+
+    mapper = EventMapper()
+    for raw in raws[: upto + 1]:
+        mapper.map(raw)
+    out = mapper.end_turn_exit("the Copilot CLI exited")
+    assert [e.kind for e in out] == [EventKind.INTERACTION, EventKind.TURN]
+    assert out[1].turn is not None and out[1].turn.state is TurnState.FAILED
+    assert out[1].turn.error == "the Copilot CLI exited"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"type": "tool.execution_complete", "data": "garbage"},
+        {"type": "tool.execution_complete", "data": {"toolCallId": 5}},
+        {"type": "permission.requested", "data": {"permissionRequest": "x"}},
+        {"type": "assistant.message_delta", "data": {"deltaContent": None}},
+        {"type": "subagent.completed", "agentId": "unknown", "data": {}},
+        {"type": "totally.new_event", "data": {"x": 1}},
+        {"data": {}},
+        {"type": "session.idle"},
+    ],
+)
+def test_malformed_or_unknown_events_map_to_nothing(raw: dict[str, Any]) -> None:
+    assert EventMapper().map(raw) == []
+
+
+def test_elicitation_form_and_url() -> None:
+    mapper = EventMapper()
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "Name", "minLength": 2},
+            "size": {"type": "string", "enum": ["s", "m"], "enumNames": ["Small", "Medium"]},
+            "ok": {"type": "boolean"},
+        },
+        "required": ["name"],
+    }
+    (ev,) = mapper.map(
+        {
+            "type": "elicitation.requested",
+            "data": {"requestId": "r1", "message": "Fill in", "requestedSchema": schema},
+        }
+    )
+    inter = ev.interaction
+    assert inter is not None and inter.elicitation is not None
+    assert inter.elicitation.mode == "form" and inter.title == "Fill in"
+    by_name = {q.field.name: q for q in inter.questions if q.field is not None}
+    assert by_name["name"].field is not None and by_name["name"].field.required
+    assert by_name["size"].choices == ["Small", "Medium"]
+    assert by_name["size"].field is not None and by_name["size"].field.values == ["s", "m"]
+    assert by_name["size"].field_value(["Medium"]) == ("m", True)
+    assert by_name["ok"].field_value(["Yes"]) == (True, True)
+    with pytest.raises(ValueError):
+        by_name["name"].field_value(["x"])
+
+    (ev,) = mapper.map(
+        {
+            "type": "elicitation.requested",
+            "data": {"requestId": "r2", "message": "Sign in", "mode": "url", "url": "https://x"},
+        }
+    )
+    assert ev.interaction is not None and ev.interaction.questions == []
+    assert ev.interaction.elicitation is not None
+    assert ev.interaction.elicitation.url == "https://x"
+    mapper.note_response("r2", InteractionState.ANSWERED)
+    (done,) = mapper.map(
+        {"type": "elicitation.completed", "data": {"requestId": "r2", "action": "decline"}}
+    )
+    assert done.interaction is not None and done.interaction.state is InteractionState.REJECTED
+
+
+def test_usage_context_compaction_and_retry() -> None:
+    mapper = EventMapper()
+    (usage,) = mapper.map({"type": "session.shutdown", "data": {"totalNanoAiu": 2_500_000_000}})
+    assert usage.usage is not None and usage.usage.ai_units == 2.5
+    mapper.map(
+        {
+            "type": "assistant.usage",
+            "data": {"model": "m", "inputTokens": 70, "cacheReadTokens": 20},
+        }
+    )
+    (ctx,) = mapper.map(
+        {"type": "session.usage_info", "data": {"currentTokens": 90, "tokenLimit": 1000}}
+    )
+    assert ctx.context is not None
+    assert (ctx.context.used, ctx.context.limit, ctx.context.prompt, ctx.context.cached) == (
+        90,
+        1000,
+        70,
+        20,
+    )
+    (start,) = mapper.map({"type": "session.compaction_start", "data": {}})
+    assert start.compacting is True
+    end, note = mapper.map(
+        {
+            "type": "session.compaction_complete",
+            "id": "c1",
+            "data": {"success": True, "preCompactionTokens": 900, "postCompactionTokens": 100},
+        }
+    )
+    assert end.kind is EventKind.COMPACTION and end.compacting is False
+    assert note.item is not None and "900 to 100" in note.item.text
+    (retry,) = mapper.map(
+        {"type": "assistant.turn_retry", "data": {"turnId": "1", "reason": "rate_limited"}}
+    )
+    assert retry.activity is not None and retry.activity.retry is not None
+    assert retry.activity.retry.reason == "rate_limited"
+
+
+def test_helpers() -> None:
+    assert clip("héllo", 2) == "h"
+    assert clip("abc", 10) == "abc"
+    t = parse_time("2026-11-29T19:56:05.72Z")
+    assert t is not None and t.tzinfo is not None and t.microsecond == 720000
+    assert parse_time("not a time") is None and parse_time(None) is None
