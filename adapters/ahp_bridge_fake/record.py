@@ -4,11 +4,13 @@
 object with ``t`` (seconds since the recording started) and ``conv`` (``c1``, ``c2``, ... in
 the order conversations were opened):
 
-- ``{"recording": 1, "provider": ..., "display_name": ..., "started_at": RFC 3339}``, first;
+- ``{"recording": 1, "provider", "display_name", "capabilities", "time_base"}``, first;
 - ``{"t", "conv", "call": name, "args": {...}}`` when a call starts (Go JSON arguments);
 - ``{"t", "conv", "return": name, "result": ..., "error": null | {type, reason, message}}``
   when it ends;
-- ``{"t", "conv", "event": {...}}`` for each event, in Go JSON.
+- ``{"t", "conv", "event": {...}}`` for each event, in Go JSON; its times are relative
+  too: written as ``time_base`` (2000-01-01T00:00:00Z) plus their distance from the start,
+  so two recordings of the same script differ only where pacing did.
 
 Events written between a call and its return were emitted during that call. The fake
 replays such a file as a script (``script = "x.jsonl"``, see ``ahp_bridge_fake.replay``).
@@ -22,7 +24,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
@@ -43,6 +45,8 @@ from ahp_bridge.agentapi import (
     Provider,
     format_time,
 )
+
+from .timeshift import TIME_BASE, shift_times
 
 FORMAT_VERSION = 1
 
@@ -90,11 +94,14 @@ class _Writer:
 class _RecordingSink:
     """Writes every event, then passes it on (never blocks: one short locked write)."""
 
-    def __init__(self, writer: _Writer, conv: str, inner: EventSink | None) -> None:
-        self._writer, self._conv, self._inner = writer, conv, inner
+    def __init__(
+        self, writer: _Writer, conv: str, inner: EventSink | None, offset: timedelta
+    ) -> None:
+        self._writer, self._conv, self._inner, self._offset = writer, conv, inner, offset
 
     def emit(self, event: Event) -> None:
-        self._writer.write({"conv": self._conv, "event": event.to_json()})
+        relative = shift_times(event.to_json(), self._offset)
+        self._writer.write({"conv": self._conv, "event": relative})
         if self._inner is not None:
             self._inner.emit(event)
 
@@ -186,16 +193,18 @@ class RecordingProvider:
         self.inner = inner
         self._writer = _Writer(Path(path), clock)
         self._wallclock = wallclock
+        self._offset = timedelta(0)
         self._opened = 0
 
     async def __aenter__(self) -> Self:
+        self._offset = TIME_BASE - self._wallclock()
         self._writer.start(
             {
                 "recording": FORMAT_VERSION,
                 "provider": self.inner.name(),
                 "display_name": self.inner.display_name(),
                 "capabilities": self.inner.capabilities().to_json(),
-                "started_at": format_time(self._wallclock()),
+                "time_base": format_time(TIME_BASE),
             }
         )
         await self.inner.__aenter__()
@@ -232,7 +241,7 @@ class RecordingProvider:
     async def open(self, req: OpenRequest) -> RecordingConversation:
         self._opened += 1
         conv = f"c{self._opened}"
-        sink = _RecordingSink(self._writer, conv, req.events)
+        sink = _RecordingSink(self._writer, conv, req.events, self._offset)
         self._writer.write({"conv": conv, "call": "open", "args": {"request": req.to_json()}})
         try:
             inner = await self.inner.open(req.model_copy(update={"events": sink}))

@@ -14,14 +14,13 @@ recorded lines in order:
 - a call the recording does not have here behaves as the contract says (Busy,
   InteractionGone, a cancel that expires pending interactions and ends the turn, ...).
 
-Times inside events are shifted by the distance between the recording's start and the
-replay provider's creation, so replayed items carry current times with recorded spacing.
+Times inside events are recorded relative to ``time_base``; replay moves them to start at
+the replay provider's creation, so replayed items carry current times with recorded spacing.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -41,14 +40,13 @@ from ahp_bridge.agentapi import (
     Turn,
     TurnState,
     error_for_reason,
-    format_time,
 )
 
 from .conversation import FakeConversation
 from .provider import FakeProvider
 from .script import DEFAULT_MODELS, ModelSpec, Script
+from .timeshift import shift_times
 
-_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 _REPLAYED_CALLS = ("steer", "respond", "cancel", "set_model", "set_title", "close")
 
 
@@ -91,8 +89,8 @@ def load_recording(path: str | Path) -> Recording:
             if not isinstance(row, dict):
                 raise ValueError("expected a JSON object")
             if header is None:
-                if row.get("recording") != 1:
-                    raise ValueError('expected the header {"recording": 1, ...} first')
+                if row.get("recording") != 1 or "time_base" not in row:
+                    raise ValueError('expected the header {"recording": 1, "time_base": ...}')
                 header = row
                 continue
             t = float(row["t"])
@@ -130,16 +128,6 @@ def _pair_calls(entries: list[Entry]) -> None:
             open_calls[e.call].pop().failed = e.error is not None
 
 
-def _shift(value: Any, offset: timedelta) -> Any:
-    if isinstance(value, dict):
-        return {k: _shift(v, offset) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_shift(v, offset) for v in value]
-    if isinstance(value, str) and _TIME.match(value) and not value.startswith("0001-"):
-        return format_time(datetime.fromisoformat(value) + offset)
-    return value
-
-
 def _raise(error: dict[str, str]) -> None:
     exc = error_for_reason(error.get("reason", ""), error.get("message", ""))
     if error.get("reason"):
@@ -164,7 +152,7 @@ class ReplayTurns:
     # -- emitting --------------------------------------------------------------------------
 
     def emit(self, raw: dict[str, Any]) -> None:
-        event = Event.from_json(_shift(raw, self.offset))
+        event = Event.from_json(shift_times(raw, self.offset))
         if event.kind is EventKind.TURN and event.turn is not None:
             self.running = event.turn.state is TurnState.WORKING
         if event.kind is EventKind.INTERACTION and event.interaction is not None:
@@ -363,7 +351,7 @@ def replay_provider(
     if clock is not None:
         kwargs["clock"] = clock
     provider = FakeProvider(script, conversation_class=ReplayConversation, **kwargs)
-    started = datetime.fromisoformat(str(recording.header["started_at"]))
+    started = datetime.fromisoformat(str(recording.header["time_base"]))
     offset = provider.now() - started
 
     def attach(conversation: FakeConversation) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -263,6 +263,33 @@ async def test_recording_format(tmp_path: Path, autojump_clock: trio.testing.Moc
     assert answer["t"] - body[first_send]["t"] == pytest.approx(10.0)
 
 
+async def test_recordings_hold_relative_times_only(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Recorded twice, at different moments, the same session gives the same file."""
+
+    def record(path: Path) -> RecordingProvider:
+        trio_start = trio.current_time()
+        wall_start = datetime.now(UTC)
+
+        def clock() -> datetime:
+            return wall_start + timedelta(seconds=trio.current_time() - trio_start)
+
+        fake = FakeProvider(parse_script(SCRIPT), clock=clock)
+        return RecordingProvider(fake, path, clock=trio.current_time, wallclock=clock)
+
+    files = [tmp_path / "one.jsonl", tmp_path / "two.jsonl"]
+    for index, path in enumerate(files):
+        await trio.sleep(1000 * (index + 1))  # a different moment, a different wall clock
+        async with record(path) as recorder:
+            await session(recorder)
+    ids = re.compile(r"fake-[0-9a-f-]{36}")  # conversation ids are fresh each time
+    first, second = (ids.sub("fake-<id>", path.read_text()) for path in files)
+    assert first == second
+    times = re.findall(r'"(?:time|started_at|ended_at|Time)":"([^"]+)"', first)
+    assert times and all(t.startswith("2000-01-01T00:") for t in times)
+
+
 async def test_replay_refuses_a_different_answer(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
@@ -328,7 +355,7 @@ async def test_unrecorded_cancel_and_close_follow_the_contract(
 
 def test_damaged_recording_names_file_and_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"recording": 1, "started_at": "2026-01-01T00:00:00Z"}\n{"t": 0}\n')
+    bad.write_text('{"recording": 1, "time_base": "2000-01-01T00:00:00Z"}\n{"t": 0}\n')
     with pytest.raises(ValueError, match=r"bad.jsonl:2: invalid recording line"):
         load_recording(bad)
     bad.write_text('{"t": 0, "conv": "c1", "event": {}}\n')
