@@ -167,7 +167,8 @@ class _Turn:
     announced: bool = True
     open_key: tuple[str, str] | None = None
     open_part: str = ""
-    text: dict[tuple[str, str], str] = field(default_factory=dict)
+    text: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    """The text emitted per (kind, item id), as chunks: joined only when a whole item comes."""
     tools: dict[tuple[str, str], _Tool] = field(default_factory=dict)
     by_call: dict[str, _Tool] = field(default_factory=dict)
     notices: set[str] = field(default_factory=set)
@@ -449,16 +450,18 @@ class EventTranslator:
         if turn is None:
             return []
         key = (str(kind), item_id)
-        seen = turn.text.get(key, "")
+        chunks = turn.text.setdefault(key, [])
         if full is not None:
             # An item replaces earlier versions; AHP can only append, so only a longer
             # version of what was streamed adds anything (a rewrite keeps the streamed text).
+            seen = "".join(chunks)
+            chunks[:] = [seen]
             if not full.startswith(seen):
                 return []
             append = full[len(seen) :]
         if not append:
             return []
-        turn.text[key] = seen + append
+        chunks.append(append)
         markdown = kind == ItemKind.ASSISTANT
         if turn.open_key == key:
             return [
