@@ -42,6 +42,7 @@ from ahp_bridge.agentapi import (
     Option,
     Prompt,
     Question,
+    TitleRequest,
     ToolCall,
     ToolStatus,
     Turn,
@@ -143,6 +144,10 @@ class ToyProvider:
 
     async def check(self) -> None:
         await trio.lowlevel.checkpoint()
+
+    async def title(self, req: TitleRequest) -> str:
+        await trio.lowlevel.checkpoint()
+        return f"About {req.text[:20]}"
 
     async def models(self) -> list[Model]:
         await trio.lowlevel.checkpoint()

@@ -26,9 +26,9 @@ from ahp_bridge.agentapi import (
     InteractionKind,
     InteractionState,
     ItemKind,
-    ItemNotFound,
     Prompt,
     Provider,
+    Titler,
     TurnState,
     Unsupported,
 )
@@ -514,18 +514,31 @@ async def cap_history(ctx: Context) -> str | None:
 
 
 async def cap_set_title(ctx: Context) -> str | None:
-    """Capabilities.titles: set_title works; without it set_title raises Unsupported."""
+    """Capabilities.titles: a Titler whose set_title works; else set_title is Unsupported.
+
+    Go's Titles means both the provider-level Titler and Conversation.SetTitle, so a
+    provider that is no Titler may still rename conversations with Titles false; a
+    Titler whose set_title works must advertise Titles.
+    """
     conv = await ctx.open()
+    titler = isinstance(ctx.started, Titler)
     ctx.step = "waiting for set_title to return"
-    if not ctx.capabilities().titles:
-        await expect_error(
-            lambda: conv.conversation.set_title(_TITLE), (Unsupported,), "set_title without Titles"
-        )
-        return "unsupported, as advertised"
+    if ctx.capabilities().titles and not titler:
+        raise CheckFailed("Titles is true but the provider does not implement Titler")
     try:
         await conv.conversation.set_title(_TITLE)
+    except Unsupported as exc:
+        if ctx.capabilities().titles:
+            raise CheckFailed(
+                f"set_title raised {error_name(exc)} although Titles is true"
+            ) from exc
+        return "unsupported, as advertised"
     except AgentAPIError as exc:
-        raise CheckFailed(f"set_title raised {error_name(exc)} although Titles is true") from exc
+        raise CheckFailed(f"set_title raised {error_name(exc)}") from exc
+    if not ctx.capabilities().titles:
+        if titler:
+            raise CheckFailed("Titles is false, yet the provider is a Titler and set_title works")
+        return "set_title works; Titles is false because the provider is no Titler"
     return None
 
 
@@ -622,19 +635,22 @@ async def cap_commands(ctx: Context) -> str | None:
 
 
 async def cap_subagents(ctx: Context) -> str | None:
-    """cancel_subagent and prompt_subagent refuse an unknown agent (Unsupported or ItemNotFound)."""
+    """cancel_subagent and prompt_subagent of an unknown agent raise a contract error.
+
+    Go names no sentinel for an unknown agent, so any AgentAPIError (Unsupported when the
+    provider has no subagents) will do; returning normally claims an agent that is not.
+    """
     conv = await ctx.open()
-    allowed = (Unsupported, ItemNotFound)
     ctx.step = "waiting for cancel_subagent to return"
     cancel = await expect_error(
         lambda: conv.conversation.cancel_subagent(_UNKNOWN_AGENT),
-        allowed,
+        (AgentAPIError,),
         "cancel_subagent of an unknown agent",
     )
     ctx.step = "waiting for prompt_subagent to return"
     prompt = await expect_error(
         lambda: conv.conversation.prompt_subagent(_UNKNOWN_AGENT, _STEER),
-        allowed,
+        (AgentAPIError,),
         "prompt_subagent of an unknown agent",
     )
     return f"cancel: {type(cancel).__name__}, prompt: {type(prompt).__name__}"
@@ -659,7 +675,7 @@ CHECKS: tuple[Check, ...] = (
     Check("cap_set_model", "set_model with a listed model", cap_set_model),
     Check("cap_steer", "steer during a turn or Unsupported", cap_steer),
     Check("cap_commands", "commands/run_command or Unsupported", cap_commands),
-    Check("cap_subagents", "cancel_subagent/prompt_subagent refuse unknown agents", cap_subagents),
+    Check("cap_subagents", "unknown subagents are refused", cap_subagents),
 )
 """Every check, in the order the runner runs them."""
 

@@ -1,0 +1,74 @@
+"""The Copilot adapter against every conformance check: the real CLI, offline.
+
+One Copilot CLI (server mode) and one scripted OpenAI-compatible model server serve the
+module; each check starts its own provider connected to that CLI. The model server turns
+the suite's scenario prompts into a plain answer, a turn held open until it is cancelled,
+a shell command that needs permission, and an ``ask_user`` question.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+
+import pytest
+from ahp_bridge_copilot import create_provider
+
+from ahp_bridge.agentapi import OpenRequest, Provider
+from ahp_bridge.conformance import CHECKS, Check, Outcome, Prompts, Target, run_check
+from tests.support.copilot_cli import CliServer, cli_server, requires_cli
+from tests.support.model_server import Hold, ModelServer, Text, ToolCall
+
+pytestmark = requires_cli
+
+PROMPTS = Prompts(
+    answer="conformance answer",
+    long="conformance long",
+    permission="conformance permission",
+    question="conformance question",
+)
+
+
+@pytest.fixture(scope="module")
+def models() -> Iterator[ModelServer]:
+    never = threading.Event()  # the long turn's model call waits until the client goes away
+    with ModelServer() as srv:
+        srv.script("conformance answer", [Text("Hello from the scripted model.")])
+        srv.script("conformance long", [Text("Working on it"), Hold(never, timeout=120.0)])
+        srv.script(
+            "conformance permission",
+            [ToolCall("bash", {"command": "echo conformance", "description": "Echo"})],
+            [Text("done")],
+        )
+        srv.script(
+            "conformance question",
+            [ToolCall("ask_user", {"question": "Which colour?", "choices": ["red", "blue"]})],
+            [Text("noted")],
+        )
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliServer]:
+    with cli_server(tmp_path_factory.mktemp("copilot-cli")) as srv:
+        yield srv
+
+
+@pytest.fixture
+def copilot(cli: CliServer, models: ModelServer, tmp_path: Path) -> Target:
+    options = cli.options(models.base_url)
+
+    def factory() -> AbstractAsyncContextManager[Provider]:
+        provider: Provider = create_provider(options)
+        return provider
+
+    request = OpenRequest(workdir=str(tmp_path), title="AHP conformance")
+    return Target("copilot", factory, request, PROMPTS, timeout=60.0)
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=[c.name for c in CHECKS])
+async def test_copilot_keeps_the_contract(copilot: Target, check: Check) -> None:
+    result = await run_check(copilot, check)
+    assert result.outcome is Outcome.PASS, result.line()
