@@ -24,11 +24,16 @@ from ahp_bridge.agentapi import (
     ContextSize,
     ConversationNotFound,
     History,
+    HistoryWindow,
+    ItemNotFound,
     Model,
     OpenRequest,
     Quota,
     ReadRequest,
+    SubagentRequest,
+    SubagentWindow,
     TitleRequest,
+    WindowRequest,
 )
 
 from .conversation import FakeConversation, TurnSource
@@ -211,6 +216,40 @@ class FakeProvider:
         """HistoryReader: the record without opening the conversation."""
         await trio.lowlevel.checkpoint()
         return self._find(req.conversation_id).history()
+
+    async def read_history_window(self, req: WindowRequest) -> HistoryWindow:
+        """HistoryPager: one agent's recorded items around req.item_id (or the end)."""
+        await trio.lowlevel.checkpoint()
+        if req.before < 0 or req.after < 0:
+            raise ValueError("before and after must be at least 0")
+        history = self._find(req.conversation_id).history()
+        items = [item for item in history.items if item.agent_id == req.agent_id]
+        if req.item_id:
+            at = next((i for i, item in enumerate(items) if item.id == req.item_id), None)
+            if at is None:
+                raise ItemNotFound(f"no item {req.item_id!r} of agent {req.agent_id!r}")
+            high = min(len(items), at + 1 + req.after)
+        else:
+            at = high = len(items)
+        low = max(0, at - req.before)
+        return HistoryWindow(
+            items=items[low:high],
+            at=at - low,
+            start=low == 0,
+            next=items[high].id if high < len(items) else "",
+        )
+
+    async def read_subagents(self, req: SubagentRequest) -> SubagentWindow:
+        """SubagentPager: the subagents recorded before req.agent_id, ending with it."""
+        await trio.lowlevel.checkpoint()
+        if req.before < 0:
+            raise ValueError("before must be at least 0")
+        subagents = self._find(req.conversation_id).history().subagents
+        at = next((i for i, sa in enumerate(subagents) if sa.id == req.agent_id), None)
+        if at is None:
+            raise ItemNotFound(f"no subagent {req.agent_id!r}")
+        low = max(0, at - req.before)
+        return SubagentWindow(subagents=subagents[low : at + 1], start=low == 0)
 
     async def title(self, req: TitleRequest) -> str:
         """Titler: the first line of the first message, clipped; no model is involved."""

@@ -20,18 +20,23 @@ from ahp_bridge.agentapi import (
     ConversationNotFound,
     Event,
     EventKind,
+    HistoryPager,
     InteractionGone,
     InteractionKind,
     InteractionState,
     ItemKind,
+    ItemNotFound,
     OpenRequest,
     Prompt,
     ReadRequest,
+    SubagentPager,
+    SubagentRequest,
     SubagentStatus,
     TitleRequest,
     ToolStatus,
     TurnState,
     Unsupported,
+    WindowRequest,
 )
 
 SCRIPT = """
@@ -845,6 +850,50 @@ async def test_reopen_by_id_returns_history(
         await provider.open(OpenRequest(conversation_id="fake-missing", events=EventLog()))
     with pytest.raises(ConversationNotFound):
         await provider.open(OpenRequest(conversation_id="../../etc/passwd", events=EventLog()))
+
+
+async def test_history_pages_by_agent_and_item(
+    provider: FakeProvider, autojump_clock: trio.testing.MockClock
+) -> None:
+    conversation, log = await _open(provider)
+    await _turn(conversation, log, "plain")
+    await _turn(conversation, log, "subagent")
+    cid = conversation.id()
+    assert isinstance(provider, HistoryPager) and isinstance(provider, SubagentPager)
+    full = [i for i in (await conversation.history()).items if i.agent_id == ""]
+    ids = [i.id for i in full]
+    window = await provider.read_history_window(
+        WindowRequest(conversation_id=cid, item_id=ids[2], before=1, after=1)
+    )
+    assert [i.id for i in window.items] == ids[1:4]
+    assert (window.at, window.start, window.next) == (1, False, ids[4])
+    end = await provider.read_history_window(WindowRequest(conversation_id=cid, before=2))
+    assert [i.id for i in end.items] == ids[-2:]
+    assert (end.at, end.start, end.next) == (2, False, "")
+    whole = await provider.read_history_window(WindowRequest(conversation_id=cid, before=99))
+    assert whole.start and [i.id for i in whole.items] == ids
+    helper = await provider.read_history_window(
+        WindowRequest(conversation_id=cid, agent_id="helper-1", before=9)
+    )
+    assert {i.kind for i in helper.items} == {ItemKind.TOOL, ItemKind.ASSISTANT}
+    assert all(i.agent_id == "helper-1" for i in helper.items)
+    with pytest.raises(ItemNotFound):
+        await provider.read_history_window(WindowRequest(conversation_id=cid, item_id="nope"))
+    with pytest.raises(ConversationNotFound):
+        await provider.read_history_window(WindowRequest(conversation_id="fake-none"))
+    subagents = await provider.read_subagents(
+        SubagentRequest(conversation_id=cid, agent_id="helper-1", before=5)
+    )
+    assert [s.name for s in subagents.subagents] == ["helper"] and subagents.start
+    last = (await conversation.history()).subagents[-1]
+    both = await provider.read_subagents(
+        SubagentRequest(conversation_id=cid, agent_id=last.id, before=1)
+    )
+    assert [s.name for s in both.subagents] == ["helper", "broken"] and both.start
+    only = await provider.read_subagents(SubagentRequest(conversation_id=cid, agent_id=last.id))
+    assert [s.name for s in only.subagents] == ["broken"] and not only.start
+    with pytest.raises(ItemNotFound):
+        await provider.read_subagents(SubagentRequest(conversation_id=cid, agent_id="ghost"))
 
 
 async def test_reopen_survives_a_restart(tmp_path: Path) -> None:
