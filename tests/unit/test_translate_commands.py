@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import base64
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +25,13 @@ from ahp_bridge.agentapi import (
     Prompt,
     Question,
 )
+from ahp_bridge.protocol.actions import CLIENT_DISPATCHABLE
 from ahp_bridge.state.reducers import reduce
-from ahp_bridge.translate import (
+from ahp_bridge.translate._wire import iso_from_ms
+from ahp_bridge.translate.commands import (
+    CALL_ACTIONS,
+    NO_CALL_ACTIONS,
+    UNSUPPORTED_ACTIONS,
     CallPlan,
     Cancel,
     CommandContext,
@@ -38,7 +46,6 @@ from ahp_bridge.translate import (
     plan_command,
     synced_answers,
 )
-from ahp_bridge.translate._wire import iso_from_ms
 
 from .test_translate_support import (
     CHAT,
@@ -224,28 +231,41 @@ def test_title_change_sets_the_provider_title_when_it_can() -> None:
     assert rejected({"type": "session/titleChanged", "title": "  "}) == "the title is empty"
 
 
-@pytest.mark.parametrize(
-    "action",
-    [
-        {"type": "chat/draftChanged"},
-        {"type": "chat/pendingMessageRemoved", "kind": "queued", "id": "p1"},
-        {"type": "chat/queuedMessagesReordered", "order": ["b", "a"]},
-        {"type": "session/isReadChanged", "isRead": True},
-    ],
-)
-def test_state_only_actions_need_no_call(action: dict[str, Any]) -> None:
-    assert plan(action) == CallPlan()
+def _fixture_examples() -> dict[str, dict[str, Any]]:
+    """One real action per type, from the AHP 0.7.0 reducer conformance fixtures."""
+    examples: dict[str, dict[str, Any]] = {}
+    for path in sorted(CONFORMANCE.glob("*.json")):
+        for action in json.loads(path.read_text())["actions"]:
+            examples.setdefault(action["type"], action)
+    return examples
 
 
-@pytest.mark.parametrize(
-    "action",
-    [
-        {"type": "chat/truncated", "turnId": "t1"},
-        {"type": "session/workingDirectorySet", "directory": "file:///x"},
-    ],
+CONFORMANCE = (
+    Path(os.environ.get("AHP_CONFORMANCE_DIR", "/work/shared/conformance/ahp-0.7.0")) / "reducers"
 )
-def test_actions_the_provider_cannot_honour_are_rejected(action: dict[str, Any]) -> None:
-    assert "not supported" in rejected(action)
+EXAMPLES = _fixture_examples()
+CHAT_AND_SESSION = sorted(t for t in CLIENT_DISPATCHABLE if t.startswith(("chat/", "session/")))
+
+
+def test_every_client_dispatchable_chat_and_session_action_has_one_decision() -> None:
+    tables = [CALL_ACTIONS, NO_CALL_ACTIONS, frozenset(UNSUPPORTED_ACTIONS)]
+    assert sum(len(t) for t in tables) == len(frozenset().union(*tables))
+    assert frozenset().union(*tables) == frozenset(CHAT_AND_SESSION)
+
+
+@pytest.mark.parametrize("kind", sorted(NO_CALL_ACTIONS))
+def test_state_only_actions_need_no_call(kind: str) -> None:
+    assert plan(EXAMPLES[kind], RUNNING) == CallPlan()
+
+
+@pytest.mark.parametrize("kind", sorted(UNSUPPORTED_ACTIONS))
+def test_actions_the_provider_cannot_honour_are_rejected_with_a_reason(kind: str) -> None:
+    assert rejected(EXAMPLES[kind], RUNNING) == UNSUPPORTED_ACTIONS[kind]
+
+
+def test_actions_of_other_channels_are_not_planned() -> None:
+    reason = rejected({"type": "terminal/input", "data": "ls"})
+    assert reason == "terminal/input is not a chat or session action this bridge plans"
 
 
 # ------------------------------------------------------------------ tool confirmation

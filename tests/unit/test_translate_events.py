@@ -309,7 +309,7 @@ def test_tool_call_running_then_completed(h: Harness) -> None:
     out = h.feed(ev_tool("call-1", ToolStatus.COMPLETED, title="List files", output="a\nb"))
     assert out[0][1]["result"] == {
         "success": True,
-        "pastTenseMessage": "Ran List files",
+        "pastTenseMessage": "List files: done",
         "content": [{"type": "text", "text": "a\nb"}],
     }
     state = h.tool_state("call-1")

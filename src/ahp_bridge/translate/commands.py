@@ -25,10 +25,10 @@ client action                      plan
                                    starts it when idle, see ``next_queued_turn``)
 ``session/titleChanged``           ``SetTitle`` (no call when the provider cannot title)
 state-only actions (drafts, answer no call: the reducer is the whole effect
-drafts, queue edits, read/archive,
+drafts, queue edits, read/archive, (``NO_CALL_ACTIONS``)
 active client, default chat)
-anything else                      rejected: the provider cannot honour it (for example
-                                   ``chat/truncated``: the provider owns the transcript)
+the other client-dispatchable      rejected with the reason in ``UNSUPPORTED_ACTIONS`` (e.g.
+chat and session actions           ``chat/truncated``: the provider owns the transcript)
 =================================  ==========================================================
 
 Message attachments become the prompt's files and uploads: ``resource`` with a ``file:`` URI ->
@@ -53,8 +53,11 @@ from ._wire import Action, clean_line, iso_from_ms
 from .questions import AnswerError, answer_from_input
 
 __all__ = [
+    "CALL_ACTIONS",
     "MODEL_CONFIG_CONTEXT_SIZE",
     "MODEL_CONFIG_EFFORT",
+    "NO_CALL_ACTIONS",
+    "UNSUPPORTED_ACTIONS",
     "Call",
     "CallPlan",
     "Cancel",
@@ -81,7 +84,19 @@ _MIME = frozenset(
     {"image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf", "text/plain"}
 )
 
-_NO_CALL = frozenset(
+CALL_ACTIONS = frozenset(
+    {
+        "chat/turnStarted",
+        "chat/turnCancelled",
+        "chat/toolCallConfirmed",
+        "chat/inputCompleted",
+        "chat/pendingMessageSet",
+        "session/titleChanged",
+    }
+)
+"""Client actions that become Conversation calls (see the module table)."""
+
+NO_CALL_ACTIONS = frozenset(
     {
         "chat/pendingMessageRemoved",
         "chat/queuedMessagesReordered",
@@ -94,6 +109,24 @@ _NO_CALL = frozenset(
         "session/defaultChatChanged",
     }
 )
+"""Client actions whose whole effect is the reducer's: accepted, no provider call."""
+
+_FIXED_WORKDIR = "the provider's working directory is fixed when the conversation opens"
+UNSUPPORTED_ACTIONS: Mapping[str, str] = {
+    "chat/truncated": "the provider owns the transcript and cannot truncate it",
+    "chat/toolCallComplete": "this bridge has no client-contributed tools",
+    "chat/toolCallContentChanged": "this bridge has no client-contributed tools",
+    "chat/toolCallResultConfirmed": "this bridge never asks for result confirmation",
+    "chat/workingDirectorySet": _FIXED_WORKDIR,
+    "chat/workingDirectoryRemoved": _FIXED_WORKDIR,
+    "session/workingDirectorySet": _FIXED_WORKDIR,
+    "session/workingDirectoryRemoved": _FIXED_WORKDIR,
+    "session/customizationToggled": "customizations cannot be toggled through this bridge",
+    "session/mcpServerStartRequested": "MCP servers cannot be controlled through this bridge",
+    "session/mcpServerStopRequested": "MCP servers cannot be controlled through this bridge",
+    "session/configChanged": "session configuration cannot be changed through this bridge",
+}
+"""Client-dispatchable chat and session actions the provider cannot honour, with the reason."""
 
 
 # ------------------------------------------------------------------------- calls
@@ -216,11 +249,12 @@ def plan_command(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan | R
             if not title:
                 raise _Refused("the title is empty")
             return CallPlan((SetTitle(title),) if ctx.can_set_title else ())
-        if kind in _NO_CALL:
+        if kind in NO_CALL_ACTIONS:
             return CallPlan()
     except _Refused as refused:
         return Rejection(str(refused))
-    return Rejection(f"{kind} is not supported by this provider bridge")
+    reason = UNSUPPORTED_ACTIONS.get(str(kind))
+    return Rejection(reason or f"{kind} is not a chat or session action this bridge plans")
 
 
 def _turn_started(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan:

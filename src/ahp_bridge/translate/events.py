@@ -524,7 +524,7 @@ class EventTranslator:
         display = tool.base["displayName"]
         result: dict[str, Any] = {
             "success": success,
-            "pastTenseMessage": f"Ran {display}" if success else f"{display} failed",
+            "pastTenseMessage": f"{display}: {'done' if success else 'failed'}",
         }
         content = list(tool.content)
         if call.output:
