@@ -11,8 +11,13 @@ recorded lines in order:
   (or raises) what it returned; the turn task then goes on. A ``cancel`` or ``close`` made
   earlier than recorded skips the rest of the turn; a ``respond`` with a different answer
   than recorded is refused (ValueError), so the interaction stays pending;
-- a call the recording does not have here behaves as the contract says (Busy,
-  InteractionGone, a cancel that expires pending interactions and ends the turn, ...).
+- a call the recording does not have here behaves as the contract says where it can (Busy,
+  InteractionGone, a cancel or close that expires pending interactions and ends the turn,
+  set_model and set_title as the scripted fake does them); a prompt, steer or answer the
+  recording has no events for is refused with ValueError.
+
+Opens that failed when recorded are left out: the i-th successful open replays the i-th
+recorded conversation whose open succeeded.
 
 Times inside events are recorded relative to ``time_base``; replay moves them to start at
 the replay provider's creation, so replayed items carry current times with recorded spacing.
@@ -46,8 +51,6 @@ from .conversation import FakeConversation
 from .provider import FakeProvider
 from .script import DEFAULT_MODELS, ModelSpec, Script
 from .timeshift import shift_times
-
-_REPLAYED_CALLS = ("steer", "respond", "cancel", "set_model", "set_title", "close")
 
 
 @dataclass
@@ -114,7 +117,11 @@ def load_recording(path: str | Path) -> Recording:
         raise ValueError(f"{file.name}:1: empty recording")
     for entries in conversations.values():
         _pair_calls(entries)
-    ordered = [conversations[k] for k in sorted(conversations, key=lambda k: int(k[1:] or 0))]
+    ordered = [
+        conversations[k]
+        for k in sorted(conversations, key=lambda k: int(k[1:] or 0))
+        if not any(e.call == "open" and e.failed for e in conversations[k])
+    ]
     return Recording(header=header, conversations=ordered, models=models)
 
 

@@ -19,6 +19,7 @@ from ahp_bridge.agentapi import (
     Answer,
     Busy,
     Conversation,
+    ConversationNotFound,
     Event,
     EventKind,
     ItemKind,
@@ -156,6 +157,8 @@ async def session(provider: Any) -> tuple[list[EventLog], str]:
     await trio.sleep(1)
     await conversation.close()
 
+    with pytest.raises(ConversationNotFound):
+        await provider.open(OpenRequest(events=EventLog(), conversation_id="fake-unknown"))
     second_log = EventLog()
     second = await provider.open(OpenRequest(events=second_log, workdir="/other"))
     await second.send(Prompt(text="plain"))
