@@ -1,9 +1,10 @@
 """One open fake conversation: the contract's rules, with turns played from a script.
 
 The rules every provider must follow live here once (busy, steer, cancel, respond, close,
-exit); what a turn does comes from a ``TurnSource``: the TOML script's steps
-(``ScriptedTurns``) or a recording (``ahp_bridge_fake.replay``). Turns run in the provider's
-nursery, so cancelling a caller never cancels a turn. Every event goes through ``emit``,
+exit); what a turn does comes from a ``TurnSource``, the TOML script's steps
+(``turns.ScriptedTurns``). A replayed conversation (``replay.ReplayConversation``) keeps
+this plumbing and overrides the calls. Turns run in the provider's nursery, so cancelling
+a caller never cancels a turn. Every event goes through ``emit``,
 which drops events once the conversation is closed and folds transcript events into the
 fake's own record.
 """
@@ -86,7 +87,7 @@ class ActiveTurn:
 
 
 class TurnSource(Protocol):
-    """What turns do: a script's steps or a recording's events."""
+    """What turns do (the script's steps)."""
 
     def start(
         self, conversation: FakeConversation, prompt: Prompt
