@@ -125,6 +125,8 @@ class CopilotProvider:
                 except Exception:
                     log.exception("copilot: force-stopping the CLI failed")
         _close_pipes(process)
+        if client is not None:
+            _close_all_pipes(client)
 
     # -- the client -----------------------------------------------------------------------------
 
@@ -156,7 +158,7 @@ class CopilotProvider:
                     )
                 else:
                     connection = RuntimeConnection.for_stdio(path=str(cli))
-                client = CopilotClient(
+                client = _tracking_client_class(CopilotClient)(
                     connection=connection,
                     env=opts.runtime_env(),
                     base_directory=opts.data_dir or None,
@@ -170,17 +172,22 @@ class CopilotProvider:
                     status = await client.get_status()
                 except BaseException:
                     await _quiet_force_stop(client)
+                    _close_all_pipes(client)
                     raise
                 return client, status
 
             try:
                 client, status = await self._loop.run(start())
             except Exception as exc:
+                if "protocol version mismatch" in str(exc):
+                    raise CLIIncompatible(
+                        f"this bridge cannot drive the installed Copilot CLI: {exc}"
+                    ) from None
                 raise AgentAPIError(plain_error("start the Copilot CLI", exc)) from None
             process = getattr(client, "_cli_process", None)
             if status.protocol_version != PROTOCOL_VERSION:
                 await _quiet_stop(self._loop, client)
-                _close_pipes(process)
+                _close_all_pipes(client)
                 raise CLIIncompatible(
                     f"the Copilot CLI {status.version} speaks protocol {status.protocol_version}; "
                     f"this bridge needs protocol {PROTOCOL_VERSION}"
@@ -207,6 +214,7 @@ class CopilotProvider:
             self._loop.call_soon(conv.runtime_exited, error)
         await _quiet_stop(self._loop, client)
         _close_pipes(process)
+        _close_all_pipes(client)
 
     # -- agentapi.Provider ----------------------------------------------------------------------
 
@@ -330,6 +338,27 @@ async def _quiet_stop(loop: AsyncioThread, client: Any) -> None:
             await loop.run(_quiet_force_stop(client))
     except Exception:
         log.debug("copilot: stopping the client failed", exc_info=True)
+
+
+def _tracking_client_class(base: type[Any]) -> type[Any]:
+    """A CopilotClient that remembers every child process it starts.
+
+    The SDK forgets its process when it force-stops (e.g. after a failed handshake) without
+    closing the pipes; remembering it lets the adapter close them.
+    """
+
+    class TrackingClient(base):
+        def __setattr__(self, name: str, value: Any) -> None:
+            if name == "_cli_process" and value is not None:
+                self.__dict__.setdefault("_ahp_processes", []).append(value)
+            super().__setattr__(name, value)
+
+    return TrackingClient
+
+
+def _close_all_pipes(client: Any) -> None:
+    for process in getattr(client, "_ahp_processes", []):
+        _close_pipes(process)
 
 
 def _close_pipes(process: Any) -> None:

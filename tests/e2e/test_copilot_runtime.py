@@ -1,0 +1,107 @@
+"""The provider's own runtime handling: starting and stopping the CLI it spawns (stdio), and the
+faults the real CLI cannot produce on demand, through a small fake runtime
+(tests/fixtures/copilot/fault_cli.py): the process dying mid-turn, a protocol version mismatch
+and malformed events.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ahp_bridge_copilot import create_provider
+
+from ahp_bridge.agentapi import (
+    CLIIncompatible,
+    Closed,
+    EventKind,
+    ItemKind,
+    OpenRequest,
+    Prompt,
+    TurnState,
+)
+from tests.support.copilot_cli import CLI_PATH, RecordingSink, offline_env, requires_cli
+from tests.support.model_server import ModelServer, Text
+
+FAULT_CLI = Path(__file__).resolve().parents[1] / "fixtures" / "copilot" / "fault_cli.py"
+
+
+def fault_options(mode: str, home: Path) -> dict[str, Any]:
+    return {"cli_path": str(FAULT_CLI), "env": {"AHP_FAULT_MODE": mode}, "workdir": str(home)}
+
+
+async def test_protocol_mismatch_is_reported_plainly(tmp_path: Path) -> None:
+    async with create_provider(fault_options("protocol", tmp_path)) as provider:
+        with pytest.raises(CLIIncompatible, match="protocol version mismatch"):
+            await provider.check()
+        with pytest.raises(CLIIncompatible):
+            await provider.open(OpenRequest(workdir=str(tmp_path), events=RecordingSink()))
+
+
+async def test_runtime_dying_mid_turn_emits_exit(tmp_path: Path) -> None:
+    async with create_provider(fault_options("die", tmp_path)) as provider:
+        sink = RecordingSink()
+        conv = await provider.open(OpenRequest(workdir=str(tmp_path), events=sink))
+        await conv.send(Prompt(text="hello"))
+        exit_event = await sink.wait_for(lambda e: e.kind is EventKind.EXIT)
+        assert "exited unexpectedly (exit code 3)" in exit_event.error
+        states = [t.state for t in sink.turns()]
+        assert states == [TurnState.WORKING, TurnState.FAILED]
+        assert sink.snapshot()[-1].kind is EventKind.EXIT  # nothing after the exit
+        with pytest.raises(Closed, match="exited"):
+            await conv.send(Prompt(text="again"))
+        # The next open starts a fresh runtime.
+        sink2 = RecordingSink()
+        conv2 = await provider.open(OpenRequest(workdir=str(tmp_path), events=sink2))
+        assert conv2.id() and conv2.id() != conv.id()
+        await conv2.close()
+
+
+async def test_malformed_event_is_dropped_and_the_turn_goes_on(tmp_path: Path) -> None:
+    async with create_provider(fault_options("malformed", tmp_path)) as provider:
+        sink = RecordingSink()
+        conv = await provider.open(OpenRequest(workdir=str(tmp_path), events=sink))
+        await conv.send(Prompt(text="hello"))
+        assert (await sink.turn_end()).state is TurnState.COMPLETED
+        (answer,) = sink.items(ItemKind.ASSISTANT)
+        assert answer.text == "fine"
+        assert sink.deltas(answer.id) == "fine"  # the malformed delta (42) never arrived
+        await conv.close()
+
+
+async def test_missing_cli_is_reported_with_a_fix(tmp_path: Path) -> None:
+    async with create_provider({"cli_path": str(tmp_path / "nope")}) as provider:
+        with pytest.raises(Exception, match=r"install-copilot-cli\.sh"):
+            await provider.check()
+
+
+@requires_cli
+async def test_spawned_cli_lifecycle(tmp_path: Path) -> None:
+    """Stdio mode: the provider starts the real CLI on first use and stops it on shutdown."""
+    with ModelServer() as models:
+        models.script("stdio hello", [Text("stdio answer")])
+        env = offline_env(tmp_path)
+        opts = {
+            "cli_path": str(CLI_PATH),
+            "env": {"HOME": env["HOME"]},
+            "data_dir": env["COPILOT_HOME"],
+            "workdir": str(tmp_path),
+            "byok": {"base_url": models.base_url, "model": "fake-model"},
+        }
+        async with create_provider(opts) as provider:
+            await provider.check()
+            process = provider._process
+            assert process is not None and process.poll() is None
+            sink = RecordingSink()
+            conv = await provider.open(OpenRequest(workdir=str(tmp_path), events=sink))
+            await conv.send(Prompt(text="stdio hello"))
+            assert (await sink.turn_end()).state is TurnState.COMPLETED
+            assert [i.text for i in sink.items(ItemKind.ASSISTANT)] == ["stdio answer"]
+            conv_id = conv.id()
+        # Leaving the provider detached the conversation and stopped the CLI it started.
+        assert process.poll() is not None
+        with pytest.raises(Closed):
+            await conv.send(Prompt(text="after shutdown"))
+        # State went to data_dir, and the conversation was kept, not deleted.
+        assert (Path(env["COPILOT_HOME"]) / "session-state" / conv_id).is_dir()
