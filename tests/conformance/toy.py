@@ -76,6 +76,7 @@ class Faults:
     diff_unadvertised: bool = False  # cap_diff: SessionDiff false, diff still answers
     set_model_refused: bool = False  # cap_set_model: a listed model is refused
     steer_wrong_error: bool = False  # cap_steer: steer raises Busy during a turn
+    steer_dropped: bool = False  # cap_steer: an unused steer ends without a notice
     run_command_unsupported_lie: bool = False  # cap_commands: no commands, run_command runs
     subagent_accepts_unknown: bool = False  # cap_subagents: cancel_subagent of nobody succeeds
 
@@ -184,6 +185,7 @@ class _Turn:
     answers: dict[str, Answer] = field(default_factory=dict)
     answered: trio.Event = field(default_factory=trio.Event)
     queued: list[str] = field(default_factory=list)
+    steers: list[str] = field(default_factory=list)
 
 
 class ToyConversation:
@@ -278,6 +280,8 @@ class ToyConversation:
             await self._interaction(ia.model_copy(update={"state": InteractionState.EXPIRED}))
             self._finished.add(ia.id)
         turn.pending.clear()
+        if turn.steers and not self._faults.steer_dropped:
+            await self._item(Item(id=f"n{n}", kind=ItemKind.NOTICE, text="steer not used"))
         self._turn = None
         await self._turn_state(state)
         if self._faults.double_terminal:
@@ -381,6 +385,8 @@ class ToyConversation:
             raise Busy("the toy cannot take a steer now")
         if not self._provider.options.supported:
             raise Unsupported("the toy cannot steer")
+        if self._turn is not None:
+            self._turn.steers.append(prompt.text)
 
     async def cancel(self) -> None:
         await trio.lowlevel.checkpoint()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,6 +42,12 @@ def test_selected_checks_only() -> None:
     code, text = run_main("--provider", "fake", "--check", "reopen_unknown", "--check", "cancel")
     assert code == 0, text
     assert text.splitlines()[1:3] == ["PASS reopen_unknown", "PASS cancel"]
+
+
+def test_durations_are_shown_on_request() -> None:
+    code, text = run_main("--provider", "fake", "--check", "reopen_unknown", "--durations")
+    assert code == 0, text
+    assert re.fullmatch(r"PASS reopen_unknown \(\d+\.\d\ds\)", text.splitlines()[1])
 
 
 def test_a_failing_check_makes_the_exit_code_one() -> None:

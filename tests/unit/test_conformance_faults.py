@@ -34,6 +34,7 @@ FAULT_BREAKS = {
     "diff_unadvertised": ("cap_diff", "diff without SessionDiff returned normally"),
     "set_model_refused": ("cap_set_model", "with a listed model raised Unsupported"),
     "steer_wrong_error": ("cap_steer", "steer during a running turn raised Busy"),
+    "steer_dropped": ("cap_steer", "waiting for the accepted steer to be used or reported"),
     "subagent_accepts_unknown": (
         "cap_subagents",
         "cancel_subagent of an unknown agent returned normally",

@@ -115,3 +115,21 @@ def test_report_lines_and_verdict() -> None:
     assert not report.passed
     assert [r.line() for r in report.results] == ["PASS a", "FAIL b: it broke"]
     assert report.format().endswith("1 passed, 1 failed, 0 not applicable")
+
+
+async def test_a_provider_that_hangs_in_shutdown_fails_the_check() -> None:
+    @asynccontextmanager
+    async def hangs_on_exit() -> AsyncIterator[Provider]:
+        async with ToyProvider(Options()) as provider:
+            yield provider
+            await trio.sleep_forever()
+
+    async def fine(ctx: Context) -> str | None:
+        return None
+
+    target = Target("toy", hangs_on_exit, OpenRequest(), Prompts(), 0.05)
+    result = await run_check(target, Check("fine", "", fine))
+    assert (result.outcome, result.reason) == (
+        Outcome.FAIL,
+        "timed out after 0.05s waiting for the provider to shut down",
+    )

@@ -16,11 +16,13 @@ import trio
 import trio.testing
 
 from ahp_bridge.agentapi import (
+    DELIVERY_STEER,
     AgentAPIError,
     Answer,
     Busy,
     Closed,
     ConversationNotFound,
+    Event,
     Interaction,
     InteractionGone,
     InteractionKind,
@@ -591,23 +593,42 @@ async def cap_set_model(ctx: Context) -> str | None:
 
 
 async def cap_steer(ctx: Context) -> str | None:
-    """Steer during a running turn is accepted or raises Unsupported, and the turn still ends."""
+    """Steer during a running turn is accepted or Unsupported; an accepted one is accounted for.
+
+    An accepted steer cannot be withdrawn: it shows up as a user item delivered as a steer,
+    as a notice that the turn ended without it, or as a user item of a turn of its own.
+    """
     long = ctx.prompt("long", "cancel")
     conv = await ctx.open()
     start = len(conv.sink)
     await conv.send(long)
     working = await conv.wait_working(start, "the long turn to start working")
     ctx.step = "waiting for steer to return"
+    steered = len(conv.sink)
     try:
         await conv.conversation.steer(Prompt(text=_STEER))
     except Unsupported:
-        note = "unsupported"
+        await _cancel_long(ctx, conv, working)
+        return "unsupported"
     except AgentAPIError as exc:
         raise CheckFailed(f"steer during a running turn raised {error_name(exc)}") from exc
-    else:
-        note = "accepted"
     await _cancel_long(ctx, conv, working)
-    return note
+    ctx.step = "waiting for the accepted steer to be used or reported unused"
+
+    def accounted(events: list[Event]) -> str | None:
+        for event in events[steered:]:
+            item = event.item
+            if item is None or item.agent_id:
+                continue
+            if item.kind == ItemKind.USER and item.delivery == DELIVERY_STEER:
+                return "accepted and used"
+            if item.kind == ItemKind.NOTICE:
+                return "accepted, reported unused"
+            if item.kind == ItemKind.USER and item.text == _STEER:
+                return "accepted, run as its own turn"
+        return None
+
+    return await conv.sink.wait_for(accounted)
 
 
 async def cap_commands(ctx: Context) -> str | None:

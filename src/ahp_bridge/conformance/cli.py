@@ -1,7 +1,9 @@
 """``ahp-bridge conformance``: run the suite against a provider loaded by entry point.
 
 Usage: ``ahp-bridge conformance --provider NAME [--option key=value ...]
-[--prompt scenario=text ...] [--workdir DIR] [--check NAME ...] [--timeout SECONDS]``.
+[--prompt scenario=text ...] [--workdir DIR] [--check NAME ...] [--timeout SECONDS]
+[--durations]``. Without ``--workdir`` conversations open in a scratch directory that is
+removed afterwards.
 Option values are read as TOML values when they parse as one (``speed=0``, ``debug=true``)
 and as plain strings otherwise. Exit code 0 only when every check passed or did not apply.
 """
@@ -85,11 +87,14 @@ def _parser() -> argparse.ArgumentParser:
         "--check", action="append", default=[], metavar="NAME", help="run only these checks"
     )
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per check")
+    parser.add_argument("--durations", action="store_true", help="show how long each check took")
     return parser
 
 
-def build_target(args: argparse.Namespace, create: CreateProvider | None = None) -> Target:
-    """The Target the command line describes."""
+def build_target(
+    args: argparse.Namespace, create: CreateProvider | None = None, *, scratch: str = ""
+) -> Target:
+    """The Target the command line describes; ``scratch`` is the workdir when none is given."""
     options = {k: option_value(v) for k, v in _pairs(args.option, "--option").items()}
     prompts = _pairs(args.prompt, "--prompt")
     unknown = sorted(set(prompts) - set(_SCENARIOS))
@@ -97,7 +102,7 @@ def build_target(args: argparse.Namespace, create: CreateProvider | None = None)
         raise UsageError(f"--prompt {unknown[0]!r}: scenarios are {', '.join(_SCENARIOS)}")
     if args.timeout <= 0:
         raise UsageError("--timeout must be positive")
-    workdir = args.workdir or tempfile.mkdtemp(prefix="ahp-conformance-")
+    workdir = args.workdir or scratch or tempfile.gettempdir()
     if args.provider == "fake" and create is None:
         base = fake_target(options, workdir=workdir, timeout=args.timeout)
         merged = {s: prompts.get(s, getattr(base.prompts, s)) for s in _SCENARIOS}
@@ -130,11 +135,12 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
             file=stream,
         )
         return 2
-    try:
-        target = build_target(args)
-    except UsageError as exc:
-        print(f"error: {exc}", file=stream)
-        return 2
-    report = trio.run(run, target, checks)
-    print(report.format(), file=stream)
+    with tempfile.TemporaryDirectory(prefix="ahp-conformance-") as scratch:
+        try:
+            target = build_target(args, scratch=scratch)
+        except UsageError as exc:
+            print(f"error: {exc}", file=stream)
+            return 2
+        report = trio.run(run, target, checks)
+    print(report.format(seconds=args.durations), file=stream)
     return 0 if report.passed else 1

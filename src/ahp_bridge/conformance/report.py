@@ -24,9 +24,11 @@ class CheckResult:
     reason: str = ""
     seconds: float = 0.0
 
-    def line(self) -> str:
-        """One report line: outcome, check name and the reason when there is one."""
+    def line(self, *, seconds: bool = False) -> str:
+        """One report line: outcome, check name, the reason when there is one, time if asked."""
         text = f"{self.outcome.value.upper():<4} {self.check}"
+        if seconds:
+            text += f" ({self.seconds:.2f}s)"
         return f"{text}: {self.reason}" if self.reason else text
 
 
@@ -50,10 +52,10 @@ class Report:
         """The failed checks, in run order."""
         return [r for r in self.results if r.outcome is Outcome.FAIL]
 
-    def format(self) -> str:
-        """The report as text: one line per check and a summary line."""
+    def format(self, *, seconds: bool = False) -> str:
+        """The report as text: one line per check (with durations if asked), then a summary."""
         lines = [f"conformance: {self.target}"]
-        lines.extend(r.line() for r in self.results)
+        lines.extend(r.line(seconds=seconds) for r in self.results)
         lines.append(
             f"{self.count(Outcome.PASS)} passed, {self.count(Outcome.FAIL)} failed, "
             f"{self.count(Outcome.NOT_APPLICABLE)} not applicable"

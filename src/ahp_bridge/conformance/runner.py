@@ -48,6 +48,7 @@ async def run_check(target: Target, check: Check) -> CheckResult:
                     note = await check.run(ctx)
                 finally:
                     await ctx.close_all()
+                ctx.step = "waiting for the provider to shut down"
             ctx.step = "judging what happened before shutdown"
             for judge in ctx.after_shutdown:
                 judge()
