@@ -11,6 +11,7 @@ A stream that ends other than by Close becomes one EventExit, and the conversati
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 from collections.abc import Mapping
@@ -103,7 +104,12 @@ class RemoteProvider:
             self._conv = pb_grpc.ConversationServiceStub(self._channel)
             info = await self._call(self._provider.Info, pb.InfoRequest(), "info")
             self._info = info
-            self._capabilities = from_proto(info.capabilities, agentapi.Capabilities)
+            served = from_proto(info.capabilities, agentapi.Capabilities)
+            self._capabilities = served.model_copy(
+                update=dict.fromkeys(UNFORWARDED_CAPABILITIES, False)
+            )
+            variant: type = _variant(tuple(bool(getattr(info, f)) for f, _ in _MIXINS))
+            self.__class__ = variant
         except BaseException:
             await stack.aclose()
             raise
@@ -209,21 +215,78 @@ class RemoteProvider:
         if self._owns_server if stop_remote is None else stop_remote:
             await self._call(self._provider.Shutdown, EMPTY, "shutdown")
 
-    # -- optional capabilities (present when the served provider has them) ----------------
+
+class _HistoryReader(RemoteProvider):
+    """agentapi.HistoryReader, mixed in when the served provider is one."""
 
     async def read_history(self, req: agentapi.ReadRequest) -> agentapi.History:
         self._started()
-        if self._info is None or not self._info.history_reader:
-            raise agentapi.Unsupported("the served provider cannot read history")
         reply = await self._call(self._provider.ReadHistory, to_proto(req), "read_history")
         return from_proto(reply, agentapi.History)
 
+
+class _HistoryPager(RemoteProvider):
+    """agentapi.HistoryPager, mixed in when the served provider is one."""
+
     async def read_history_window(self, req: agentapi.WindowRequest) -> agentapi.HistoryWindow:
         self._started()
-        if self._info is None or not self._info.history_pager:
-            raise agentapi.Unsupported("the served provider cannot page history")
         reply = await self._call(self._provider.ReadHistoryWindow, to_proto(req), "history page")
         return from_proto(reply, agentapi.HistoryWindow)
+
+
+class _Titler(RemoteProvider):
+    """agentapi.Titler, mixed in when the served provider is one."""
+
+    async def title(self, req: agentapi.TitleRequest) -> str:
+        self._started()
+        reply = await self._call(self._provider.Title, to_proto(req), "title")
+        if reply.HasField("usage") and req.on_usage is not None:
+            req.on_usage(from_proto(reply.usage, agentapi.UtilityUsage))
+        return str(reply.title)
+
+
+_MIXINS = (
+    ("history_reader", _HistoryReader),
+    ("history_pager", _HistoryPager),
+    ("titler", _Titler),
+)
+
+
+@functools.cache
+def _variant(flags: tuple[bool, ...]) -> type[RemoteProvider]:
+    """RemoteProvider plus exactly the optional Protocols the served provider implements.
+
+    Optional capabilities are runtime-checked Protocols, so the client must not have a
+    method the served provider lacks (isinstance would claim the capability).
+    """
+    mixins = tuple(mixin for (_, mixin), on in zip(_MIXINS, flags, strict=True) if on)
+    if not mixins:
+        return RemoteProvider
+    return type("RemoteProvider", mixins, {"__doc__": RemoteProvider.__doc__})
+
+
+# Capabilities whose Go interfaces this client does not forward (yet): it reports them off,
+# so the bridge never offers what a call could not reach.
+UNFORWARDED_CAPABILITIES = frozenset(
+    {
+        "fork",
+        "rewind",
+        "context_breakdown",
+        "usage",
+        "usage_metrics",
+        "aside",
+        "import_",
+        "host_tools",
+        "account",
+        "device_sign_in",
+        "mcp",
+        "cli_update",
+        "subagent_models",
+        "github_mcp",
+        "assisted_permissions",
+        "custom_agents",
+    }
+)
 
 
 class RemoteConversation:
@@ -269,11 +332,12 @@ class RemoteConversation:
         """Worker thread: deliver every event in order, then at most one synthesized exit."""
         reason = ""
         try:
-            for message in call:
-                event = from_proto(message, agentapi.Event)
-                if event.kind == agentapi.EventKind.EXIT:
-                    self._gone = True
-                self._sink.emit(event)
+            for batch in call:
+                for message in batch.events:
+                    event = from_proto(message, agentapi.Event)
+                    if event.kind == agentapi.EventKind.EXIT:
+                        self._gone = True
+                    self._sink.emit(event)
             if not self._gone and not self._closing:
                 reason = "the provider server closed the conversation"
         except grpc.RpcError as exc:

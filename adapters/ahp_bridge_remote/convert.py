@@ -29,8 +29,9 @@ M = TypeVar("M", bound=BaseModel)
 # Python attribute -> proto field, where Python had to rename (keywords).
 _RENAMES: dict[str, str] = {"import_": "import"}
 # Contract fields that cannot cross a process boundary (callables), per model name.
-_SKIPPED: dict[str, frozenset[str]] = {
+CALLBACK_FIELDS: dict[str, frozenset[str]] = {
     "OpenRequest": frozenset({"events", "validate_file", "hooks", "tools", "call_tool"}),
+    "TitleRequest": frozenset({"on_usage"}),
 }
 
 _SCALAR, _ENUMSTR, _TIME, _MESSAGE, _LISTS = range(5)
@@ -73,7 +74,7 @@ def _is_nested_list(annotation: Any) -> bool:
 
 @cache
 def _plan(model: type[BaseModel], descriptor: Descriptor) -> tuple[_Step, ...]:
-    skipped = _SKIPPED.get(model.__name__, frozenset())
+    skipped = CALLBACK_FIELDS.get(model.__name__, frozenset())
     steps: list[_Step] = []
     seen: set[str] = set()
     for attr, info in model.model_fields.items():
@@ -148,25 +149,59 @@ def _timestamp_out(ts: Timestamp) -> datetime:
     return ts.ToDatetime(tzinfo=UTC)
 
 
+@cache
+def _reader(
+    model: type[BaseModel], descriptor: Descriptor
+) -> tuple[dict[str, _Step], tuple[_Step, ...]]:
+    """Steps by proto field name, and the steps to read even when the field is unset.
+
+    Reading walks only the fields a message holds (ListFields): an unset field leaves the
+    model's default, which is Go's zero value like the proto default, except where a field
+    is required or its default differs; those are always read.
+    """
+    steps = _plan(model, descriptor)
+    always = []
+    for step in steps:
+        info = model.model_fields[step.attr]
+        fd = descriptor.fields_by_name[step.field]
+        if info.is_required() or (
+            step.kind == _SCALAR
+            and not step.repeated
+            and not step.presence
+            and info.default != fd.default_value
+        ):
+            always.append(step)
+    return {step.field: step for step in steps}, tuple(always)
+
+
+def _read_step(message: Message, step: _Step, data: dict[str, Any]) -> None:
+    if step.kind == _SCALAR:
+        if step.presence and not step.repeated and not message.HasField(step.field):
+            return
+        value = getattr(message, step.field)
+        data[step.attr] = list(value) if step.repeated else value
+    elif step.kind == _MESSAGE:
+        assert step.sub is not None
+        if step.repeated:
+            data[step.attr] = [_build(m, step.sub) for m in getattr(message, step.field)]
+        elif message.HasField(step.field):
+            data[step.attr] = _build(getattr(message, step.field), step.sub)
+    elif step.kind == _TIME:
+        if message.HasField(step.field):
+            data[step.attr] = _timestamp_out(getattr(message, step.field))
+    else:  # _LISTS
+        data[step.attr] = [list(v.values) for v in getattr(message, step.field)]
+
+
 def _read(message: Message, model: type[M]) -> dict[str, Any]:
+    by_name, always = _reader(model, message.DESCRIPTOR)
     data: dict[str, Any] = {}
-    for step in _plan(model, message.DESCRIPTOR):
-        if step.kind == _SCALAR:
-            if step.presence and not step.repeated and not message.HasField(step.field):
-                continue
-            value = getattr(message, step.field)
-            data[step.attr] = list(value) if step.repeated else value
-        elif step.kind == _MESSAGE:
-            assert step.sub is not None
-            if step.repeated:
-                data[step.attr] = [_build(m, step.sub) for m in getattr(message, step.field)]
-            elif message.HasField(step.field):
-                data[step.attr] = _build(getattr(message, step.field), step.sub)
-        elif step.kind == _TIME:
-            if message.HasField(step.field):
-                data[step.attr] = _timestamp_out(getattr(message, step.field))
-        else:  # _LISTS
-            data[step.attr] = [list(v.values) for v in getattr(message, step.field)]
+    for step in always:
+        _read_step(message, step, data)
+    for fd, _value in message.ListFields():
+        listed = by_name.get(fd.name)
+        if listed is not None and listed.attr not in data:
+            _read_step(message, listed, data)
     return data
 
 

@@ -44,6 +44,7 @@ EMPTY = empty_pb2.Empty()
 TOKEN_ENV = "AHP_BRIDGE_REMOTE_TOKEN"
 DEFAULT_EVENT_BUFFER = 65536
 ATTACH_GRACE_SECONDS = 60.0
+MAX_BATCH = 256  # events per EventBatch message
 RESERVED_WORKERS = 16  # worker threads kept for unary calls beside the event streams
 
 
@@ -230,6 +231,7 @@ class _Service:
             capabilities=to_proto(caps),
             history_reader=isinstance(p, agentapi.HistoryReader),
             history_pager=isinstance(p, agentapi.HistoryPager),
+            titler=isinstance(p, agentapi.Titler),
         )
 
     async def open(self, request: pb.OpenRequest) -> pb.OpenResponse:
@@ -268,11 +270,22 @@ class _Service:
         window: agentapi.HistoryWindow = await self.provider.read_history_window(req)
         return to_proto(window)
 
+    async def title(self, request: pb.TitleRequest) -> pb.TitleResponse:
+        if not isinstance(self.provider, agentapi.Titler):
+            raise agentapi.Unsupported("the provider cannot title")
+        usage: list[agentapi.UtilityUsage] = []
+        req = from_proto(request, agentapi.TitleRequest, on_usage=usage.append)
+        title = await self.provider.title(req)
+        reply = pb.TitleResponse(title=title)
+        if usage:
+            reply.usage.CopyFrom(to_proto(usage[-1]))
+        return reply
+
     # -- conversation --------------------------------------------------------------------
 
     def events(
         self, request: pb.ConversationRef, context: grpc.ServicerContext
-    ) -> Iterator[pb.Event]:
+    ) -> Iterator[pb.EventBatch]:
         served = self.served.get(request.handle)
         if served is None or served.dropped:
             self._abort(
@@ -292,10 +305,16 @@ class _Service:
                 batch, ended = served.take(context.is_active)
                 if not context.is_active():
                     return
-                for event in batch:
-                    yield to_proto(event)
-                    if event.kind == agentapi.EventKind.EXIT:
-                        return  # the conversation is unusable: end the stream
+                for start in range(0, len(batch), MAX_BATCH):
+                    chunk = batch[start : start + MAX_BATCH]
+                    exit_at = next(
+                        (i for i, e in enumerate(chunk) if e.kind == agentapi.EventKind.EXIT),
+                        None,
+                    )
+                    if exit_at is not None:  # the conversation is unusable: end the stream
+                        yield pb.EventBatch(events=[to_proto(e) for e in chunk[: exit_at + 1]])
+                        return
+                    yield pb.EventBatch(events=[to_proto(e) for e in chunk])
                 if ended:
                     if served.overflowed:
                         _fail(
@@ -353,6 +372,9 @@ class _ProviderServicer(pb_grpc.ProviderServiceServicer):
     ) -> pb.HistoryWindow:
         return self.s.call(context, self.s.read_history_window, request)
 
+    def Title(self, request: pb.TitleRequest, context: grpc.ServicerContext) -> pb.TitleResponse:
+        return self.s.call(context, self.s.title, request)
+
 
 class _ConversationServicer(pb_grpc.ConversationServiceServicer):
     def __init__(self, service: _Service) -> None:
@@ -363,7 +385,7 @@ class _ConversationServicer(pb_grpc.ConversationServiceServicer):
 
     def Events(
         self, request: pb.ConversationRef, context: grpc.ServicerContext
-    ) -> Iterator[pb.Event]:
+    ) -> Iterator[pb.EventBatch]:
         return self.s.events(request, context)
 
     def History(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> pb.History:

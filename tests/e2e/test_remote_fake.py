@@ -99,9 +99,13 @@ async def test_history_crosses_whole_and_reopen_finds_the_conversation(tmp_path:
         remote_history = await reopened.history()
         users = [i.text for i in remote_history.items if i.kind == agentapi.ItemKind.USER]
         assert users == ["conformance: permission", "conformance: question"]
-        if isinstance(fake, agentapi.HistoryReader):
-            req = agentapi.ReadRequest(conversation_id=conversation_id)
-            assert await remote.read_history(req) == await fake.read_history(req)
+        # The client mirrors the served provider's optional Protocols, no more, no less.
+        assert isinstance(fake, agentapi.HistoryReader)
+        assert isinstance(remote, agentapi.HistoryReader)
+        assert isinstance(remote, agentapi.Titler) == isinstance(fake, agentapi.Titler)
+        assert isinstance(remote, agentapi.HistoryPager) == isinstance(fake, agentapi.HistoryPager)
+        req = agentapi.ReadRequest(conversation_id=conversation_id)
+        assert await remote.read_history(req) == await fake.read_history(req)
         await reopened.close()
         with pytest.raises(agentapi.ConversationNotFound):
             await remote.open(agentapi.OpenRequest(conversation_id="no-such", events=Recorder()))

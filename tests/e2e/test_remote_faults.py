@@ -160,6 +160,8 @@ async def test_a_cancelled_stream_closes_the_conversation_on_the_server() -> Non
     sink = Recorder()
     async with serving(ctl, socket_address()) as (address, _), RemoteProvider(address) as remote:
         conv = await remote.open(_open_req(sink))
+        await conv.send(agentapi.Prompt(text="flood 1 1"))
+        await sink.wait_turn_end()  # the server is streaming to us now
         conv._call_obj.cancel()  # the stream dies under the conversation (as on a crash)
         await sink.wait_for(lambda e: e.kind == EXIT)
         await _wait(lambda: f"close:{conv.id()}" in ctl.calls)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from ahp_bridge_remote._gen.agentapi.v1 import agentapi_pb2 as pb
-from ahp_bridge_remote.convert import ConversionError, from_proto, to_proto
+from ahp_bridge_remote.convert import CALLBACK_FIELDS, ConversionError, from_proto, to_proto
 from pydantic import BaseModel
 
 from ahp_bridge import agentapi
@@ -29,8 +29,6 @@ CROSSING = [
     and issubclass(getattr(agentapi, name), BaseModel)
 ]
 PLUS_TWO = timezone(timedelta(hours=2))
-# OpenRequest fields with no wire form (callbacks, and host tools that need them).
-CALLBACKS = {"events", "validate_file", "call_tool", "hooks", "tools"}
 
 
 def _sample(annotation: Any, seed: int) -> Any:
@@ -70,8 +68,8 @@ def sample(model: type[BaseModel], seed: int = 1) -> BaseModel:
         return _event(agentapi.EventKind.INTERACTION, seed)
     data: dict[str, Any] = {}
     for name, info in model.model_fields.items():
-        if model is agentapi.OpenRequest and name in CALLBACKS:
-            continue
+        if name in CALLBACK_FIELDS.get(model.__name__, ()):
+            continue  # no wire form (callbacks, and host tools that need them)
         data[name] = _sample(info.annotation, seed + len(data))
     return model.model_validate(data, by_name=True)
 

@@ -15,18 +15,20 @@ class InfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ProviderInfo(_message.Message):
-    __slots__ = ("name", "display_name", "capabilities", "history_reader", "history_pager")
+    __slots__ = ("name", "display_name", "capabilities", "history_reader", "history_pager", "titler")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
     HISTORY_READER_FIELD_NUMBER: _ClassVar[int]
     HISTORY_PAGER_FIELD_NUMBER: _ClassVar[int]
+    TITLER_FIELD_NUMBER: _ClassVar[int]
     name: str
     display_name: str
     capabilities: Capabilities
     history_reader: bool
     history_pager: bool
-    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., history_reader: _Optional[bool] = ..., history_pager: _Optional[bool] = ...) -> None: ...
+    titler: bool
+    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., history_reader: _Optional[bool] = ..., history_pager: _Optional[bool] = ..., titler: _Optional[bool] = ...) -> None: ...
 
 class ModelsResponse(_message.Message):
     __slots__ = ("models",)
@@ -113,6 +115,40 @@ class SetTitleRequest(_message.Message):
     handle: str
     title: str
     def __init__(self, handle: _Optional[str] = ..., title: _Optional[str] = ...) -> None: ...
+
+class TitleRequest(_message.Message):
+    __slots__ = ("model", "workdir", "text", "images", "reply")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    WORKDIR_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    IMAGES_FIELD_NUMBER: _ClassVar[int]
+    REPLY_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    workdir: str
+    text: str
+    images: _containers.RepeatedCompositeFieldContainer[Blob]
+    reply: str
+    def __init__(self, model: _Optional[str] = ..., workdir: _Optional[str] = ..., text: _Optional[str] = ..., images: _Optional[_Iterable[_Union[Blob, _Mapping]]] = ..., reply: _Optional[str] = ...) -> None: ...
+
+class UtilityUsage(_message.Message):
+    __slots__ = ("input_tokens", "output_tokens", "credits", "tokens")
+    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CREDITS_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    input_tokens: int
+    output_tokens: int
+    credits: float
+    tokens: _containers.RepeatedCompositeFieldContainer[TokenUsage]
+    def __init__(self, input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., credits: _Optional[float] = ..., tokens: _Optional[_Iterable[_Union[TokenUsage, _Mapping]]] = ...) -> None: ...
+
+class TitleResponse(_message.Message):
+    __slots__ = ("title", "usage")
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    title: str
+    usage: UtilityUsage
+    def __init__(self, title: _Optional[str] = ..., usage: _Optional[_Union[UtilityUsage, _Mapping]] = ...) -> None: ...
 
 class CommandsResponse(_message.Message):
     __slots__ = ("commands",)
@@ -1058,6 +1094,12 @@ class Event(_message.Message):
     mcp_status: MCPStatusSnapshot
     skill: SkillLoad
     def __init__(self, kind: _Optional[str] = ..., item: _Optional[_Union[Item, _Mapping]] = ..., delta: _Optional[_Union[Delta, _Mapping]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., interaction: _Optional[_Union[Interaction, _Mapping]] = ..., plan_path: _Optional[str] = ..., plan_version: _Optional[int] = ..., subagent: _Optional[_Union[Subagent, _Mapping]] = ..., background_tasks: _Optional[_Union[BackgroundTasks, _Mapping]] = ..., schedules: _Optional[_Union[ScheduleSnapshot, _Mapping]] = ..., context: _Optional[_Union[Context, _Mapping]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., tokens: _Optional[_Union[TokenUsage, _Mapping]] = ..., execution: _Optional[_Union[ExecutionState, _Mapping]] = ..., error: _Optional[str] = ..., detached: _Optional[bool] = ..., title: _Optional[str] = ..., compacting: _Optional[bool] = ..., compacting_background: _Optional[bool] = ..., activity: _Optional[_Union[Activity, _Mapping]] = ..., todos: _Optional[_Union[TodoList, _Mapping]] = ..., model_selection: _Optional[_Union[ModelSelection, _Mapping]] = ..., mcp_status: _Optional[_Union[MCPStatusSnapshot, _Mapping]] = ..., skill: _Optional[_Union[SkillLoad, _Mapping]] = ...) -> None: ...
+
+class EventBatch(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[Event]
+    def __init__(self, events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ...) -> None: ...
 
 class History(_message.Message):
     __slots__ = ("items", "subagents", "usage", "model", "skills", "truncated")

@@ -73,6 +73,11 @@ class ProviderServiceStub:
                 request_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.WindowRequest.SerializeToString,
                 response_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.HistoryWindow.FromString,
                 _registered_method=True)
+        self.Title = channel.unary_unary(
+                '/agentapi.v1.ProviderService/Title',
+                request_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.TitleRequest.SerializeToString,
+                response_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.TitleResponse.FromString,
+                _registered_method=True)
 
 
 class ProviderServiceServicer:
@@ -131,6 +136,14 @@ class ProviderServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Title(self, request, context):
+        """Titler (ProviderInfo.titler): a title for a Task's first message, in a throwaway
+        conversation. Go's OnUsage callback becomes TitleResponse.usage.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ProviderServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -168,6 +181,11 @@ def add_ProviderServiceServicer_to_server(servicer, server):
                     servicer.ReadHistoryWindow,
                     request_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.WindowRequest.FromString,
                     response_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.HistoryWindow.SerializeToString,
+            ),
+            'Title': grpc.unary_unary_rpc_method_handler(
+                    servicer.Title,
+                    request_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.TitleRequest.FromString,
+                    response_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.TitleResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -372,6 +390,33 @@ class ProviderService:
             metadata,
             _registered_method=True)
 
+    @staticmethod
+    def Title(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentapi.v1.ProviderService/Title',
+            ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.TitleRequest.SerializeToString,
+            ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.TitleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
 
 class ConversationServiceStub:
     """Missing associated documentation comment in .proto file."""
@@ -385,7 +430,7 @@ class ConversationServiceStub:
         self.Events = channel.unary_stream(
                 '/agentapi.v1.ConversationService/Events',
                 request_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.ConversationRef.SerializeToString,
-                response_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.Event.FromString,
+                response_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.EventBatch.FromString,
                 _registered_method=True)
         self.History = channel.unary_unary(
                 '/agentapi.v1.ConversationService/History',
@@ -458,8 +503,10 @@ class ConversationServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def Events(self, request, context):
-        """Events streams the conversation's events in emit order (see the lifetime rules). At most
-        one stream per handle: a second one fails with FAILED_PRECONDITION.
+        """Events streams the conversation's events in emit order (see the lifetime rules), in
+        batches of whatever was queued when the previous batch went out, so a burst costs one
+        message instead of one per event. At most one stream per handle: a second one fails
+        with FAILED_PRECONDITION.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -550,7 +597,7 @@ def add_ConversationServiceServicer_to_server(servicer, server):
             'Events': grpc.unary_stream_rpc_method_handler(
                     servicer.Events,
                     request_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.ConversationRef.FromString,
-                    response_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.Event.SerializeToString,
+                    response_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.EventBatch.SerializeToString,
             ),
             'History': grpc.unary_unary_rpc_method_handler(
                     servicer.History,
@@ -644,7 +691,7 @@ class ConversationService:
             target,
             '/agentapi.v1.ConversationService/Events',
             ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.ConversationRef.SerializeToString,
-            ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.Event.FromString,
+            ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.EventBatch.FromString,
             options,
             channel_credentials,
             insecure,

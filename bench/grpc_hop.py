@@ -1,0 +1,177 @@
+"""What the gRPC hop costs: the fake provider in-process vs. served over gRPC (Unix socket).
+
+Prints, side by side: streamed events per second (one turn of many small deltas, from send
+to the turn's end), and per-call round trips of set_title and respond (median and p99).
+Server and client share this process and its two cores, like a sidecar on a small box.
+
+    .venv/bin/python bench/grpc_hop.py [--events 20000] [--calls 500] [--reps 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+
+import trio
+from ahp_bridge_fake import FakeProvider, parse_script
+from ahp_bridge_remote import RemoteProvider
+from ahp_bridge_remote.server import serve
+
+from ahp_bridge import agentapi
+
+SCRIPT = """
+display_name = "bench"
+[defaults]
+chunk_size = 4
+delay = 0
+[[prompts]]
+text = "stream"
+[[prompts.steps]]
+kind = "text"
+text = "{text}"
+[[prompts]]
+text = "ask"
+[[prompts.steps]]
+kind = "permission"
+title = "May I?"
+"""
+
+
+class Sink:
+    """Counts events; wakes the trio waiter (without polling) on a turn end or interaction."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.count = 0
+        self.pending: list[str] = []
+        self.ended = 0
+        self.token = trio.lowlevel.current_trio_token()
+        self.changed = trio.Event()
+
+    def emit(self, event: agentapi.Event) -> None:
+        wake = False
+        with self.lock:
+            self.count += 1
+            turn = event.turn
+            if turn is not None and turn.state != agentapi.TurnState.WORKING:
+                self.ended += 1
+                wake = True
+            ia = event.interaction
+            if ia is not None and ia.state == agentapi.InteractionState.PENDING:
+                self.pending.append(ia.id)
+                wake = True
+        if wake:
+            self.token.run_sync_soon(self._wake)
+
+    def _wake(self) -> None:
+        self.changed.set()
+        self.changed = trio.Event()
+
+    async def until(self, *, ended: int = 0, pending: int = 0) -> None:
+        """Wait until at least ended turns ended and pending interactions were asked."""
+        while True:
+            changed = self.changed
+            with self.lock:
+                if self.ended >= ended and len(self.pending) >= pending:
+                    return
+            await changed.wait()
+
+
+def fake(events: int) -> FakeProvider:
+    script = parse_script(SCRIPT.replace("{text}", "x" * (4 * events)), "bench.toml")
+    return FakeProvider(script, time_scale=0)
+
+
+@asynccontextmanager
+async def in_process(events: int) -> AsyncIterator[agentapi.Provider]:
+    async with fake(events) as provider:
+        yield provider
+
+
+@asynccontextmanager
+async def over_grpc(events: int) -> AsyncIterator[agentapi.Provider]:
+    address = f"unix:{Path(tempfile.mkdtemp(prefix='ahpb')) / 'b.sock'}"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve, fake(events), address)
+        async with RemoteProvider(address) as remote:
+            yield remote
+        nursery.cancel_scope.cancel()
+
+
+async def measure(
+    factory: Callable[[int], AbstractAsyncContextManager[agentapi.Provider]],
+    events: int,
+    calls: int,
+) -> dict[str, float]:
+    async with factory(events) as provider:
+        sink = Sink()
+        conv = await provider.open(agentapi.OpenRequest(workdir="/tmp", events=sink))
+        before = sink.count
+        start = time.perf_counter()
+        await conv.send(agentapi.Prompt(text="stream"))
+        await sink.until(ended=1)
+        elapsed = time.perf_counter() - start
+        streamed = sink.count - before
+
+        titles = []
+        for i in range(calls):
+            t0 = time.perf_counter()
+            await conv.set_title(f"title {i}")
+            titles.append(time.perf_counter() - t0)
+
+        responds = []
+        for i in range(max(1, calls // 5)):
+            await conv.send(agentapi.Prompt(text="ask"))
+            await sink.until(pending=i + 1)
+            interaction = sink.pending[i]
+            t0 = time.perf_counter()
+            await conv.respond(interaction, agentapi.Answer(decision="allow-once"))
+            responds.append(time.perf_counter() - t0)
+            await sink.until(ended=i + 2)
+        await conv.close()
+    return {
+        "events_per_s": streamed / elapsed,
+        "events": streamed,
+        "set_title_med_us": statistics.median(titles) * 1e6,
+        "set_title_p99_us": statistics.quantiles(titles, n=100)[98] * 1e6,
+        "respond_med_us": statistics.median(responds) * 1e6,
+        "respond_p99_us": statistics.quantiles(responds, n=100)[98] * 1e6
+        if len(responds) >= 2
+        else responds[0] * 1e6,
+    }
+
+
+async def main(events: int, calls: int, reps: int) -> None:
+    results: dict[str, list[dict[str, float]]] = {"in-process": [], "gRPC hop": []}
+    for _ in range(reps):
+        results["in-process"].append(await measure(in_process, events, calls))
+        results["gRPC hop"].append(await measure(over_grpc, events, calls))
+    rows = [
+        ("streamed events/s", "events_per_s", "{:,.0f}"),
+        ("set_title median (µs)", "set_title_med_us", "{:,.0f}"),
+        ("set_title p99 (µs)", "set_title_p99_us", "{:,.0f}"),
+        ("respond median (µs)", "respond_med_us", "{:,.0f}"),
+        ("respond p99 (µs)", "respond_p99_us", "{:,.0f}"),
+    ]
+    n = int(results["in-process"][0]["events"])
+    print(f"fake provider, {n} events per turn, {calls} set_title, {calls // 5} respond; ")
+    print(f"median of {reps} runs\n")
+    print(f"{'':24} {'in-process':>14} {'gRPC hop':>14}")
+    for label, key, fmt in rows:
+        cells = [fmt.format(statistics.median(r[key] for r in results[w])) for w in results]
+        print(f"{label:24} {cells[0]:>14} {cells[1]:>14}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--events", type=int, default=20000)
+    parser.add_argument("--calls", type=int, default=500)
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    trio.run(main, args.events, args.calls, args.reps)
