@@ -8,7 +8,6 @@ EventExit and is closed; the next open starts a new CLI.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import subprocess
 from types import TracebackType
@@ -31,6 +30,7 @@ from ahp_bridge.agentapi import (
 )
 
 from .bridge import AsyncioThread
+from .client import close_pipes, make_client, process_of
 from .conversation import CopilotConversation, clean_title
 from .options import PROTOCOL_VERSION, CopilotOptions, find_cli
 from .sdk_errors import is_not_found, is_signed_out, plain_error
@@ -112,7 +112,7 @@ class CopilotProvider:
             await self._stop_client()
 
     async def _stop_client(self) -> None:
-        client, process = self._client, self._process
+        client = self._client
         self._client = None
         self._process = None
         if client is not None and self._loop.running:
@@ -124,9 +124,8 @@ class CopilotProvider:
                     await self._loop.run(client.force_stop())
                 except Exception:
                     log.exception("copilot: force-stopping the CLI failed")
-        _close_pipes(process)
         if client is not None:
-            _close_all_pipes(client)
+            close_pipes(client)
 
     # -- the client -----------------------------------------------------------------------------
 
@@ -149,30 +148,13 @@ class CopilotProvider:
                 )
 
             async def start() -> tuple[Any, Any]:
-                from copilot import CopilotClient
-                from copilot.client import RuntimeConnection
-
-                if opts.cli_url:
-                    connection: Any = RuntimeConnection.for_uri(
-                        opts.cli_url, connection_token=opts.cli_token()
-                    )
-                else:
-                    connection = RuntimeConnection.for_stdio(path=str(cli))
-                client = _tracking_client_class(CopilotClient)(
-                    connection=connection,
-                    env=opts.runtime_env(),
-                    base_directory=opts.data_dir or None,
-                    working_directory=opts.workdir or None,
-                    github_token=opts.token(),
-                    use_logged_in_user=None if opts.token() else (opts.byok is None),
-                    log_level=opts.log_level,
-                )
+                client = make_client(opts, cli)
                 try:
                     await client.start()
                     status = await client.get_status()
                 except BaseException:
                     await _quiet_force_stop(client)
-                    _close_all_pipes(client)
+                    close_pipes(client)
                     raise
                 return client, status
 
@@ -184,10 +166,10 @@ class CopilotProvider:
                         f"this bridge cannot drive the installed Copilot CLI: {exc}"
                     ) from None
                 raise AgentAPIError(plain_error("start the Copilot CLI", exc)) from None
-            process = getattr(client, "_cli_process", None)
+            process = process_of(client)
             if status.protocol_version != PROTOCOL_VERSION:
                 await _quiet_stop(self._loop, client)
-                _close_all_pipes(client)
+                close_pipes(client)
                 raise CLIIncompatible(
                     f"the Copilot CLI {status.version} speaks protocol {status.protocol_version}; "
                     f"this bridge needs protocol {PROTOCOL_VERSION}"
@@ -213,8 +195,7 @@ class CopilotProvider:
         for conv in list(self._conversations.values()):
             self._loop.call_soon(conv.runtime_exited, error)
         await _quiet_stop(self._loop, client)
-        _close_pipes(process)
-        _close_all_pipes(client)
+        close_pipes(client)
 
     # -- agentapi.Provider ----------------------------------------------------------------------
 
@@ -338,34 +319,3 @@ async def _quiet_stop(loop: AsyncioThread, client: Any) -> None:
             await loop.run(_quiet_force_stop(client))
     except Exception:
         log.debug("copilot: stopping the client failed", exc_info=True)
-
-
-def _tracking_client_class(base: type[Any]) -> type[Any]:
-    """A CopilotClient that remembers every child process it starts.
-
-    The SDK forgets its process when it force-stops (e.g. after a failed handshake) without
-    closing the pipes; remembering it lets the adapter close them.
-    """
-
-    class TrackingClient(base):
-        def __setattr__(self, name: str, value: Any) -> None:
-            if name == "_cli_process" and value is not None:
-                self.__dict__.setdefault("_ahp_processes", []).append(value)
-            super().__setattr__(name, value)
-
-    return TrackingClient
-
-
-def _close_all_pipes(client: Any) -> None:
-    for process in getattr(client, "_ahp_processes", []):
-        _close_pipes(process)
-
-
-def _close_pipes(process: Any) -> None:
-    """The SDK leaves the child's stdout/stderr pipe objects open after stop()."""
-    if process is None:
-        return
-    for pipe in (process.stdin, process.stdout, process.stderr):
-        if pipe is not None:
-            with contextlib.suppress(OSError):
-                pipe.close()

@@ -1,0 +1,191 @@
+"""``ahp-bridge doctor --provider copilot``: check the Copilot setup and say how to fix it.
+
+Each line is ``(ok, what, how_to_fix)``; ``how_to_fix`` is empty when ok. Secrets (the GitHub
+token, a BYOK API key) are only checked for presence; their values never appear in a line.
+The probe starts the CLI briefly on its own asyncio loop in a worker thread, so ``report`` can be
+called from synchronous code or from a thread of an async program.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .client import close_pipes, make_client
+from .options import PROTOCOL_VERSION, CopilotOptions, OptionsError, find_cli
+
+Line = tuple[bool, str, str]
+
+TESTED_CLI_VERSION = "1.0.102"
+"""The npm @github/copilot release this adapter is tested with (scripts/install-copilot-cli.sh)."""
+
+INSTALL_FIX = (
+    "run scripts/install-copilot-cli.sh, or set cli_path in [providers.copilot] "
+    "(or COPILOT_CLI_PATH) to the Copilot CLI binary"
+)
+
+
+def report(options: Mapping[str, Any]) -> list[Line]:
+    """Check options, the CLI binary, its protocol version, credentials and sign-in."""
+    try:
+        opts = CopilotOptions.parse(options)
+    except OptionsError as exc:
+        return [(False, "provider options", str(exc))]
+    lines: list[Line] = [(True, "provider options are valid", "")]
+    lines.extend(_secrets(opts))
+    if opts.data_dir:
+        lines.append(_data_dir(Path(opts.data_dir).expanduser()))
+
+    cli: Path | None = None
+    if opts.cli_url:
+        lines.append((True, f"connecting to a running Copilot CLI at {opts.cli_url}", ""))
+    else:
+        cli = find_cli(opts)
+        if cli is None:
+            lines.append((False, "Copilot CLI not found", INSTALL_FIX))
+            return lines
+        lines.append((True, f"Copilot CLI found at {cli}", ""))
+        lines.append(_version(cli, opts))
+
+    probe = _run_probe(opts, cli)
+    if isinstance(probe, str):
+        if "protocol version mismatch" in probe:
+            lines.append(
+                (
+                    False,
+                    f"the Copilot CLI speaks an incompatible protocol ({probe})",
+                    f"install the tested release: scripts/install-copilot-cli.sh "
+                    f"(@github/copilot {TESTED_CLI_VERSION})",
+                )
+            )
+        else:
+            lines.append((False, f"the Copilot CLI did not start: {probe}", INSTALL_FIX))
+        return lines
+    version, protocol, signed_in, login = probe
+    if protocol != PROTOCOL_VERSION:
+        lines.append(
+            (
+                False,
+                f"Copilot CLI {version} speaks protocol {protocol}, this bridge needs "
+                f"{PROTOCOL_VERSION}",
+                f"install the tested release: scripts/install-copilot-cli.sh "
+                f"(@github/copilot {TESTED_CLI_VERSION})",
+            )
+        )
+        return lines
+    lines.append((True, f"Copilot CLI {version} speaks protocol {protocol}", ""))
+    if opts.byok is not None:
+        lines.append(
+            (True, f"using your own model provider at {opts.byok.base_url}; no sign-in needed", "")
+        )
+    elif signed_in:
+        lines.append((True, f"signed in to GitHub Copilot{f' as {login}' if login else ''}", ""))
+    else:
+        lines.append(
+            (
+                False,
+                "GitHub Copilot is signed out",
+                "run `copilot login`, or set token_env in [providers.copilot] to the name of an "
+                "environment variable holding a GitHub token",
+            )
+        )
+    return lines
+
+
+def _secrets(opts: CopilotOptions) -> list[Line]:
+    out: list[Line] = []
+    if opts.token_env:
+        if os.environ.get(opts.token_env):
+            out.append((True, f"a GitHub token is set in ${opts.token_env}", ""))
+        else:
+            out.append(
+                (
+                    False,
+                    f"token_env names ${opts.token_env}, which is not set",
+                    f"export {opts.token_env}=<a GitHub token with Copilot access>",
+                )
+            )
+    if opts.byok is not None and opts.byok.api_key_env:
+        name = opts.byok.api_key_env
+        if os.environ.get(name):
+            out.append((True, f"the model provider's API key is set in ${name}", ""))
+        else:
+            out.append(
+                (False, f"byok.api_key_env names ${name}, which is not set", f"export {name}=...")
+            )
+    return out
+
+
+def _data_dir(path: Path) -> Line:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".ahp-bridge-doctor"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        return (False, f"data_dir {path} is not writable ({exc.strerror})", "fix its permissions")
+    return (True, f"data_dir {path} is writable", "")
+
+
+def _version(cli: Path, opts: CopilotOptions) -> Line:
+    args = ["node", str(cli)] if cli.suffix == ".js" else [str(cli)]
+    try:
+        out = subprocess.run(
+            [*args, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=opts.runtime_env(),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return (False, f"`copilot --version` failed: {exc}", INSTALL_FIX)
+    text = (out.stdout or out.stderr).strip().splitlines()
+    first = text[0] if text else ""
+    if out.returncode != 0 or not first:
+        return (False, f"`copilot --version` exited with {out.returncode}", INSTALL_FIX)
+    if TESTED_CLI_VERSION in first:
+        return (True, f"{first.rstrip('.')} (the tested release)", "")
+    return (
+        True,
+        f"{first.rstrip('.')}; tested with {TESTED_CLI_VERSION}",
+        "",
+    )
+
+
+def _run_probe(opts: CopilotOptions, cli: Path | None) -> tuple[str, int, bool, str] | str:
+    result: list[tuple[str, int, bool, str] | str] = []
+
+    def work() -> None:
+        try:
+            result.append(asyncio.run(_probe(opts, cli)))
+        except Exception as exc:
+            from .sdk_errors import rpc_message
+
+            result.append(rpc_message(exc))
+
+    thread = threading.Thread(target=work, name="copilot-doctor", daemon=True)
+    thread.start()
+    thread.join(90)
+    return result[0] if result else "no answer within 90 seconds"
+
+
+async def _probe(opts: CopilotOptions, cli: Path | None) -> tuple[str, int, bool, str]:
+    client = make_client(opts, cli)
+    try:
+        await client.start()
+        status = await client.get_status()
+        auth = await client.get_auth_status()
+        return status.version, status.protocol_version, bool(auth.isAuthenticated), auth.login or ""
+    finally:
+        try:
+            await client.stop()
+        except Exception:
+            await client.force_stop()
+        close_pipes(client)

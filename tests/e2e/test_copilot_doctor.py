@@ -1,0 +1,94 @@
+"""``ahp_bridge_copilot.doctor.report``: each problem gets a failing line with a fix, and
+secrets never appear in the output."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ahp_bridge_copilot.doctor import report
+
+from tests.support.copilot_cli import CLI_PATH, offline_env, requires_cli
+
+FAULT_CLI = Path(__file__).resolve().parents[1] / "fixtures" / "copilot" / "fault_cli.py"
+SECRET = "ghp_doctor-secret-value-0123456789"
+
+
+@pytest.fixture
+def secret_env() -> Iterator[str]:
+    os.environ["AHP_TEST_DOCTOR_TOKEN"] = SECRET
+    yield "AHP_TEST_DOCTOR_TOKEN"
+    del os.environ["AHP_TEST_DOCTOR_TOKEN"]
+
+
+def failing(lines: list[tuple[bool, str, str]]) -> list[tuple[bool, str, str]]:
+    return [line for line in lines if not line[0]]
+
+
+def test_invalid_options_are_one_line_with_the_reason() -> None:
+    lines = report({"byok": {"base_url": "ftp://x", "model": "m"}, "bogus": 1})
+    assert len(lines) == 1
+    ok, what, fix = lines[0]
+    assert not ok and what == "provider options"
+    assert "byok.base_url" in fix and "bogus" in fix
+
+
+def test_missing_cli(tmp_path: Path) -> None:
+    lines = report({"cli_path": str(tmp_path / "missing")})
+    (bad,) = failing(lines)
+    assert bad[1] == "Copilot CLI not found" and "install-copilot-cli.sh" in bad[2]
+
+
+def test_protocol_mismatch(tmp_path: Path) -> None:
+    opts: dict[str, Any] = {"cli_path": str(FAULT_CLI), "env": {"AHP_FAULT_MODE": "protocol"}}
+    lines = report(opts)
+    assert (True, "GitHub Copilot CLI 0.0.0-fault; tested with 1.0.102", "") in lines
+    (bad,) = failing(lines)
+    assert "incompatible protocol" in bad[1] and "1.0.102" in bad[2]
+
+
+def test_signed_out_and_unset_token(tmp_path: Path) -> None:
+    opts = {
+        "cli_path": str(FAULT_CLI),
+        "token_env": "AHP_TEST_UNSET_TOKEN",
+        "data_dir": str(tmp_path / "d"),
+    }
+    lines = report(opts)
+    whats = [w for ok, w, _ in lines if ok]
+    assert any("speaks protocol 3" in w for w in whats)
+    assert any("is writable" in w for w in whats)
+    bad = failing(lines)
+    assert [b[1] for b in bad] == [
+        "token_env names $AHP_TEST_UNSET_TOKEN, which is not set",
+        "GitHub Copilot is signed out",
+    ]
+    assert "copilot login" in bad[1][2]
+
+
+def test_token_value_is_never_shown(secret_env: str) -> None:
+    lines = report({"cli_path": str(FAULT_CLI), "token_env": secret_env})
+    assert (True, f"a GitHub token is set in ${secret_env}", "") in lines
+    assert SECRET not in repr(lines)
+
+
+@requires_cli
+def test_real_cli_with_byok_is_healthy(tmp_path: Path) -> None:
+    env = offline_env(tmp_path)
+    opts = {
+        "cli_path": str(CLI_PATH),
+        "env": {"HOME": env["HOME"]},
+        "data_dir": env["COPILOT_HOME"],
+        "byok": {"base_url": "http://127.0.0.1:9/v1", "model": "m"},
+    }
+    lines = report(opts)
+    assert failing(lines) == []
+    whats = " | ".join(w for _, w, _ in lines)
+    assert "1.0.102 (the tested release)" in whats
+    assert "speaks protocol 3" in whats and "no sign-in needed" in whats
+    # Without a model provider or token, the offline CLI is signed out.
+    del opts["byok"]
+    (bad,) = failing(report(opts))
+    assert bad[1] == "GitHub Copilot is signed out"
