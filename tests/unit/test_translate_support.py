@@ -30,6 +30,7 @@ from ahp_bridge.agentapi import (
     TurnState,
 )
 from ahp_bridge.protocol.actions import parse_action
+from ahp_bridge.protocol.models import wire_adapter
 from ahp_bridge.state import status as st
 from ahp_bridge.state.reducers import reduce
 from ahp_bridge.translate import EventTranslator
@@ -87,6 +88,13 @@ def strict(action: Action) -> None:
     model = parse_action(action)
     extras = _extras(model, "action")
     assert not extras, f"fields the schema does not define: {extras} in {action}"
+
+
+def strict_type(name: str, value: Any) -> None:
+    """Fail unless ``value`` is a valid AHP 0.7.0 ``name`` using only schema-defined fields."""
+    model = wire_adapter(name).validate_python(value)
+    extras = _extras(model, name)
+    assert not extras, f"fields the schema does not define: {extras} in {value}"
 
 
 def new_chat() -> dict[str, Any]:

@@ -3,6 +3,7 @@
 ``events``: agentapi Events -> AHP actions (``EventTranslator``, one per chat).
 ``commands``: client actions -> Conversation call plans (``plan_command``).
 ``questions``: the shared question/answer mapping both directions use.
+``models``: agentapi Models -> AHP ``SessionModelInfo`` (config keys the planner reads back).
 """
 
 from .commands import (
@@ -23,6 +24,7 @@ from .commands import (
     synced_answers,
 )
 from .events import EventTranslator, confirmation_options
+from .models import model_info
 from .questions import AnswerError, answer_from_input, input_request
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "confirmation_options",
     "input_request",
     "message_prompt",
+    "model_info",
     "next_queued_turn",
     "plan_command",
     "synced_answers",
