@@ -109,8 +109,15 @@ class _RecordingSink:
 class RecordingConversation:
     """A Conversation that records each call (arguments and outcome) around the inner one."""
 
-    def __init__(self, writer: _Writer, conv: str, inner: Conversation) -> None:
+    def __init__(
+        self,
+        writer: _Writer,
+        conv: str,
+        inner: Conversation,
+        registry: dict[str, RecordingConversation],
+    ) -> None:
         self._writer, self._conv, self.inner = writer, conv, inner
+        self._registry = registry
 
     async def _call(self, name: str, args: dict[str, Any], call: Any) -> Any:
         self._writer.write({"conv": self._conv, "call": name, "args": args})
@@ -170,6 +177,9 @@ class RecordingConversation:
         await self._call("set_title", {"title": title}, self.inner.set_title(title))
 
     async def close(self) -> None:
+        if self._registry.pop(self._conv, None) is None:
+            await self.inner.close()  # already closed (or closed by shutdown): not recorded
+            return
         await self._call("close", {}, self.inner.close())
 
     def __getattr__(self, name: str) -> Any:
@@ -195,6 +205,7 @@ class RecordingProvider:
         self._wallclock = wallclock
         self._offset = timedelta(0)
         self._opened = 0
+        self._open: dict[str, RecordingConversation] = {}
 
     async def __aenter__(self) -> Self:
         self._offset = TIME_BASE - self._wallclock()
@@ -217,9 +228,13 @@ class RecordingProvider:
         tb: TracebackType | None,
     ) -> bool | None:
         try:
-            return await self.inner.__aexit__(exc_type, exc, tb)
+            try:
+                await self.shutdown()
+            finally:
+                result = await self.inner.__aexit__(exc_type, exc, tb)
         finally:
             self._writer.close()
+        return result
 
     def name(self) -> str:
         return self.inner.name()
@@ -249,10 +264,24 @@ class RecordingProvider:
             self._writer.write({"conv": conv, "return": "open", "error": error_json(exc)})
             raise
         self._writer.write({"conv": conv, "return": "open", "result": inner.id(), "error": None})
-        return RecordingConversation(self._writer, conv, inner)
+        conversation = RecordingConversation(self._writer, conv, inner, self._open)
+        self._open[conv] = conversation
+        return conversation
 
     async def shutdown(self) -> None:
-        await self.inner.shutdown()
+        """Shut the inner provider down, recorded as a close of each open conversation."""
+        closing = list(self._open)
+        self._open.clear()
+        for conv in closing:
+            self._writer.write({"conv": conv, "call": "close", "args": {}})
+        try:
+            await self.inner.shutdown()
+        except BaseException as exc:
+            for conv in closing:
+                self._writer.write({"conv": conv, "return": "close", "error": error_json(exc)})
+            raise
+        for conv in closing:
+            self._writer.write({"conv": conv, "return": "close", "result": None, "error": None})
 
     def __getattr__(self, name: str) -> Any:
         """Optional provider capabilities (history reader, titler, ...) pass through."""

@@ -181,9 +181,6 @@ class _Player:
         if kind is ItemKind.ASSISTANT:
             self.last_text[agent] = step.text
 
-    def tool_item(self, step: ToolStep, agent: str, item_id: str, call: ToolCall) -> Item:
-        return Item(id=item_id, kind=ItemKind.TOOL, tool=call, time=self.c.now(), agent_id=agent)
-
     async def tool(self, step: ToolStep, agent: str, item_id: str) -> None:
         started = self.c.now()
         running = ToolCall(

@@ -1019,3 +1019,23 @@ async def test_a_fault_in_a_turn_fails_that_turn_only(
     assert end is not None and end.state is TurnState.FAILED
     assert end.error == "fake provider error: RuntimeError: disk on fire"
     assert _texts(await _turn(conversation, log, "plain")) == ["Hello world!"]
+
+
+async def test_reopening_an_open_conversation_replaces_the_old_handle(
+    provider: FakeProvider, autojump_clock: trio.testing.MockClock
+) -> None:
+    old, old_log = await _open(provider)
+    await old.send(Prompt(text="permission"))
+    asked = await old_log.pending()
+    new, new_log = await _open(provider, conversation_id=old.id())
+    # the old handle closed as close does: its request expired, its turn ended, no answer
+    assert old.closed
+    assert [e.interaction.state for e in old_log.events if e.interaction] == [
+        InteractionState.PENDING,
+        InteractionState.EXPIRED,
+    ]
+    assert _end(old_log.events) is TurnState.CANCELLED
+    with pytest.raises(InteractionGone):
+        await new.respond(asked.id, Answer(decision="allow-once"))
+    assert _texts(await _turn(new, new_log, "plain")) == ["Hello world!"]
+    assert new_log.events[0].item is not None

@@ -323,6 +323,74 @@ MISTAKES = [
         'missing required field "ai_units"',
     ),
     (
+        "a table expected",
+        '[defaults]\n[[prompts]]\ntext = "a"\nsteps = [1]\n',
+        "prompts[0].steps[0]",
+        "steps = [1]",
+        "expected a table, got int",
+    ),
+    (
+        "empty required text",
+        BASE.replace('text = "x"', 'text = ""'),
+        "prompts[0].steps[0].text",
+        'text = ""',
+        "must not be empty",
+    ),
+    (
+        "boolean of the wrong type",
+        BASE.replace('text = "a"', 'text = "a"\nsteer = "no"'),
+        "prompts[0].steer",
+        'steer = "no"',
+        "expected true or false, got a string",
+    ),
+    (
+        "number of the wrong type",
+        BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "delay"\nseconds = "5"\n',
+        "prompts[1].steps[0].seconds",
+        'seconds = "5"',
+        "expected a number, got a string",
+    ),
+    (
+        "choices that are not strings",
+        BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "question"\ntitle = "t"\n'
+        '[[prompts.steps.questions]]\ntext = "q"\nchoices = [1, 2]\n',
+        "prompts[1].steps[0].questions[0].choices",
+        "choices = [1, 2]",
+        "expected an array of strings",
+    ),
+    (
+        "empty model list",
+        "models = []\n" + BASE,
+        "models",
+        "models = []",
+        "must list at least one model",
+    ),
+    (
+        "empty option list",
+        BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "permission"\ntitle = "t"\n'
+        "options = []\n",
+        "prompts[1].steps[0].options",
+        "options = []",
+        "must list at least one option",
+    ),
+    (
+        "empty question list",
+        BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "question"\ntitle = "t"\n'
+        "questions = []\n",
+        "prompts[1].steps[0].questions",
+        "questions = []",
+        "must list at least one question",
+    ),
+    (
+        "mistake under a quoted branch key",
+        BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "question"\ntitle = "t"\n'
+        '[[prompts.steps.questions]]\ntext = "q"\n'
+        '[[prompts.steps.on."dark blue"]]\nkind = "text"\n"text" = 5\n',
+        "prompts[1].steps[0].on.\"dark blue\"[0].text",
+        '"text" = 5',
+        "expected a string",
+    ),
+    (
         "steps not an array of tables",
         '[[prompts]]\nsteps = "go"\n',
         "prompts[0].steps",

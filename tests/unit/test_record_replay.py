@@ -18,6 +18,7 @@ from ahp_bridge_fake.testing import EventLog
 from ahp_bridge.agentapi import (
     Answer,
     Busy,
+    Closed,
     Conversation,
     ConversationNotFound,
     Event,
@@ -27,6 +28,7 @@ from ahp_bridge.agentapi import (
     Prompt,
     ReadRequest,
     TurnState,
+    Unsupported,
 )
 
 SCRIPT = """
@@ -246,6 +248,8 @@ async def test_recording_format(tmp_path: Path, autojump_clock: trio.testing.Moc
         (None, "send"),
         ("send", None),
         (None, "send"),
+        ("close", None),  # leaving the provider closed the open conversation
+        (None, "close"),
     ]
     busy = [line for line in body if line.get("return") == "send"][1]
     assert busy["error"]["reason"] == "busy" and busy["error"]["type"] == "Busy"
@@ -414,3 +418,98 @@ async def test_replay_plays_the_file_not_a_script(
     texts = [e.item.text for e in log2.events if e.item and e.item.kind is ItemKind.ASSISTANT]
     assert texts == ["An edited answer, streamed."]
     assert len(log2.events) == len(log.events)
+
+
+async def test_every_conversation_call_is_recorded_with_its_outcome(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    recording = tmp_path / "r.jsonl"
+    recorder = RecordingProvider(
+        FakeProvider(parse_script(SCRIPT)), recording, clock=trio.current_time
+    )
+    async with recorder:
+        assert recorder.name() == "fake" and recorder.capabilities().cancel
+        await recorder.check()
+        log = EventLog()
+        conversation = await recorder.open(OpenRequest(events=log))
+        assert await conversation.commands() == []
+        for call in (
+            conversation.run_command("review", Prompt(text="all")),
+            conversation.cancel_subagent("sa1"),
+            conversation.prompt_subagent("sa1", "hello"),
+            conversation.diff(),
+        ):
+            with pytest.raises(Unsupported):
+                await call
+        assert (await conversation.history()).items == []
+        await recorder.shutdown()
+    lines = [json.loads(line) for line in recording.read_text().splitlines()[1:]]
+    calls = {line["call"]: line["args"] for line in lines if "call" in line}
+    assert calls["run_command"] == {
+        "name": "review",
+        "args": {"Text": "all", "Files": [], "Attachments": []},
+    }
+    assert calls["prompt_subagent"] == {"agent_id": "sa1", "text": "hello"}
+    returns = {line["return"]: line for line in lines if "return" in line}
+    assert returns["commands"]["result"] == [] and returns["commands"]["error"] is None
+    for name in ("run_command", "cancel_subagent", "prompt_subagent", "diff"):
+        assert returns[name]["error"]["reason"] == "unsupported"
+    assert returns["close"]["error"] is None  # shutdown closed the conversation
+
+
+async def test_replay_serves_recorded_models_and_exits(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    source = SCRIPT + (
+        '\n[[models]]\nid = "rec-model"\nname = "Recorded"\nefforts = ["low"]\n'
+        'context_sizes = [{ id = "default", tokens = 42 }]\n'
+        '\n[[prompts]]\ntext = "bye"\n[[prompts.steps]]\nkind = "exit"\nmessage = "gone"\n'
+    )
+    recording = tmp_path / "r.jsonl"
+    recorder = RecordingProvider(
+        FakeProvider(parse_script(source)), recording, clock=trio.current_time
+    )
+    async with recorder:
+        recorded_models = await recorder.models()
+        log = EventLog()
+        conversation: Conversation = await recorder.open(OpenRequest(events=log))
+        await conversation.send(Prompt(text="bye"))
+        await log.wait_for(lambda e: e.kind is EventKind.EXIT)
+    replayer = replay_provider(recording, time_scale=0)
+    async with replayer:
+        assert await replayer.models() == recorded_models
+        log2 = EventLog()
+        conversation = await replayer.open(OpenRequest(events=log2))
+        with pytest.raises(ValueError, match="no steer"):
+            await conversation.steer(Prompt(text="x"))
+        await conversation.send(Prompt(text="bye"))
+        await log2.wait_for(lambda e: e.kind is EventKind.EXIT)
+        with pytest.raises(Closed):
+            await conversation.send(Prompt(text="bye"))
+    assert stream(log2.events) == stream(log.events)
+
+
+async def test_shutdown_is_recorded_as_closes_and_replayed_only_on_close(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    recording = tmp_path / "r.jsonl"
+    recorder = RecordingProvider(
+        FakeProvider(parse_script(SCRIPT)), recording, clock=trio.current_time
+    )
+    async with recorder:
+        log = EventLog()
+        conversation: Conversation = await recorder.open(OpenRequest(events=log))
+        await conversation.send(Prompt(text="tools"))
+        await log.pending()
+    # leaving the provider expired the request and ended the turn
+    assert [e.kind for e in log.events[-2:]] == [EventKind.INTERACTION, EventKind.TURN]
+    replayer = replay_provider(recording)
+    async with replayer:
+        log2 = EventLog()
+        conversation = await replayer.open(OpenRequest(events=log2))
+        await conversation.send(Prompt(text="tools"))
+        await log2.pending()
+        count = len(log2.events)
+        await trio.sleep(1000)
+        assert len(log2.events) == count  # the recorded close waits for a close
+    assert stream(log2.events) == stream(log.events)
