@@ -19,6 +19,7 @@ from typing import Any, Self
 import trio
 
 from ahp_bridge.agentapi import (
+    AgentUnavailable,
     Capabilities,
     Closed,
     ContextSize,
@@ -33,6 +34,7 @@ from ahp_bridge.agentapi import (
     SubagentRequest,
     SubagentWindow,
     TitleRequest,
+    Unsupported,
     WindowRequest,
 )
 
@@ -163,6 +165,10 @@ class FakeProvider:
     async def open(self, req: OpenRequest) -> FakeConversation:
         if self._nursery is None:
             raise Closed("the fake provider is not running (use `async with provider:`)")
+        if req.agent:
+            raise AgentUnavailable(f"the fake provider has no custom agent {req.agent!r}")
+        if req.assisted_approval_model:
+            raise Unsupported("the fake provider has no assisted permission review")
         if req.conversation_id:
             transcript = self._find(req.conversation_id)
             previous = self._open.get(req.conversation_id)

@@ -13,6 +13,7 @@ from ahp_bridge_fake.testing import EventLog
 from ahp_bridge.agentapi import (
     DELIVERY_STEER,
     AgentAPIError,
+    AgentUnavailable,
     Answer,
     Blob,
     Busy,
@@ -980,6 +981,15 @@ async def test_capabilities_match_what_works(
     assert title == "Fix the login bug"
     quotas = await provider.quota()
     assert quotas and quotas[0].unlimited
+
+
+async def test_open_refuses_what_the_fake_cannot_apply(
+    provider: FakeProvider, autojump_clock: trio.testing.MockClock
+) -> None:
+    with pytest.raises(AgentUnavailable):
+        await provider.open(OpenRequest(agent="reviewer", events=EventLog()))
+    with pytest.raises(Unsupported):
+        await provider.open(OpenRequest(assisted_approval_model="m1", events=EventLog()))
 
 
 async def test_open_outside_the_provider_context_is_refused() -> None:
