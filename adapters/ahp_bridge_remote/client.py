@@ -204,7 +204,8 @@ class RemoteProvider:
         reply = await self._call(self._provider.Open, to_proto(req), "open")
         conversation = RemoteConversation(self, reply.handle, reply.conversation_id, req.events)
         self._conversations.add(conversation)
-        await nursery.start(conversation._pump_task)
+        with trio.CancelScope(shield=True):  # opened: never leave it without its stream
+            await nursery.start(conversation._pump_task)
         return conversation
 
     async def shutdown(self, *, stop_remote: bool | None = None) -> None:

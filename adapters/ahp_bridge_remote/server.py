@@ -18,7 +18,7 @@ import contextlib
 import logging
 import os
 import secrets
-import sys
+import signal
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -520,25 +520,40 @@ def load_provider(name: str, options: Mapping[str, Any]) -> agentapi.Provider:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m ahp_bridge_remote.server --provider NAME --listen ADDR [--option K=V]``."""
+    """``python -m ahp_bridge_remote.server --provider NAME --listen ADDR [--option K=V]``.
+
+    Prints ``listening on ADDR`` once serving; SIGTERM or SIGINT stop it cleanly.
+    """
     parser = argparse.ArgumentParser(prog="python -m ahp_bridge_remote.server")
-    parser.add_argument("--provider", required=True)
+    parser.add_argument("--provider", required=True, help="an ahp_bridge.providers entry point")
     parser.add_argument("--listen", required=True, help="unix:PATH or HOST:PORT")
-    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--option", action="append", default=[], metavar="KEY=VALUE", help="a provider option"
+    )
     args = parser.parse_args(argv)
-    options = dict(kv.split("=", 1) for kv in args.option)
-    provider = load_provider(args.provider, options)
+    options: dict[str, str] = {}
+    for pair in args.option:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            parser.error(f"--option expects KEY=VALUE, got {pair!r}")
+        options[key] = value
     token = os.environ.get(TOKEN_ENV) or None
+    try:
+        auth.check_listen(args.listen, token)
+        provider = load_provider(args.provider, options)
+    except ValueError as exc:
+        parser.error(str(exc))
 
     async def run() -> None:
-        async with trio.open_nursery() as nursery:
-            bound = await nursery.start(partial(serve, provider, args.listen, token=token))
-            print(f"listening on {bound}", flush=True)
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async with trio.open_nursery() as nursery:
+                bound = await nursery.start(partial(serve, provider, args.listen, token=token))
+                print(f"listening on {bound}", flush=True)
+                async for _ in signals:
+                    nursery.cancel_scope.cancel()
+                    break
 
-    try:
-        trio.run(run)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    trio.run(run)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ mid-turn with reopen after restart, and the token on a TCP listener."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -82,11 +83,14 @@ async def test_server_killed_mid_turn_is_exit_then_reopen_after_restart(tmp_path
         await remote.__aenter__()
         try:
             conv = await remote.open(agentapi.OpenRequest(workdir="/tmp", events=sink))
+            idle_sink = Recorder()
+            await remote.open(agentapi.OpenRequest(workdir="/tmp", events=idle_sink))
             await conv.send(agentapi.Prompt(text="conformance: slow"))
             await sink.wait_for(lambda e: e.kind == agentapi.EventKind.DELTA)
             proc.kill()  # SIGKILL mid-turn: no goodbye on the wire
-            exits = await sink.wait_for(lambda e: e.kind == agentapi.EventKind.EXIT)
-            assert "lost the connection" in exits[0].error
+            for recorder in (sink, idle_sink):  # every open conversation learns of it
+                exits = await recorder.wait_for(lambda e: e.kind == agentapi.EventKind.EXIT)
+                assert "lost the connection" in exits[0].error
             with pytest.raises(agentapi.Closed):
                 await conv.send(agentapi.Prompt(text="conformance: plain"))
         except BaseException:
@@ -110,6 +114,37 @@ async def test_server_killed_mid_turn_is_exit_then_reopen_after_restart(tmp_path
     finally:
         await remote.__aexit__(None, None, None)
     assert len(sink.of(agentapi.EventKind.EXIT)) == 1
+    assert len(idle_sink.of(agentapi.EventKind.EXIT)) == 1
+
+
+async def test_sigterm_stops_the_server_cleanly_and_clients_see_exit(tmp_path: Path) -> None:
+    sink = Recorder()
+    async with (
+        server_process(socket_address(), tmp_path) as (proc, address),
+        RemoteProvider(address) as remote,
+    ):
+        conv = await remote.open(agentapi.OpenRequest(workdir="/tmp", events=sink))
+        await conv.send(agentapi.Prompt(text="conformance: plain"))
+        await sink.wait_turn_end()
+        proc.send_signal(signal.SIGTERM)
+        with trio.fail_after(DEADLINE):
+            assert await proc.wait() == 0
+        exits = await sink.wait_for(lambda e: e.kind == agentapi.EventKind.EXIT)
+        assert exits[0].error == "the provider server closed the conversation"
+
+
+def test_the_server_command_refuses_bad_arguments_clearly() -> None:
+    base = [sys.executable, "-m", "ahp_bridge_remote.server", "--provider", "fake"]
+    cases = [
+        (["--listen", "0.0.0.0:0"], "without a token"),
+        (["--listen", "unix:/tmp/x.sock", "--option", "novalue"], "KEY=VALUE"),
+        (["--listen", "unix:/tmp/x.sock", "--option", "bogus=1"], "unknown fake provider option"),
+    ]
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
+    for extra, message in cases:
+        done = subprocess.run(base + extra, capture_output=True, text=True, env=env, timeout=60)
+        assert done.returncode == 2, (extra, done.stderr)
+        assert message in done.stderr, (extra, done.stderr)
 
 
 async def test_a_tcp_listener_checks_the_token_from_the_environment(tmp_path: Path) -> None:
