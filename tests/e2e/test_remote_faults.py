@@ -82,6 +82,25 @@ async def test_calls_results_and_sentinel_errors_cross_the_wire() -> None:
             await conv.set_title("after close")
 
 
+async def test_every_sentinel_error_arrives_as_its_own_class_with_its_message() -> None:
+    async with (
+        serving(Controlled(), socket_address()) as (address, _),
+        RemoteProvider(address) as remote,
+    ):
+        conv = await remote.open(_open_req(Recorder()))
+        for reason, cls in sorted(agentapi.ERRORS_BY_REASON.items()):
+            with pytest.raises(cls) as info:
+                await conv.set_title(f"raise {reason}")
+            assert type(info.value) is cls
+            assert info.value.reason == reason
+            assert str(info.value) == f"because of {reason}"
+        # An unknown reason (a newer server) keeps its reason rather than being guessed.
+        with pytest.raises(agentapi.AgentAPIError) as unknown:
+            await conv.set_title("raise from_the_future")
+        assert unknown.value.reason == "from_the_future"
+        await conv.set_title("still usable")
+
+
 async def test_cancelling_a_call_cancels_the_provider_call() -> None:
     ctl = Controlled()
     async with serving(ctl, socket_address()) as (address, _), RemoteProvider(address) as remote:

@@ -193,6 +193,9 @@ class ControlledConversation:
         self.p.calls.append(f"set_model:{model}/{effort}/{context_size}")
 
     async def set_title(self, title: str) -> None:
+        if title.startswith("raise "):  # "raise REASON": fail with that sentinel
+            reason = title.removeprefix("raise ")
+            raise agentapi.error_for_reason(reason, f"because of {reason}")
         self.p.calls.append(f"set_title:{title}")
 
     async def close(self) -> None:
