@@ -341,6 +341,7 @@ class _Parser:
         self.index = LineIndex(source)
         self.chunk_size = 12
         self.delay = 0.0
+        self.model_ids: list[str] = []
 
     def fail(self, path: Path, message: str) -> ScriptError:
         return ScriptError(self.name, self.index.line_of(path), format_path(path), message)
@@ -470,6 +471,7 @@ class _Parser:
         for i, model_id in enumerate(ids):
             if model_id in ids[:i]:
                 raise self.fail(("models", i, "id"), f'duplicate model id "{model_id}"')
+        self.model_ids = ids
         default_model = self.text(doc, "default_model", ())
         if default_model and default_model not in ids:
             raise self.fail(
@@ -529,13 +531,16 @@ class _Parser:
                     ) from exc
             if "steps" not in rule:
                 raise self.fail(rpath, 'missing required field "steps"')
+            model = self.text(rule, "model", rpath)
+            if model and model not in self.model_ids:
+                raise self.fail((*rpath, "model"), f'"{model}" is not a model id of [[models]]')
             rules.append(
                 PromptRule(
                     steps=self.steps(rule, rpath),
                     text=self.opt_text(rule, "text", rpath),
                     pattern=pattern,
                     order=self.integer(rule, "order", rpath, None, minimum=1),
-                    model=self.text(rule, "model", rpath),
+                    model=model,
                     steer=self.boolean(rule, "steer", rpath, True),
                 )
             )

@@ -302,6 +302,13 @@ MISTAKES = [
         '"nope" is not a model id',
     ),
     (
+        "rule naming an unknown model",
+        BASE.replace('text = "a"', 'text = "a"\nmodel = "gpt-9"'),
+        "prompts[0].model",
+        'model = "gpt-9"',
+        '"gpt-9" is not a model id',
+    ),
+    (
         "duplicate model id",
         '[[models]]\nid = "m"\n[[models]]\nid = "m"\n' + BASE,
         "models[1].id",
@@ -367,16 +374,14 @@ MISTAKES = [
     ),
     (
         "empty option list",
-        BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "permission"\ntitle = "t"\n'
-        "options = []\n",
+        BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "permission"\ntitle = "t"\noptions = []\n',
         "prompts[1].steps[0].options",
         "options = []",
         "must list at least one option",
     ),
     (
         "empty question list",
-        BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "question"\ntitle = "t"\n'
-        "questions = []\n",
+        BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "question"\ntitle = "t"\nquestions = []\n',
         "prompts[1].steps[0].questions",
         "questions = []",
         "must list at least one question",
@@ -386,7 +391,7 @@ MISTAKES = [
         BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "question"\ntitle = "t"\n'
         '[[prompts.steps.questions]]\ntext = "q"\n'
         '[[prompts.steps.on."dark blue"]]\nkind = "text"\n"text" = 5\n',
-        "prompts[1].steps[0].on.\"dark blue\"[0].text",
+        'prompts[1].steps[0].on."dark blue"[0].text',
         '"text" = 5',
         "expected a string",
     ),
