@@ -50,7 +50,13 @@ from ahp_bridge.agentapi import (
     Unsupported,
 )
 
-PROMPTS = {"answer": "answer", "long": "long", "permission": "permission", "question": "question"}
+PROMPTS = {
+    "answer": "answer",
+    "long": "long",
+    "permission": "permission",
+    "question": "question",
+    "exit": "exit",
+}
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,7 @@ class Faults:
     close_answers: bool = False  # close_expires: close reports pending interactions answered
     reopen_creates: bool = False  # reopen_unknown: an unknown id opens a new conversation
     usable_after_close: bool = False  # closed_conversation: send after close still works
+    exit_keeps_open: bool = False  # exit_closes: the conversation stays usable after exit
     history_drops_answer: bool = False  # cap_history: history loses the assistant items
     titles_refused: bool = False  # cap_set_title: Titles advertised, set_title Unsupported
     diff_unadvertised: bool = False  # cap_diff: SessionDiff false, diff still answers
@@ -186,6 +193,7 @@ class _Turn:
     answered: trio.Event = field(default_factory=trio.Event)
     queued: list[str] = field(default_factory=list)
     steers: list[str] = field(default_factory=list)
+    exited: bool = False
 
 
 class ToyConversation:
@@ -201,6 +209,7 @@ class ToyConversation:
         self._record = record
         self._turn: _Turn | None = None
         self._closed = False
+        self._exited = False
         self._seq = itertools.count(1)
         self._finished: set[str] = set()
 
@@ -251,7 +260,7 @@ class ToyConversation:
 
     async def send(self, prompt: Prompt) -> None:
         await trio.lowlevel.checkpoint()
-        if not (self._faults.usable_after_close and self._closed):
+        if not (self._faults.usable_after_close and self._closed and not self._exited):
             self._check_open()
         if self._turn is not None:
             if self._faults.fold_send:
@@ -274,6 +283,10 @@ class ToyConversation:
         state = TurnState.COMPLETED
         with turn.scope:
             await self._script(turn, text, n)
+        if turn.exited:
+            self._turn = None
+            turn.done.set()
+            return
         if turn.scope.cancelled_caught:
             state = TurnState.COMPLETED if self._faults.cancel_completes else TurnState.CANCELLED
         for ia in turn.pending.values():
@@ -318,6 +331,12 @@ class ToyConversation:
                 )
             )
             await trio.sleep_forever()
+        elif text == PROMPTS["exit"]:
+            turn.exited = True
+            if not self._faults.exit_keeps_open:
+                self._closed = self._exited = True
+                self._provider._open.remove(self)
+            await self._emit(Event(kind=EventKind.EXIT, error="the toy runtime exited"))
         elif text in (PROMPTS["permission"], PROMPTS["question"]):
             await self._ask(turn, text, n)
         else:

@@ -29,6 +29,7 @@ FAULT_BREAKS = {
     "close_answers": ("close_expires", "close answered the pending permission on its own"),
     "reopen_creates": ("reopen_unknown", "open of an unknown conversation id succeeded"),
     "usable_after_close": ("closed_conversation", "send after close returned normally"),
+    "exit_keeps_open": ("exit_closes", "send after the exit event returned normally"),
     "history_drops_answer": ("cap_history", "has no assistant item"),
     "titles_refused": ("cap_set_title", "although Titles is true"),
     "diff_unadvertised": ("cap_diff", "diff without SessionDiff returned normally"),
@@ -72,6 +73,7 @@ async def test_absent_features_raise_unsupported_or_do_not_apply() -> None:
     assert report.passed, report.format()
     not_applicable = {r.check for r in report.results if r.outcome is Outcome.NOT_APPLICABLE}
     assert not_applicable == {
+        "exit_closes",
         "busy_or_queued",
         "cancel",
         "respond_gone",

@@ -23,6 +23,7 @@ from ahp_bridge.agentapi import (
     Closed,
     ConversationNotFound,
     Event,
+    EventKind,
     Interaction,
     InteractionGone,
     InteractionKind,
@@ -464,6 +465,40 @@ async def closed_conversation(ctx: Context) -> str | None:
     return None
 
 
+async def exit_closes(ctx: Context) -> str | None:
+    """After an exit event the conversation is closed: nothing follows, send raises Closed."""
+    text = ctx.target.prompts.exit
+    if text is None:
+        raise NotApplicable("the target gives no exit prompt (an optional scenario)")
+    conv = await ctx.open()
+    start = len(conv.sink)
+    await conv.send(text)
+    ctx.step = "waiting for the exit event"
+    exited = await conv.sink.wait_for(
+        lambda events: next(
+            (i for i in range(start, len(events)) if events[i].kind == EventKind.EXIT), None
+        )
+    )
+    if not conv.sink.events[exited].error:
+        raise CheckFailed("the exit event carries no error text")
+    await expect_error(
+        lambda: conv.conversation.send(Prompt(text=ctx.target.prompts.answer or "hello")),
+        (Closed,),
+        "send after the exit event",
+    )
+    await _settle()
+    try:
+        await conv.close()
+    except Closed:
+        pass
+    except AgentAPIError as exc:
+        raise CheckFailed(f"close after the exit event raised {error_name(exc)}") from exc
+    after = conv.sink.events[exited + 1 :]
+    if after:
+        raise CheckFailed(f"{len(after)} events after the exit event, first {describe(after[0])}")
+    return None
+
+
 # --- capabilities ----------------------------------------------------------------------
 
 
@@ -690,6 +725,7 @@ CHECKS: tuple[Check, ...] = (
     Check("close_expires", "close expires pending interactions", close_expires_interactions),
     Check("reopen_unknown", "unknown conversation id: ConversationNotFound", reopen_unknown),
     Check("closed_conversation", "send after close: Closed", closed_conversation),
+    Check("exit_closes", "after an exit event the conversation is closed", exit_closes),
     Check("cap_history", "history of a reopened conversation", cap_history),
     Check("cap_set_title", "set_title or Unsupported", cap_set_title),
     Check("cap_diff", "diff or Unsupported", cap_diff),

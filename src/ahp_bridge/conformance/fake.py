@@ -22,6 +22,7 @@ FAKE_PROMPTS = Prompts(
     long="conformance: slow",
     permission="conformance: permission",
     question="conformance: question",
+    exit="conformance: exit",
 )
 """The prompt texts the fake's conformance.toml reacts to."""
 

@@ -21,12 +21,15 @@ class Prompts:
     ``permission`` and ``question`` make the turn ask for a permission or a question and
     wait for the answer. A scenario left as None is "not applicable" only where the
     provider's Capabilities say it cannot do it; otherwise the checks that need it fail.
+    ``exit`` (optional: few runtimes can be made to exit by a prompt) makes the runtime
+    exit during the turn.
     """
 
     answer: str | None = None
     long: str | None = None
     permission: str | None = None
     question: str | None = None
+    exit: str | None = None
 
 
 @dataclass(frozen=True)
