@@ -1,0 +1,181 @@
+"""The copilot adapter's small parts: options, CLI discovery, the asyncio thread bridge, titles,
+attachments and error wording."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from pathlib import Path
+
+import pytest
+import trio
+from ahp_bridge_copilot import create_provider
+from ahp_bridge_copilot.bridge import AsyncioThread, LoopStopped
+from ahp_bridge_copilot.conversation import clean_title, prompt_attachments
+from ahp_bridge_copilot.options import CopilotOptions, OptionsError, find_cli
+from ahp_bridge_copilot.sdk_errors import plain_error, rpc_message
+
+from ahp_bridge.agentapi import Blob, File, Prompt
+
+
+def test_options_defaults_and_byok() -> None:
+    opts = CopilotOptions.parse(
+        {"byok": {"base_url": "http://127.0.0.1:1/v1/", "model": "a", "models": ["b", "a"]}}
+    )
+    assert opts.byok is not None and opts.byok.base_url == "http://127.0.0.1:1/v1"
+    assert opts.byok.all_models() == ["a", "b"]
+    cfg = opts.provider_config()
+    assert cfg == {
+        "type": "openai",
+        "base_url": "http://127.0.0.1:1/v1",
+        "api_key": "unused",
+        "wire_api": "completions",
+    }
+    assert CopilotOptions.parse(None).provider_config() is None
+
+
+def test_options_errors_name_the_field() -> None:
+    with pytest.raises(OptionsError, match=r"byok\.base_url") as info:
+        CopilotOptions.parse({"byok": {"base_url": "localhost:1", "model": "m"}})
+    assert "[providers.copilot]" in str(info.value)
+    with pytest.raises(OptionsError, match="cli_pth"):
+        CopilotOptions.parse({"cli_pth": "/x"})
+    with pytest.raises(OptionsError, match="log_level"):
+        create_provider({"log_level": "loud"})
+
+
+def test_secrets_come_from_named_env_vars(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AHP_T_TOKEN", "s3cr3t-token-value")
+    monkeypatch.setenv("AHP_T_KEY", "s3cr3t-api-key")
+    opts = CopilotOptions.parse(
+        {
+            "token_env": "AHP_T_TOKEN",
+            "byok": {"base_url": "https://x", "model": "m", "api_key_env": "AHP_T_KEY"},
+            "offline": True,
+            "env": {"HOME": "/tmp/h"},
+        }
+    )
+    assert opts.token() == "s3cr3t-token-value"
+    assert opts.provider_config()["api_key"] == "s3cr3t-api-key"  # type: ignore[index]
+    env = opts.runtime_env()
+    assert env["HOME"] == "/tmp/h" and env["COPILOT_OFFLINE"] == "true"
+    assert "s3cr3t" not in repr(opts) and "s3cr3t" not in str(opts.model_dump())
+    monkeypatch.delenv("AHP_T_TOKEN")
+    assert opts.token() is None
+
+
+def test_find_cli_prefers_explicit_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    exe = tmp_path / "copilot"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    assert find_cli(CopilotOptions.parse({"cli_path": str(exe)})) == exe
+    assert find_cli(CopilotOptions.parse({"cli_path": str(tmp_path / "none")})) is None
+    monkeypatch.setenv("COPILOT_CLI_PATH", str(exe))
+    assert find_cli(CopilotOptions.parse({})) == exe
+    loader = tmp_path / "npm-loader.js"
+    loader.write_text("")
+    assert find_cli(CopilotOptions.parse({"cli_path": str(loader)})) == loader
+    monkeypatch.setenv("COPILOT_CLI_PATH", str(tmp_path / "not-executable"))
+    (tmp_path / "not-executable").write_text("")
+    found = find_cli(CopilotOptions.parse({}))
+    assert found != tmp_path / "not-executable"
+    assert os.environ["COPILOT_CLI_PATH"]  # unchanged
+
+
+async def test_bridge_runs_coroutines_on_its_own_thread() -> None:
+    loop = AsyncioThread()
+    with pytest.raises(LoopStopped):
+        loop.submit(asyncio.sleep(0))
+    loop.start()
+    try:
+
+        async def where() -> bool:
+            await asyncio.sleep(0)
+            return loop.in_loop_thread()
+
+        assert await loop.run(where()) is True
+        assert loop.in_loop_thread() is False
+
+        async def boom() -> None:
+            raise KeyError("x")
+
+        with pytest.raises(KeyError):
+            await loop.run(boom())
+    finally:
+        loop.stop()
+    assert not loop.running
+
+
+async def test_cancelled_caller_leaves_the_coroutine_running_unless_asked() -> None:
+    loop = AsyncioThread()
+    loop.start()
+    try:
+        outcome: list[str] = []
+
+        async def waits(gate: asyncio.Event, finished: asyncio.Event) -> None:
+            try:
+                await gate.wait()
+                outcome.append("done")
+            except asyncio.CancelledError:
+                outcome.append("cancelled")
+                raise
+            finally:
+                finished.set()
+
+        async def events() -> tuple[asyncio.Event, asyncio.Event]:
+            return asyncio.Event(), asyncio.Event()
+
+        gate, finished = await loop.run(events())
+        with trio.move_on_after(0.01):  # the coroutine waits on the gate, so this always fires
+            await loop.run(waits(gate, finished))
+        assert outcome == []
+        loop.call_soon(gate.set)
+        await loop.run(finished.wait())
+        assert outcome == ["done"]
+
+        gate, finished = await loop.run(events())
+        with trio.move_on_after(0.01):
+            await loop.run(waits(gate, finished), cancel_on_abort=True)
+        await loop.run(finished.wait())
+        assert outcome == ["done", "cancelled"]
+    finally:
+        loop.stop()
+
+
+def test_clean_title() -> None:
+    assert clean_title('  Fix "the" bug\n') == "Fix 'the' bug"
+    assert len(clean_title("x" * 300)) == 100
+    assert clean_title("😀" * 60) == "😀" * 50  # 100 UTF-16 units
+    with pytest.raises(ValueError, match="empty"):
+        clean_title("\n\t ")
+
+
+def test_prompt_attachments() -> None:
+    prompt = Prompt(
+        text="see",
+        files=[File(path="/w/a.py", rel="a.py"), File(path="/w/src", dir=True)],
+        attachments=[
+            Blob(name="i.png", mime="image/png", data=b"\x89PNG"),
+            Blob(name="d.pdf", mime="application/pdf", data=b"%PDF", path="/up/d.pdf"),
+        ],
+    )
+    assert prompt_attachments(prompt) == [
+        {"type": "file", "path": "/w/a.py", "displayName": "a.py"},
+        {"type": "directory", "path": "/w/src"},
+        {"type": "blob", "data": "iVBORw==", "mimeType": "image/png", "displayName": "i.png"},
+        {"type": "file", "path": "/up/d.pdf", "displayName": "d.pdf"},
+    ]
+    assert prompt_attachments(Prompt(text="plain")) == []
+
+
+def test_error_wording() -> None:
+    from copilot._jsonrpc import JsonRpcError, ProcessExitedError
+
+    err = JsonRpcError(-32603, "Request session.resume failed with message: Session not found: x")
+    assert rpc_message(err) == "Session not found: x"
+    assert plain_error("open", err) == "could not open: Session not found: x"
+    assert (
+        plain_error("send", ProcessExitedError("gone")) == "could not send: the Copilot CLI exited"
+    )
+    assert "did not answer" in plain_error("x", TimeoutError())
