@@ -1,0 +1,103 @@
+"""Settings: a TOML file, overridden by environment variables, overridden by command-line flags.
+
+Environment overrides use the prefix `AHP_BRIDGE__` and `__` between levels, for example
+`AHP_BRIDGE__SERVER__PORT=9000` or `AHP_BRIDGE__PROVIDERS__FAKE__SCRIPT=/path/demo.toml`.
+`config.example.toml` documents every setting.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+
+def default_state_dir() -> Path:
+    """The user's state directory (XDG), where the bridge keeps its catalog and provider data."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(Path.home(), ".local", "state")
+    return Path(base) / "ahp-bridge"
+
+
+class ServerSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=0, le=65535)
+    token: str | None = None
+    allowed_origins: list[str] = Field(default_factory=list)
+    max_frame_bytes: int = Field(4 * 1024 * 1024, ge=1024)
+    outbound_queue: int = Field(4096, ge=16)
+    max_subscriptions: int = Field(1024, ge=1)
+    replay_log: int = Field(10_000, ge=100)
+
+
+class LogSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["console", "json"] = "console"
+    level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+class BridgeSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    #: Providers served as AHP agents, by entry-point name.
+    providers: list[str] = Field(default_factory=lambda: ["fake"])
+    #: Where the bridge keeps its session catalog; providers get a subfolder each.
+    data_dir: Path | None = None
+    #: The working directory new sessions get when a client names none.
+    workdir: Path | None = None
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="AHP_BRIDGE__", env_nested_delimiter="__", extra="forbid"
+    )
+
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
+    bridge: BridgeSettings = Field(default_factory=BridgeSettings)
+    #: Per-provider options, passed as they are to the provider's `create_provider`.
+    providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        toml_file = _CONFIG_FILE.get("path")
+        if toml_file is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+        return tuple(sources)
+
+    def data_dir(self) -> Path:
+        return self.bridge.data_dir or default_state_dir()
+
+
+_CONFIG_FILE: dict[str, Path] = {}
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Read settings from `config_file` (if any) and the environment; `overrides` win."""
+    if config_file is not None and not config_file.is_file():
+        raise FileNotFoundError(f"config file not found: {config_file}")
+    _CONFIG_FILE.clear()
+    if config_file is not None:
+        _CONFIG_FILE["path"] = config_file
+    try:
+        return Settings(**overrides)
+    finally:
+        _CONFIG_FILE.clear()

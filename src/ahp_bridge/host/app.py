@@ -1,0 +1,69 @@
+"""Composition root: the store, hub, session manager and WebSocket server of one bridge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import structlog
+import trio
+
+from ahp_bridge.config import Settings
+from ahp_bridge.host.chat import HostClock
+from ahp_bridge.host.hub import Hub
+from ahp_bridge.host.rpc import RpcHandler
+from ahp_bridge.host.server import ServerOptions, check_bind, serve
+from ahp_bridge.host.sessions import SessionManager
+from ahp_bridge.state.store import Store
+
+log = structlog.get_logger(__name__)
+
+
+def server_options(settings: Settings) -> ServerOptions:
+    s = settings.server
+    return ServerOptions(
+        host=s.host,
+        port=s.port,
+        token=s.token,
+        allowed_origins=tuple(s.allowed_origins),
+        max_frame_bytes=s.max_frame_bytes,
+        outbound_queue=s.outbound_queue,
+        max_subscriptions=s.max_subscriptions,
+    )
+
+
+def provider_options(settings: Settings) -> dict[str, dict[str, object]]:
+    """Per-provider options, with a data directory under the bridge's unless one is set."""
+    data_dir = settings.data_dir()
+    options: dict[str, dict[str, object]] = {}
+    for name in settings.bridge.providers:
+        opts = dict(settings.providers.get(name, {}))
+        opts.setdefault("data_dir", str(Path(data_dir) / "providers" / name))
+        options[name] = opts
+    return options
+
+
+async def run_bridge(
+    settings: Settings, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Run one bridge until cancelled; reports the bound port through `task_status`."""
+    options = server_options(settings)
+    check_bind(options)
+    clock = HostClock()
+    store = Store(log_limit=settings.server.replay_log, clock=clock.now_iso)
+    hub = Hub(store)
+    sessions = SessionManager(
+        hub,
+        provider_names=settings.bridge.providers,
+        provider_options=provider_options(settings),
+        workdir=settings.bridge.workdir,
+        clock=clock,
+    )
+    workdir = sessions.workdir
+    rpc = RpcHandler(hub, sessions, default_directory=Path(workdir).as_uri())
+    async with sessions.running(), trio.open_nursery() as nursery:
+        server = await nursery.start(serve, rpc, options)
+        port = server.port
+        log.info(
+            "serving", host=settings.server.host, port=port, providers=settings.bridge.providers
+        )
+        task_status.started(port)

@@ -1,0 +1,312 @@
+"""One chat's runtime: its provider conversation, its event translator and its call queue.
+
+Provider events arrive through a `ChatSink` on the trio thread and become actions through
+`translate.events`; accepted client actions become Conversation calls through
+`translate.commands`. Calls run one at a time, in acceptance order, on a worker task, so a
+cancel never overtakes the send it cancels. A call that fails after its action was accepted
+becomes host actions (`chat/error`), never silence. When the runtime exits, the chat stays
+usable: the next prompt reopens the conversation by its id.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import structlog
+import trio
+
+from ahp_bridge import agentapi
+from ahp_bridge.host.sinks import ChatSink
+from ahp_bridge.translate.commands import (
+    Call,
+    Cancel,
+    CommandContext,
+    Rejection,
+    Respond,
+    Send,
+    SetModel,
+    SetTitle,
+    Steer,
+    next_queued_turn,
+    plan_command,
+    synced_answers,
+)
+from ahp_bridge.translate.events import EventTranslator
+
+if TYPE_CHECKING:
+    from ahp_bridge.host.connection import Connection
+    from ahp_bridge.host.sessions import ProviderEntry, Session, SessionManager
+
+log = structlog.get_logger(__name__)
+
+#: Calls waiting for a chat's worker; a client that floods a chat beyond this is refused.
+CALL_QUEUE = 64
+#: How long Close may take before the bridge stops waiting (the conversation is detached anyway).
+CLOSE_TIMEOUT = 10
+
+
+class HostClock:
+    """Wall-clock time for the host shell (the sans-IO core only ever receives it)."""
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+    def now_iso(self) -> str:
+        ms = self.now_ms()
+        moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+Job = Callable[[], Awaitable[None]]
+
+
+class ChatRuntime:
+    def __init__(
+        self, manager: SessionManager, session: Session, uri: str, entry: ProviderEntry
+    ) -> None:
+        self.manager = manager
+        self.hub = manager.hub
+        self.session = session
+        self.uri = uri
+        self.entry = entry
+        self.conversation: agentapi.Conversation | None = None
+        self.conversation_id = ""
+        self.sink: ChatSink | None = None
+        self.translator = EventTranslator(
+            uri, session.uri, new_id=lambda: str(uuid.uuid4()), now_ms=manager.clock.now_ms
+        )
+        self._send, self._recv = trio.open_memory_channel[Job](CALL_QUEUE)
+        self._closed = False
+
+    # -- conversation lifetime -----------------------------------------------------------------
+
+    async def open(self, conversation_id: str) -> None:
+        """Open (or reopen by id) the provider conversation behind this chat."""
+        sink = ChatSink(self._on_event, self.manager.token)
+        request = agentapi.OpenRequest(
+            session_id=self.session.uri.removeprefix("ahp-session:/"),
+            conversation_id=conversation_id,
+            workdir=self.session.workdir,
+            events=sink,
+        )
+        try:
+            conversation = await self.entry.provider.open(request)
+        except BaseException:
+            sink.close()
+            raise
+        self.sink = sink
+        self.conversation = conversation
+        self.conversation_id = conversation.id()
+
+    def start(self) -> None:
+        self.manager.nursery.start_soon(self._worker)
+
+    def detach(self) -> None:
+        """Stop listening without calling the provider (host shutdown: the provider closes all)."""
+        self._closed = True
+        if self.sink is not None:
+            self.sink.close()
+        self._send.close()
+
+    async def close(self) -> None:
+        """Close the conversation (it is detached, never deleted) and stop the worker."""
+        self.detach()
+        conversation, self.conversation = self.conversation, None
+        if conversation is None:
+            return
+        with trio.move_on_after(CLOSE_TIMEOUT):
+            try:
+                await conversation.close()
+            except Exception as exc:
+                log.info("close failed", chat=self.uri, error=str(exc))
+
+    async def _ensure_open(self) -> agentapi.Conversation:
+        if self.conversation is None:
+            if not self.conversation_id:
+                raise agentapi.Closed("the conversation is closed")
+            log.info("reopening conversation", chat=self.uri)
+            await self.open(self.conversation_id)
+        assert self.conversation is not None
+        return self.conversation
+
+    # -- provider -> clients -------------------------------------------------------------------
+
+    def _on_event(self, event: agentapi.Event) -> None:
+        if self._closed:
+            return
+        self._apply_all(self.translator.translate(event))
+        if event.kind == agentapi.EventKind.EXIT:
+            # The contract: after Exit the conversation is closed; the next prompt reopens it.
+            if self.sink is not None:
+                self.sink.close()
+            self.conversation = None
+        self._start_queued_if_idle()
+
+    def _apply_all(self, emitted: list[tuple[str, dict[str, Any]]]) -> None:
+        store = self.hub.store
+        for channel, action in emitted:
+            if store.has(channel):
+                self.hub.apply(channel, action)
+
+    # -- clients -> provider -------------------------------------------------------------------
+
+    def _context(self) -> CommandContext:
+        state = self.hub.store.state(self.uri)
+        active = state.get("activeTurn") or {}
+        inputs = self.translator.pending_inputs()
+        return CommandContext(
+            session_ready=self.hub.store.state(self.session.uri).get("lifecycle") == "ready",
+            active_turn_id=active.get("id"),
+            models=self.entry.models,
+            permissions=self.translator.pending_permissions(),
+            inputs=inputs,
+            input_answers={rid: synced_answers(state, rid) for rid in inputs},
+            can_set_title=self.entry.provider.capabilities().titles,
+        )
+
+    def client_action(
+        self,
+        conn: Connection,
+        action: dict[str, Any],
+        origin: dict[str, Any],
+        channel: str | None = None,
+    ) -> None:
+        """Plan, apply and echo one client action on this chat (or its session), then call."""
+        channel = channel or self.uri
+        plan = plan_command(action, self._context())
+        if isinstance(plan, Rejection):
+            self.hub.reject(conn, channel, action, origin, plan.reason)
+            return
+        if plan.calls and not self._has_room():
+            self.hub.reject(
+                conn, channel, action, origin, "too many operations pending on this chat"
+            )
+            return
+        self.hub.apply(channel, action, origin)
+        self._apply_all(self.translator.observe_client_action(action))
+        if plan.calls:
+            self._enqueue(lambda: self._run(plan.calls, action))
+        self._start_queued_if_idle()
+
+    def _has_room(self) -> bool:
+        return self._send.statistics().current_buffer_used < CALL_QUEUE
+
+    def _enqueue(self, job: Job) -> None:
+        try:
+            self._send.send_nowait(job)
+        except (trio.WouldBlock, trio.ClosedResourceError):
+            log.warning("chat call queue refused a call", chat=self.uri)
+
+    async def _worker(self) -> None:
+        async with self._recv:
+            async for job in self._recv:
+                try:
+                    await job()
+                except Exception:
+                    log.exception("chat call failed", chat=self.uri)
+
+    async def _run(self, calls: tuple[Call, ...], action: dict[str, Any]) -> None:
+        """Run one action's planned calls in order; the first failure ends the plan."""
+        for call in calls:
+            try:
+                conversation = await self._ensure_open()
+                await _execute(conversation, call)
+            except agentapi.InteractionGone:
+                # Answered elsewhere or expired: the provider's own event resolves the request.
+                log.info("interaction already gone", chat=self.uri)
+                break
+            except Exception as exc:
+                log.info(
+                    "provider call failed",
+                    chat=self.uri,
+                    call=type(call).__name__,
+                    error=type(exc).__name__,
+                )
+                self._after_failure(call, action, exc)
+                break
+            else:
+                self._after_success(call, action)
+        self._start_queued_if_idle()
+
+    def _after_success(self, call: Call, action: dict[str, Any]) -> None:
+        if isinstance(call, Steer) and action.get("type") == "chat/pendingMessageSet":
+            self._remove_pending("steering", str(action.get("id")))
+
+    def _after_failure(self, call: Call, action: dict[str, Any], exc: Exception) -> None:
+        if isinstance(call, Send | SetModel) and action.get("type") == "chat/turnStarted":
+            if self.translator.active_turn_id == action.get("turnId"):
+                self._apply_all(self.translator.fail_turn(_error_type(exc), _message(exc)))
+        elif isinstance(call, Steer) and action.get("type") == "chat/pendingMessageSet":
+            self._remove_pending("steering", str(action.get("id")))
+
+    def _remove_pending(self, kind: str, message_id: str) -> None:
+        state = self.hub.store.state(self.uri)
+        steering = state.get("steeringMessage") or {}
+        queued = state.get("queuedMessages") or []
+        present = (
+            steering.get("id") == message_id
+            if kind == "steering"
+            else any(m.get("id") == message_id for m in queued)
+        )
+        if present:
+            self.hub.apply(
+                self.uri, {"type": "chat/pendingMessageRemoved", "kind": kind, "id": message_id}
+            )
+
+    def start_turn_from_message(self, message: dict[str, Any]) -> None:
+        """`createChat.initialMessage`: start the chat's first turn as if a client sent it."""
+        action = {
+            "type": "chat/turnStarted",
+            "turnId": str(uuid.uuid4()),
+            "startedAt": self.manager.clock.now_iso(),
+            "message": message,
+        }
+        self._host_turn(action)
+
+    def _start_queued_if_idle(self) -> None:
+        if self._closed or not self.hub.store.has(self.uri):
+            return
+        action = next_queued_turn(
+            self.hub.store.state(self.uri), str(uuid.uuid4()), self.manager.clock.now_ms()
+        )
+        if action is not None:
+            self._host_turn(action)
+
+    def _host_turn(self, action: dict[str, Any]) -> None:
+        plan = plan_command(action, self._context())
+        if isinstance(plan, Rejection):
+            log.info("host turn refused", chat=self.uri, reason=plan.reason)
+            return
+        self.hub.apply(self.uri, action)
+        self._apply_all(self.translator.observe_client_action(action))
+        if plan.calls:
+            self._enqueue(lambda: self._run(plan.calls, action))
+
+
+async def _execute(conversation: agentapi.Conversation, call: Call) -> None:
+    match call:
+        case SetModel(model=model, effort=effort, context_size=size):
+            await conversation.set_model(model, effort, size)
+        case Send(prompt=prompt):
+            await conversation.send(prompt)
+        case Cancel():
+            await conversation.cancel()
+        case Respond(interaction_id=interaction_id, answer=answer):
+            await conversation.respond(interaction_id, answer)
+        case Steer(prompt=prompt):
+            await conversation.steer(prompt)
+        case SetTitle(title=title):
+            await conversation.set_title(title)
+
+
+def _error_type(exc: Exception) -> str:
+    reason = getattr(exc, "reason", None)
+    return reason if isinstance(reason, str) and reason else type(exc).__name__
+
+
+def _message(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__

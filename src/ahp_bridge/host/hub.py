@@ -1,0 +1,87 @@
+"""The hub: the one writer of AHP state and the fan-out of every envelope.
+
+Everything that changes state goes through `Hub.apply` on the trio thread, in serverSeq order:
+the store reduces and sequences, the envelope is serialised once, and each subscriber's
+connection gets the same frame without ever blocking the writer (a connection that cannot keep
+up disconnects itself; see `Connection.send`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from ahp_bridge.protocol.jsonrpc import notification_frame
+from ahp_bridge.state.store import Envelope, Store
+
+
+class Subscriber(Protocol):
+    """What the hub needs of a connection: a non-blocking send of one text frame."""
+
+    def send(self, frame: str) -> None: ...
+
+
+class Hub:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._subs: dict[str, set[Subscriber]] = {}
+        #: Observers of applied envelopes, called after fan-out (the session manager's status sync).
+        self.observers: list[Callable[[Envelope], None]] = []
+
+    # -- subscriptions -------------------------------------------------------------------------
+
+    def subscribe(self, sub: Subscriber, channel: str) -> None:
+        self._subs.setdefault(channel, set()).add(sub)
+
+    def unsubscribe(self, sub: Subscriber, channel: str) -> None:
+        subs = self._subs.get(channel)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._subs[channel]
+
+    def drop(self, sub: Subscriber, channels: Iterable[str]) -> None:
+        for channel in list(channels):
+            self.unsubscribe(sub, channel)
+
+    def forget_channel(self, channel: str) -> None:
+        """A disposed channel has no subscribers any more (their connections stop hearing of it)."""
+        self._subs.pop(channel, None)
+
+    def subscribers(self, channel: str) -> frozenset[Subscriber]:
+        return frozenset(self._subs.get(channel, ()))
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def apply(
+        self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None
+    ) -> Envelope:
+        """Reduce, sequence, log and broadcast one action; returns its envelope."""
+        envelope = self.store.apply(channel, action, origin)
+        subs = self._subs.get(channel)
+        if subs:
+            frame = envelope.frame
+            for sub in tuple(subs):
+                sub.send(frame)
+        for observer in self.observers:
+            observer(envelope)
+        return envelope
+
+    def reject(
+        self,
+        sub: Subscriber,
+        channel: str,
+        action: dict[str, Any],
+        origin: dict[str, Any],
+        reason: str,
+    ) -> None:
+        """Echo a refused client action to its sender only; state and serverSeq do not move."""
+        sub.send(self.store.rejection(channel, action, origin, reason).frame)
+
+    def notify(self, channel: str, method: str, params: dict[str, Any]) -> None:
+        """Send an ephemeral protocol notification (never replayed) to a channel's subscribers."""
+        subs = self._subs.get(channel)
+        if subs:
+            frame = notification_frame(method, params)
+            for sub in tuple(subs):
+                sub.send(frame)

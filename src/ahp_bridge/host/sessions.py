@@ -1,0 +1,485 @@
+"""The session manager: AHP sessions and chats backed by provider conversations.
+
+Each session has chats; each chat is one provider Conversation (opened at `createSession` for
+the default chat, at `createChat` for the others). The manager owns the lifecycle (creating,
+ready, creationFailed, disposed), the session list and its notifications, and each chat's
+`ChatRuntime`, which turns provider events into actions and client actions into calls.
+Everything here runs on the trio thread; provider calls run in the manager's nursery so no
+client request ever waits on a provider.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+import orjson
+import structlog
+import trio
+
+from ahp_bridge import agentapi, providers
+from ahp_bridge.host.chat import ChatRuntime, HostClock
+from ahp_bridge.host.hub import Hub
+from ahp_bridge.host.summaries import aggregate, chat_summary_changes
+from ahp_bridge.protocol import errors as E
+from ahp_bridge.protocol.errors import RpcError
+from ahp_bridge.protocol.uris import ROOT, is_session_uri
+from ahp_bridge.state import status as st
+from ahp_bridge.state.store import Envelope
+
+if TYPE_CHECKING:
+    from ahp_bridge.host.connection import Connection
+
+log = structlog.get_logger(__name__)
+
+#: Summary fields announced through root/sessionSummaryChanged (never resource/provider/createdAt).
+_SUMMARY_FIELDS = ("title", "status", "activity", "modifiedAt", "workingDirectories")
+
+
+@dataclass
+class ProviderEntry:
+    name: str
+    provider: agentapi.Provider
+    models: list[agentapi.Model] = field(default_factory=list)
+
+
+@dataclass
+class Session:
+    uri: str
+    provider: str
+    created_at: str
+    working_directories: list[str]
+    workdir: str
+    chats: dict[str, ChatRuntime] = field(default_factory=dict)
+    announced: dict[str, Any] = field(default_factory=dict)
+    disposed: bool = False
+
+
+def _path_of(uri: str) -> str:
+    """A filesystem path for a working-directory URI (`file:///x` or a plain path)."""
+    parts = urlsplit(uri)
+    if parts.scheme == "file":
+        return unquote(parts.path)
+    return uri
+
+
+class SessionManager:
+    def __init__(
+        self,
+        hub: Hub,
+        *,
+        provider_names: list[str],
+        provider_options: Mapping[str, Mapping[str, Any]] | None = None,
+        workdir: Path | None = None,
+        clock: HostClock | None = None,
+        provider_instances: Mapping[str, agentapi.Provider] | None = None,
+    ) -> None:
+        self.hub = hub
+        self.clock = clock or HostClock()
+        self._names = list(dict.fromkeys(provider_names))
+        self._options = {k: dict(v) for k, v in (provider_options or {}).items()}
+        self._instances = dict(provider_instances or {})
+        self.workdir = str((workdir or Path.cwd()).resolve())
+        self.providers: dict[str, ProviderEntry] = {}
+        self.sessions: dict[str, Session] = {}
+        self.chats: dict[str, ChatRuntime] = {}
+        self._nursery: trio.Nursery | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        hub.observers.append(self._observe)
+
+    # -- lifetime ------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[SessionManager]:
+        """Start every configured provider, publish them as agents, and run until exit."""
+        async with AsyncExitStack() as stack:
+            for name in self._names:
+                provider = self._instances.get(name) or providers.create(
+                    name, self._options.get(name, {})
+                )
+                await stack.enter_async_context(provider)
+                self.providers[name] = ProviderEntry(name, provider)
+            self._nursery = await stack.enter_async_context(trio.open_nursery())
+            self._token = trio.lowlevel.current_trio_token()
+            for entry in self.providers.values():
+                entry.models = await self._models(entry)
+            self.hub.store.create(ROOT, "root", {"agents": self._agents(), "activeSessions": 0})
+            try:
+                yield self
+            finally:
+                for session in list(self.sessions.values()):
+                    for chat in session.chats.values():
+                        chat.detach()
+                self._nursery.cancel_scope.cancel()
+
+    async def _models(self, entry: ProviderEntry) -> list[agentapi.Model]:
+        try:
+            with trio.fail_after(30):
+                return list(await entry.provider.models())
+        except (agentapi.Unsupported, agentapi.SignedOut) as exc:
+            log.info("provider lists no models", provider=entry.name, reason=type(exc).__name__)
+        except Exception as exc:
+            log.warning("provider models failed", provider=entry.name, error=str(exc))
+        return []
+
+    def _agents(self) -> list[dict[str, Any]]:
+        agents = []
+        for entry in self.providers.values():
+            provider = entry.provider
+            caps = provider.capabilities()
+            agents.append(
+                {
+                    "provider": entry.name,
+                    "displayName": provider.display_name(),
+                    "description": f"{provider.display_name()} through ahp-bridge",
+                    "models": [
+                        {"id": m.id, "provider": entry.name, "name": m.name or m.id}
+                        for m in entry.models
+                    ],
+                    "_meta": {"ahpBridge.capabilities": caps.to_json()},
+                }
+            )
+        return agents
+
+    @property
+    def nursery(self) -> trio.Nursery:
+        assert self._nursery is not None, "SessionManager is not running"
+        return self._nursery
+
+    @property
+    def token(self) -> trio.lowlevel.TrioToken:
+        assert self._token is not None, "SessionManager is not running"
+        return self._token
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    def create_session(self, conn: Connection, params: dict[str, Any]) -> None:
+        uri = params["channel"]
+        if not is_session_uri(uri):
+            raise RpcError(
+                E.INVALID_PARAMS,
+                f"Invalid params: channel: expected ahp-session:/<uuid>, got {uri!r}",
+            )
+        if uri in self.sessions or self.hub.store.has(uri):
+            raise RpcError(E.SESSION_ALREADY_EXISTS, f"Session already exists: {uri}")
+        provider = params.get("provider") or (self._names[0] if self._names else "")
+        if provider not in self.providers:
+            raise RpcError(E.PROVIDER_NOT_FOUND, f"Provider not found: {provider!r}")
+        if params.get("fork") is not None:
+            raise RpcError(E.INVALID_PARAMS, "Invalid params: fork: forking is not supported")
+        dirs = list(params.get("workingDirectories") or [])
+        workdir = _path_of(dirs[0]) if dirs else self.workdir
+        now = self.clock.now_iso()
+        session = Session(uri, provider, now, dirs, workdir)
+        state: dict[str, Any] = {
+            "provider": provider,
+            "title": "",
+            "status": st.IDLE,
+            "lifecycle": "creating",
+            "activeClients": [],
+            "chats": [],
+        }
+        if dirs:
+            state["workingDirectories"] = dirs
+        active = params.get("activeClient")
+        if active is not None:
+            if active.get("clientId") != conn.client_id:
+                raise RpcError(
+                    E.INVALID_PARAMS,
+                    "Invalid params: activeClient.clientId: must be this connection's clientId",
+                )
+            state["activeClients"] = [active]
+        self.hub.store.create(uri, "session", state)
+        self.sessions[uri] = session
+        session.announced = self.summary(session)
+        self.hub.notify(ROOT, "root/sessionAdded", {"channel": ROOT, "summary": session.announced})
+        self._active_sessions_changed()
+        self.nursery.start_soon(self._open_default_chat, session, conn, params.get("progressToken"))
+
+    async def _open_default_chat(
+        self, session: Session, conn: Connection, progress_token: str | None
+    ) -> None:
+        def progress(step: int, message: str) -> None:
+            if progress_token is not None and not conn.closed:
+                conn.send(
+                    orjson.dumps(
+                        {
+                            "jsonrpc": "2.0",
+                            "method": "root/progress",
+                            "params": {
+                                "channel": ROOT,
+                                "progressToken": progress_token,
+                                "progress": step,
+                                "total": 2,
+                                "message": message,
+                            },
+                        }
+                    ).decode()
+                )
+
+        progress(0, "opening the provider conversation")
+        chat_uri = f"ahp-chat:/{uuid.uuid4()}"
+        chat = self._new_chat(session, chat_uri, title="")
+        try:
+            await chat.open(conversation_id="")
+        except Exception as exc:
+            if session.disposed:
+                return
+            log.warning("session creation failed", session=session.uri, error=str(exc))
+            self.hub.apply(
+                session.uri,
+                {
+                    "type": "session/creationFailed",
+                    "error": {"errorType": type(exc).__name__, "message": str(exc) or repr(exc)},
+                },
+            )
+            progress(2, "failed")
+            return
+        if session.disposed:
+            await chat.close()
+            return
+        self._publish_chat(session, chat)
+        self.hub.apply(session.uri, {"type": "session/defaultChatChanged", "defaultChat": chat_uri})
+        self.hub.apply(session.uri, {"type": "session/ready"})
+        progress(2, "ready")
+
+    def _new_chat(self, session: Session, chat_uri: str, *, title: str) -> ChatRuntime:
+        entry = self.providers[session.provider]
+        chat = ChatRuntime(self, session, chat_uri, entry)
+        return chat
+
+    def _publish_chat(self, session: Session, chat: ChatRuntime) -> None:
+        now = self.clock.now_iso()
+        state = {
+            "resource": chat.uri,
+            "title": "",
+            "status": st.IDLE,
+            "modifiedAt": now,
+            "turns": [],
+        }
+        self.hub.store.create(chat.uri, "chat", state)
+        session.chats[chat.uri] = chat
+        self.chats[chat.uri] = chat
+        summary = {k: state[k] for k in ("resource", "title", "status", "modifiedAt")}
+        self.hub.apply(session.uri, {"type": "session/chatAdded", "summary": summary})
+        chat.start()
+
+    def dispose_session(self, conn: Connection, params: dict[str, Any]) -> None:
+        uri = params["channel"]
+        session = self.sessions.pop(uri, None)
+        if session is None:
+            raise RpcError(E.SESSION_NOT_FOUND, f"Session not found: {uri}")
+        session.disposed = True
+        for chat in list(session.chats.values()):
+            self._forget_chat(chat)
+        self._forget_channel(uri)
+        self.hub.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
+        self._active_sessions_changed()
+
+    def _forget_chat(self, chat: ChatRuntime) -> None:
+        chat.session.chats.pop(chat.uri, None)
+        self.chats.pop(chat.uri, None)
+        self.nursery.start_soon(chat.close)
+        self._forget_channel(chat.uri)
+
+    def _forget_channel(self, uri: str) -> None:
+        if self.hub.store.has(uri):
+            self.hub.store.dispose(uri)
+        self.hub.forget_channel(uri)
+
+    def _active_sessions_changed(self) -> None:
+        self.hub.apply(
+            ROOT, {"type": "root/activeSessionsChanged", "activeSessions": len(self.sessions)}
+        )
+
+    # -- chats ---------------------------------------------------------------------------------
+
+    def create_chat(self, conn: Connection, params: dict[str, Any]) -> None:
+        session = self._session(params["channel"])
+        chat_uri = params["chat"]
+        if not chat_uri.startswith("ahp-chat:/") or len(chat_uri) <= len("ahp-chat:/"):
+            raise RpcError(
+                E.INVALID_PARAMS, f"Invalid params: chat: expected ahp-chat:/<id>, got {chat_uri!r}"
+            )
+        if self.hub.store.has(chat_uri) or chat_uri in self.chats:
+            raise RpcError(E.ALREADY_EXISTS, f"Chat already exists: {chat_uri}")
+        if self.hub.store.state(session.uri).get("lifecycle") != "ready":
+            raise RpcError(E.INVALID_PARAMS, "Invalid params: channel: the session is not ready")
+        if params.get("source") is not None:
+            raise RpcError(
+                E.INVALID_PARAMS, "Invalid params: source: forked and side chats are not supported"
+            )
+        chat = self._new_chat(session, chat_uri, title="")
+        self.chats[chat_uri] = chat  # reserve the URI while the conversation opens
+        self.nursery.start_soon(self._open_chat, session, chat, params.get("initialMessage"))
+
+    async def _open_chat(
+        self, session: Session, chat: ChatRuntime, initial: dict[str, Any] | None
+    ) -> None:
+        try:
+            await chat.open(conversation_id="")
+        except Exception as exc:
+            self.chats.pop(chat.uri, None)
+            log.warning("chat creation failed", chat=chat.uri, error=str(exc))
+            return
+        if session.disposed or self.chats.get(chat.uri) is not chat:
+            await chat.close()
+            return
+        self._publish_chat(session, chat)
+        if initial is not None:
+            chat.start_turn_from_message(initial)
+
+    def dispose_chat(self, conn: Connection, params: dict[str, Any]) -> None:
+        uri = params["channel"]
+        chat = self.chats.get(uri)
+        if chat is None:
+            raise RpcError(E.NOT_FOUND, f"Chat not found: {uri}")
+        session = chat.session
+        if (
+            self.hub.store.has(session.uri)
+            and self.hub.store.state(session.uri).get("defaultChat") == uri
+        ):
+            raise RpcError(
+                E.INVALID_PARAMS, "Invalid params: channel: the default chat cannot be disposed"
+            )
+        self._forget_chat(chat)
+        if self.hub.store.has(session.uri):
+            self.hub.apply(session.uri, {"type": "session/chatRemoved", "chat": uri})
+
+    def _session(self, uri: str) -> Session:
+        session = self.sessions.get(uri)
+        if session is None:
+            raise RpcError(E.SESSION_NOT_FOUND, f"Session not found: {uri}")
+        return session
+
+    # -- the session list ----------------------------------------------------------------------
+
+    def summary(self, session: Session) -> dict[str, Any]:
+        state = self.hub.store.state(session.uri)
+        summary: dict[str, Any] = {
+            "resource": session.uri,
+            "provider": session.provider,
+            "title": state.get("title", ""),
+            "status": state.get("status", st.IDLE),
+            "createdAt": session.created_at,
+            "modifiedAt": session.created_at,
+        }
+        if session.working_directories:
+            summary["workingDirectories"] = session.working_directories
+        agg = aggregate(state, state.get("chats") or [])
+        summary["status"] = agg["status"]
+        if agg.get("modifiedAt"):
+            summary["modifiedAt"] = max(agg["modifiedAt"], session.created_at)
+        if "activity" in agg:
+            summary["activity"] = agg["activity"]
+        return summary
+
+    def list_sessions(self, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+        ordered = sorted(
+            (self.summary(s) for s in self.sessions.values()),
+            key=lambda s: (s["modifiedAt"], s["resource"]),
+            reverse=True,
+        )
+        cursor = params.get("cursor")
+        if cursor is not None:
+            after = _decode_cursor(cursor)
+            ordered = [s for s in ordered if (s["modifiedAt"], s["resource"]) < after]
+        limit = params.get("limit")
+        page_size = min(int(limit), 500) if isinstance(limit, int | float) and limit > 0 else 100
+        page = ordered[:page_size]
+        result: dict[str, Any] = {"items": page}
+        if len(ordered) > page_size:
+            last = page[-1]
+            result["nextCursor"] = _encode_cursor(last["modifiedAt"], last["resource"])
+        return result
+
+    def _observe(self, envelope: Envelope) -> None:
+        """Keep chat entries and the session list in sync with chat and session state."""
+        chat = self.chats.get(envelope.channel)
+        if chat is not None:
+            session_uri = chat.session.uri
+            if not self.hub.store.has(session_uri) or not self.hub.store.has(chat.uri):
+                return
+            entries = self.hub.store.state(session_uri).get("chats") or []
+            entry = next((c for c in entries if c.get("resource") == chat.uri), None)
+            if entry is None:
+                return
+            changes = chat_summary_changes(entry, self.hub.store.state(chat.uri))
+            if changes:
+                self.hub.apply(
+                    session_uri,
+                    {"type": "session/chatUpdated", "chat": chat.uri, "changes": changes},
+                )
+            return
+        session = self.sessions.get(envelope.channel)
+        if session is not None:
+            current = self.summary(session)
+            changes = {
+                k: current[k]
+                for k in _SUMMARY_FIELDS
+                if k in current and current.get(k) != session.announced.get(k)
+            }
+            if changes:
+                session.announced = current
+                self.hub.notify(
+                    ROOT,
+                    "root/sessionSummaryChanged",
+                    {"channel": ROOT, "session": session.uri, "changes": changes},
+                )
+
+    # -- turns in history ----------------------------------------------------------------------
+
+    def fetch_turns(self, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+        uri = params["channel"]
+        if uri not in self.chats or not self.hub.store.has(uri):
+            raise RpcError(E.NOT_FOUND, f"Chat not found: {uri}")
+        try:
+            action = self.hub.store.load_older_turns(uri, params.get("cursor"))
+        except ValueError as exc:
+            raise RpcError(E.INVALID_PARAMS, f"Invalid params: cursor: {exc}") from None
+        self.hub.apply(uri, action)
+        return {}
+
+    # -- client actions ------------------------------------------------------------------------
+
+    def apply_client_action(
+        self, conn: Connection, channel: str, action: dict[str, Any], origin: dict[str, Any]
+    ) -> None:
+        """Apply a client action that passed schema and state validation, with its side effect."""
+        chat = self.chats.get(channel)
+        if chat is not None:
+            chat.client_action(conn, action, origin)
+            return
+        session = self.sessions.get(channel)
+        if session is not None and action.get("type") == "session/titleChanged":
+            default = self.hub.store.state(channel).get("defaultChat")
+            target = session.chats.get(default) if isinstance(default, str) else None
+            if target is not None:
+                target.client_action(conn, action, origin, channel=channel)
+                return
+        self.hub.apply(channel, action, origin)
+
+    def client_gone(self, conn: Connection) -> None:
+        """Hook for connection loss (active-client hygiene is not implemented yet)."""
+
+
+def _encode_cursor(modified_at: str, resource: str) -> str:
+    raw = orjson.dumps([modified_at, resource])
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        value = orjson.loads(base64.urlsafe_b64decode(padded.encode()))
+        if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
+            return value[0], value[1]
+    except (ValueError, orjson.JSONDecodeError):
+        pass
+    raise RpcError(E.INVALID_PARAMS, "Invalid params: cursor: not a cursor this host issued")

@@ -1,0 +1,193 @@
+"""A small but real AHP client for tests: WebSocket, JSON-RPC, and a locally reduced mirror.
+
+It keeps every frame it receives, answers nothing on its own, and reduces `action` envelopes
+into its own copy of each subscribed channel's state with the same pure reducers, so tests can
+assert that every client's view equals the host's snapshot.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import trio
+from trio_websocket import ConnectionClosed, WebSocketConnection, connect_websocket_url
+
+from ahp_bridge.protocol.uris import channel_kind
+from ahp_bridge.state.reducers import reduce
+
+MOCK_NOW = "1970-01-01T00:00:00.000Z"
+
+
+class RpcFailure(Exception):
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(f"{error.get('code')}: {error.get('message')}")
+        self.code = error.get("code")
+        self.message = error.get("message")
+        self.data = error.get("data")
+
+
+class AhpClient:
+    def __init__(self, ws: WebSocketConnection, client_id: str) -> None:
+        self.ws = ws
+        self.client_id = client_id
+        self._ids = itertools.count(1)
+        self._seq = itertools.count(1)
+        self._waiters: dict[int | str, trio.MemorySendChannel[dict[str, Any]]] = {}
+        self.frames: list[dict[str, Any]] = []
+        self.envelopes: list[dict[str, Any]] = []
+        self.notifications: list[dict[str, Any]] = []
+        self.errors: list[dict[str, Any]] = []
+        self.states: dict[str, dict[str, Any]] = {}
+        self.last_seq = 0
+        self.closed: ConnectionClosed | None = None
+        self._changed = trio.Condition()
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    async def reader(self) -> None:
+        try:
+            while True:
+                text = await self.ws.get_message()
+                frame = orjson.loads(text)
+                self.frames.append(frame)
+                if "id" in frame and ("result" in frame or "error" in frame):
+                    waiter = (
+                        self._waiters.pop(frame["id"], None) if frame["id"] is not None else None
+                    )
+                    if waiter is not None:
+                        waiter.send_nowait(frame)
+                    elif "error" in frame:
+                        self.errors.append(frame["error"])
+                elif frame.get("method") == "action":
+                    self._on_envelope(frame["params"])
+                else:
+                    self.notifications.append(frame)
+                async with self._changed:
+                    self._changed.notify_all()
+        except ConnectionClosed as exc:
+            self.closed = exc
+            async with self._changed:
+                self._changed.notify_all()
+
+    def _on_envelope(self, env: dict[str, Any]) -> None:
+        self.envelopes.append(env)
+        self.last_seq = max(self.last_seq, env["serverSeq"])
+        if env.get("rejectionReason") is not None:
+            return
+        channel = env["channel"]
+        if channel in self.states:
+            kind = channel_kind(channel)
+            assert kind is not None
+            self.states[channel] = reduce(kind, self.states[channel], env["action"], now=MOCK_NOW)
+
+    async def close(self) -> None:
+        """Close the socket (and its TCP stream) so no ResourceWarning outlives the test."""
+        with trio.move_on_after(2):
+            await self.ws.aclose()
+        await self.ws._stream.aclose()  # the handshake may never have finished
+
+    async def send_raw(self, text: str | bytes) -> None:
+        await self.ws.send_message(text)
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        msg_id = next(self._ids)
+        send, recv = trio.open_memory_channel[dict[str, Any]](1)
+        self._waiters[msg_id] = send
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.ws.send_message(orjson.dumps(message).decode())
+        with trio.fail_after(10):
+            frame = await recv.receive()
+        if "error" in frame:
+            raise RpcFailure(frame["error"])
+        return frame["result"]
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        await self.ws.send_message(orjson.dumps(message).decode())
+
+    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 10) -> Any:
+        with trio.fail_after(timeout):
+            async with self._changed:
+                while True:
+                    value = predicate()
+                    if value:
+                        return value
+                    if self.closed is not None:
+                        raise AssertionError(f"connection closed: {self.closed}")
+                    await self._changed.wait()
+
+    # -- AHP -----------------------------------------------------------------------------------
+
+    async def initialize(self, subscriptions: list[str] | None = None) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "channel": "ahp-root://",
+            "protocolVersions": ["0.7.0"],
+            "clientId": self.client_id,
+        }
+        if subscriptions:
+            params["initialSubscriptions"] = subscriptions
+        result = await self.request("initialize", params)
+        for snap in result["snapshots"]:
+            self.states[snap["resource"]] = snap["state"]
+        self.last_seq = max(self.last_seq, result["serverSeq"])
+        return result  # type: ignore[no-any-return]
+
+    async def subscribe(self, channel: str, **extra: Any) -> dict[str, Any]:
+        result = await self.request("subscribe", {"channel": channel, **extra})
+        snap = result["snapshot"]
+        # Envelopes that raced ahead of the response are already covered by the snapshot.
+        self.states[channel] = snap["state"]
+        return snap  # type: ignore[no-any-return]
+
+    async def dispatch(self, channel: str, action: dict[str, Any]) -> int:
+        seq = next(self._seq)
+        await self.notify(
+            "dispatchAction", {"channel": channel, "clientSeq": seq, "action": action}
+        )
+        return seq
+
+    async def echo_of(self, seq: int) -> dict[str, Any]:
+        """The envelope that answers this client's dispatch `seq` (accepted or rejected)."""
+
+        def find() -> dict[str, Any] | None:
+            for env in self.envelopes:
+                origin = env.get("origin") or {}
+                if origin.get("clientId") == self.client_id and origin.get("clientSeq") == seq:
+                    return env
+            return None
+
+        return await self.wait_for(find)  # type: ignore[no-any-return]
+
+    def actions(self, channel: str | None = None) -> list[dict[str, Any]]:
+        return [
+            e["action"]
+            for e in self.envelopes
+            if e.get("rejectionReason") is None and (channel is None or e["channel"] == channel)
+        ]
+
+    def action_types(self, channel: str | None = None) -> list[str]:
+        return [a["type"] for a in self.actions(channel)]
+
+
+async def open_client(nursery: trio.Nursery, url: str, client_id: str, **kwargs: Any) -> AhpClient:
+    ws = await connect_websocket_url(nursery, url, **kwargs)
+    client = AhpClient(ws, client_id)
+    nursery.start_soon(client.reader)
+    return client
+
+
+def strip_none(value: Any) -> Any:
+    """The fixtures' rule (null means absent), for comparing states."""
+    if isinstance(value, dict):
+        return {k: strip_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [strip_none(v) for v in value]
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value
