@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,7 @@ from ahp_bridge.agentapi import (
     Retry,
     SkillLoad,
     Subagent,
+    SubagentRun,
     SubagentStatus,
     TaskCompletion,
     TodoList,
@@ -108,6 +110,15 @@ def test_provider_started_turn_waits_one_event_for_its_user_item(h: Harness) -> 
     assert types(out) == ["chat/turnStarted"]
     assert h.active["message"] == {"text": "typed in the CLI", "origin": {"kind": "user"}}
     assert h.active["startedAt"] == iso_from_ms(T0)
+
+
+def test_session_level_events_do_not_force_the_provider_turn_out(h: Harness) -> None:
+    h.feed(ev_turn(TurnState.WORKING))
+    out = h.feed(Event(kind=EventKind.CONTEXT, context=Context(used=1, limit=2)))
+    assert types(out) == ["session/metaChanged"]
+    assert h.tr.active_turn_id == "id-1"  # busy already, though not yet announced
+    h.feed(ev_item(ItemKind.USER, "u1", "queued from another client"))
+    assert h.active["message"]["text"] == "queued from another client"
 
 
 def test_provider_started_turn_without_user_item_is_an_agent_turn(h: Harness) -> None:
@@ -919,3 +930,102 @@ def test_every_event_kind_is_handled_and_documented() -> None:
         assert re.search(rf"\b{re.escape(kind.value)}\b", table), f"{kind.value} undocumented"
     tr = events_module.EventTranslator(CHAT, SESSION, lambda: "x", lambda: T0)
     assert set(tr._handlers) == set(EventKind)
+
+
+# ------------------------------------------------------------------ subagent chats
+
+
+def sub_harness(agent_id: str = "agent-1") -> Harness:
+    h = Harness()
+    h.tr = events_module.EventTranslator(CHAT, SESSION, h.ids, h.clock, agent_id=agent_id)
+    return h
+
+
+def ev_sub(status: SubagentStatus, agent_id: str = "agent-1", **fields: Any) -> Event:
+    fields.setdefault("name", "explorer")
+    fields.setdefault("parent_tool_call_id", "task-1")
+    sub = Subagent(id=agent_id, status=status, **fields)
+    return Event(kind=EventKind.SUBAGENT, subagent=sub)
+
+
+def test_subagent_chat_turn_is_the_subagents_run() -> None:
+    h = sub_harness()
+    main_noise = [
+        ev_turn(TurnState.WORKING),
+        ev_delta(A, "main-1", "main agent text"),
+        ev_item(ItemKind.USER, "main-u", "the user's prompt"),
+        ev_tool("task-1", ToolStatus.RUNNING, name="task"),
+    ]
+    assert h.feed(*main_noise) == []
+    assert h.feed(ev_sub(SubagentStatus.RUNNING)) == []
+    out = h.feed(ev_item(ItemKind.USER, "s-u1", "Find the config", agent_id="agent-1"))
+    assert types(out) == ["chat/turnStarted"]
+    assert h.active["message"] == {"text": "Find the config", "origin": {"kind": "agent"}}
+    h.feed(
+        ev_delta(A, "s-m1", "Looking", agent_id="agent-1"),
+        ev_delta(A, "main-1", " (main again)"),
+        ev_tool("s-call", ToolStatus.RUNNING, agent_id="agent-1", title="Read file"),
+        ev_tool("s-call", ToolStatus.COMPLETED, agent_id="agent-1", output="cfg"),
+        ev_item(A, "s-m2", "Found it in a.toml", agent_id="agent-1"),
+    )
+    assert [p["kind"] for p in h.parts] == ["markdown", "toolCall", "markdown"]
+    assert h.parts[0]["content"] == "Looking"
+    assert h.tool_state("s-call")["toolCallId"] == "s-call"
+    # Its permission requests are answered in the main chat, not here.
+    perm = permission(tool_call_id="s-call2", agent_id="agent-1")
+    assert h.feed(ev_interaction(perm)) == []
+    h.clock.advance(7)
+    out = h.feed(ev_sub(SubagentStatus.COMPLETED))
+    assert out[0][1] == {"type": "chat/turnComplete", "turnId": "id-1", "duration": 7}
+    assert h.feed(ev_turn(TurnState.COMPLETED)) == []  # the main turn is not its business
+    assert [t["state"] for t in h.chat["turns"]] == ["complete"]
+
+
+def test_subagent_follow_up_from_the_user_is_a_user_turn() -> None:
+    h = sub_harness()
+    h.feed(ev_sub(SubagentStatus.RUNNING), ev_item(ItemKind.USER, "u1", "go", agent_id="agent-1"))
+    h.feed(ev_sub(SubagentStatus.IDLE))
+    again = ev_sub(
+        SubagentStatus.RUNNING,
+        runs=[
+            SubagentRun(status="idle", trigger="spawn"),
+            SubagentRun(status="running", trigger="user"),
+        ],
+    )
+    h.feed(again, ev_item(ItemKind.USER, "u2", "and the tests?", agent_id="agent-1"))
+    assert h.active["message"] == {"text": "and the tests?", "origin": {"kind": "user"}}
+    h.feed(ev_sub(SubagentStatus.FAILED, error="model refused"))
+    assert [t["state"] for t in h.chat["turns"]] == ["complete", "error"]
+    assert h.chat["turns"][-1]["error"] == {
+        "errorType": "subagentFailed",
+        "message": "model refused",
+    }
+
+
+def test_subagent_chat_cancel_exit_and_nested_subagents() -> None:
+    h = sub_harness()
+    h.feed(
+        ev_sub(SubagentStatus.RUNNING),
+        ev_tool("inner-task", ToolStatus.RUNNING, agent_id="agent-1"),
+    )
+    nested = ev_sub(
+        SubagentStatus.RUNNING,
+        agent_id="agent-2",
+        parent_agent_id="agent-1",
+        parent_tool_call_id="inner-task",
+    )
+    out = h.feed(nested)
+    assert types(out) == ["chat/toolCallContentChanged"]
+    assert out[0][1]["content"][0]["resource"] == "ahp-chat:/subagent/agent-2"
+    h.feed(ev_sub(SubagentStatus.CANCELLED))
+    assert h.chat["turns"][-1]["state"] == "cancelled"
+    h.feed(ev_sub(SubagentStatus.RUNNING))
+    out = h.feed(Event(kind=EventKind.EXIT, error="gone"))
+    assert types(out) == ["chat/turnStarted", "chat/error"]
+
+
+def test_main_chat_ignores_nested_subagents_and_subagent_items() -> None:
+    h = Harness()
+    h.start_turn()
+    nested = ev_sub(SubagentStatus.RUNNING, agent_id="agent-2", parent_agent_id="agent-1")
+    assert h.feed(nested, ev_item(ItemKind.USER, "u", "x", agent_id="agent-1")) == []

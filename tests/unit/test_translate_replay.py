@@ -18,9 +18,9 @@ import pytest
 from ahp_bridge_copilot.mapping import EventMapper
 
 from ahp_bridge.agentapi import InteractionState
-from ahp_bridge.translate import CallPlan, CommandContext, Respond, plan_command
+from ahp_bridge.translate import CallPlan, CommandContext, EventTranslator, Respond, plan_command
 
-from .test_translate_support import Harness
+from .test_translate_support import CHAT, SESSION, Harness
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "copilot"
 SCENARIOS = sorted(p.stem for p in FIXTURES.glob("*.jsonl") if p.stem != "history")
@@ -156,3 +156,30 @@ def test_steered_turn_keeps_text_after_each_tool_in_its_own_part() -> None:
     (turn,) = replay("steer", answer=True).chat["turns"]
     assert kinds(turn) == ["toolCall", "markdown", "toolCall", "markdown"]
     assert len({p["id"] for p in turn["responseParts"] if p["kind"] == "markdown"}) == 2
+
+
+def test_recorded_subagent_gets_its_own_chat() -> None:
+    """The same recorded stream, fed to a subagent translator, rebuilds the subagent's chat."""
+    lines = [json.loads(line) for line in (FIXTURES / "subagent.jsonl").read_text().splitlines()]
+    mapper = EventMapper()
+    events = list(mapper.begin_turn())
+    for line in lines:
+        events += mapper.map(line)
+    agent_id = next(e.subagent.id for e in events if e.subagent is not None)
+    main = Harness()
+    main.start_turn()
+    sub = Harness()
+    sub.tr = EventTranslator(CHAT, SESSION, sub.ids, sub.clock, agent_id=agent_id)
+    for event in events:
+        main.feed(event)
+        sub.feed(event)
+    (turn,) = sub.chat["turns"]
+    assert turn["state"] == "complete"
+    assert turn["message"]["origin"] == {"kind": "agent"}
+    assert "SUBTASK" in turn["message"]["text"]
+    assert kinds(turn) == ["markdown"]
+    (ref,) = [c for c in tools(main.chat["turns"][0])[0]["content"] if c["type"] == "subagent"]
+    assert ref["resource"] == EventTranslator._default_subagent_uri(agent_id)
+    # Nothing of the subagent's transcript leaked into the main chat, and vice versa.
+    main_text = [p["content"] for p in main.chat["turns"][0]["responseParts"] if "content" in p]
+    assert turn["responseParts"][0]["content"] not in main_text

@@ -14,9 +14,11 @@ Event kind        AHP
 ================  ==========================================================================
 turn working      ``chat/turnStarted`` (host-originated, ``_meta`` marks it) unless the host
                   already started the turn for a client (``turn_started_by_client``). Its
-                  message is the main agent's user item, whether it came just before or right
-                  after ``working``; the start waits for at most one more event, else goes out
-                  with an empty message of origin ``agent``
+                  message is the main agent's user item, whether it came just before or after
+                  ``working``; the start waits for it until the turn's first action in the chat
+                  (content, a request, its end), else goes out with an empty message of origin
+                  ``agent``. ``active_turn_id`` is set meanwhile: the host should treat the
+                  chat as busy from ``working`` on
 turn completed    ``chat/turnComplete`` ; cancelled: ``chat/turnCancelled`` ; failed:
                   ``chat/error{errorType:"turnFailed"}``; duration = now - start in ms; the
                   reason, model and completion receipt in ``_meta``. Then
@@ -76,6 +78,16 @@ subagent's own tool item then completes. A subagent is visible in the main chat 
 ``subagent`` content of the tool call that spawned it; its transcript stays with the provider
 (HistoryPager) for a read-only chat at ``subagent_chat_uri(agent_id)``.
 
+Subagent chats: ``EventTranslator(..., agent_id=X)`` builds the read-only chat of subagent X
+from the same event stream (the host creates that chat at ``subagent_chat_uri(X)``, with origin
+``{kind:"tool", toolCallId}`` of its parent tool call). It takes only X's items and deltas (the
+same table as above), X's nested subagents (as content of X's tool calls) and ``exit``. X's runs
+are its turns: subagent ``running`` starts one (its message is X's own user item, the prompt the
+spawning agent gave it, origin ``agent``; ``user`` for a follow-up the user sent), ``completed``
+or ``idle`` completes it, ``failed`` is ``chat/error{errorType:"subagentFailed"}``,
+``cancelled`` is ``chat/turnCancelled``. Main-agent turns, interactions (they are answered in
+the main chat) and conversation-level events are not its business.
+
 Content that arrives while no turn is active is dropped (AHP 0.7.0 has no place for response
 parts outside a turn); providers report ``working`` first (see the Go contract). After a turn
 ended on the bridge's side (client cancel, ``fail_turn``), the provider's late end of that turn
@@ -92,6 +104,8 @@ from urllib.parse import quote
 
 from ahp_bridge.agentapi import (
     DELIVERY_AUTOPILOT,
+    SUBAGENT_TRIGGER_SPAWN,
+    SUBAGENT_TRIGGER_USER,
     Activity,
     Event,
     EventKind,
@@ -102,6 +116,7 @@ from ahp_bridge.agentapi import (
     ItemKind,
     Option,
     Subagent,
+    SubagentStatus,
     ToolStatus,
     TurnState,
 )
@@ -188,6 +203,9 @@ class EventTranslator:
     ``new_id`` makes ids for provider-started turns and response parts; ``now_ms`` is the
     producer's clock in epoch milliseconds (turn start stamps and durations). Both are injected
     so the translation is deterministic and testable.
+
+    With ``agent_id`` set, the translator builds the read-only chat of that one subagent from
+    the same event stream instead (see "Subagent chats" in the module docstring).
     """
 
     def __init__(
@@ -198,8 +216,10 @@ class EventTranslator:
         now_ms: Callable[[], int],
         *,
         subagent_chat_uri: Callable[[str], str] | None = None,
+        agent_id: str = "",
     ) -> None:
         self.chat_uri = chat_uri
+        self.agent_id = agent_id
         self.session_uri = session_uri
         self._new_id = new_id
         self._now_ms = now_ms
@@ -215,6 +235,7 @@ class EventTranslator:
         self._compacting = False
         self._activity_text = ""
         self._meta: dict[str, Any] = {}
+        self._run_by_user: bool | None = None  # subagent chats: who started the current run
         self._handlers: dict[EventKind, Callable[[Event], list[Emitted]]] = {
             EventKind.TURN: self._on_turn,
             EventKind.ITEM: self._on_item,
@@ -318,18 +339,33 @@ class EventTranslator:
 
     def translate(self, event: Event) -> list[Emitted]:
         """The actions, in order, that one provider event becomes (often none)."""
+        if self.agent_id and not self._concerns_subagent(event):
+            return []
         turn = self._turn
-        out: list[Emitted] = []
-        if turn is not None and not turn.announced:
+        unannounced = turn if turn is not None and not turn.announced else None
+        if unannounced is not None:
             item = event.item if event.kind == EventKind.ITEM else None
-            if item is not None and item.kind == ItemKind.USER and not item.agent_id:
-                return self._announce(turn, item)
-            out = self._announce(turn, None)
+            if item is not None and item.kind == ItemKind.USER and item.agent_id == self.agent_id:
+                return self._announce(unannounced, item)
         handler = self._handlers.get(event.kind)
-        return out + handler(event) if handler is not None else out
+        out = handler(event) if handler is not None else []
+        if unannounced is not None and any(channel == self.chat_uri for channel, _ in out):
+            out = self._announce(unannounced, None) + out
+        return out
 
     def _dropped(self, event: Event) -> list[Emitted]:
         return []
+
+    def _concerns_subagent(self, event: Event) -> bool:
+        """In a subagent chat: its own items and lifecycle, its children, and the runtime's exit."""
+        if event.kind == EventKind.ITEM and event.item is not None:
+            return event.item.agent_id == self.agent_id
+        if event.kind == EventKind.DELTA and event.delta is not None:
+            return event.delta.agent_id == self.agent_id
+        if event.kind == EventKind.SUBAGENT and event.subagent is not None:
+            sub = event.subagent
+            return self.agent_id in (sub.id, sub.parent_agent_id)
+        return event.kind == EventKind.EXIT
 
     # turns
 
@@ -366,11 +402,12 @@ class EventTranslator:
         )
 
     def _start_provider_turn(self) -> list[Emitted]:
-        """A turn the provider started: announced with its user item, so maybe one event later.
+        """A turn the provider started: announced with its user item, maybe a little later.
 
         Providers report ``working`` before or after the user message that started the turn;
         ``chat/turnStarted`` cannot be amended, so it waits for that item (when it came first
-        it is already here) and goes out, at the latest, with the provider's next event.
+        it is already here) and goes out, at the latest, right before the turn's first action
+        in the chat (content, a request, or its end).
         """
         seed, self._seed = self._seed, None
         turn = _Turn(id=self._new_id(), started_ms=self._now_ms(), confirmed=True)
@@ -381,7 +418,7 @@ class EventTranslator:
     def _announce(self, turn: _Turn, seed: Item | None) -> list[Emitted]:
         turn.announced = True
         own = seed is not None and seed.delivery != DELIVERY_AUTOPILOT
-        origin = "user" if own else "agent"
+        origin = "user" if own and self._run_by_user is not False else "agent"
         message: dict[str, Any] = {"text": seed.text if seed else "", "origin": {"kind": origin}}
         return [
             self._chat(
@@ -423,7 +460,7 @@ class EventTranslator:
             return []
         if item.kind == ItemKind.TOOL:
             return self._on_tool(item)
-        if item.agent_id:
+        if item.agent_id != self.agent_id:
             return []
         if item.kind == ItemKind.USER:
             if self._turn is None:
@@ -437,7 +474,7 @@ class EventTranslator:
 
     def _on_delta(self, event: Event) -> list[Emitted]:
         delta = event.delta
-        if delta is None or delta.agent_id:
+        if delta is None or delta.agent_id != self.agent_id:
             return []
         if delta.kind not in (ItemKind.ASSISTANT, ItemKind.REASONING):
             return []
@@ -506,8 +543,8 @@ class EventTranslator:
         tool = turn.tools.get(key)
         out: list[Emitted] = []
         if tool is None:
-            if item.agent_id:
-                return []  # subagent tool calls stay out of the main transcript
+            if item.agent_id != self.agent_id:
+                return []  # other agents' tool calls stay out of this transcript
             display = call.title or call.name
             tool = self._new_tool(turn, key, call.name, display, invocation=display)
             out += self._start_tool(turn, tool)
@@ -572,18 +609,19 @@ class EventTranslator:
         intention: str = "",
     ) -> _Tool:
         agent_id, item_id = key
-        call_id = f"{agent_id}/{item_id}" if agent_id else item_id
+        own = agent_id == self.agent_id
+        call_id = item_id if own else f"{agent_id}/{item_id}"
         base = drop_none(
             {
                 "toolCallId": call_id,
                 "toolName": name or display or "tool",
                 "displayName": display or name or "Tool",
                 "intention": intention or None,
-                "_meta": {f"{META_PREFIX}agentId": agent_id} if agent_id else None,
+                "_meta": None if own else {f"{META_PREFIX}agentId": agent_id},
             }
         )
         tool = _Tool(call_id=call_id, base=base, invocation=invocation or base["displayName"])
-        tool.content = self._orphans.pop(item_id, []) if not agent_id else []
+        tool.content = self._orphans.pop(item_id, []) if own else []
         turn.tools[key] = tool
         turn.by_call[call_id] = tool
         return tool
@@ -754,7 +792,11 @@ class EventTranslator:
 
     def _on_subagent(self, event: Event) -> list[Emitted]:
         subagent = event.subagent
-        if subagent is None or subagent.parent_agent_id or not subagent.parent_tool_call_id:
+        if subagent is None:
+            return []
+        if self.agent_id and subagent.id == self.agent_id:
+            return self._subagent_lifecycle(subagent)
+        if subagent.parent_agent_id != self.agent_id or not subagent.parent_tool_call_id:
             return []
         if subagent.id in self._subagents:
             return []
@@ -762,7 +804,7 @@ class EventTranslator:
         if turn is None:
             return []
         ref = self._subagent_ref(subagent)
-        tool = turn.tools.get(("", subagent.parent_tool_call_id))
+        tool = turn.tools.get((self.agent_id, subagent.parent_tool_call_id))
         self._subagents.add(subagent.id)
         if tool is None:
             self._orphans.setdefault(subagent.parent_tool_call_id, []).append(ref)
@@ -779,6 +821,24 @@ class EventTranslator:
             "content": list(tool.content),
         }
         return [self._chat(changed)]
+
+    def _subagent_lifecycle(self, subagent: Subagent) -> list[Emitted]:
+        """A subagent chat's turns are the subagent's runs: running starts one, an end ends it."""
+        status = subagent.status
+        if status == SubagentStatus.RUNNING:
+            if self._turn is not None:
+                return []
+            trigger = subagent.runs[-1].trigger if subagent.runs else SUBAGENT_TRIGGER_SPAWN
+            self._run_by_user = trigger == SUBAGENT_TRIGGER_USER
+            return self._start_provider_turn()
+        if self._turn is None:
+            return []
+        if status == SubagentStatus.FAILED:
+            error = {"errorType": "subagentFailed", "message": subagent.error or "It failed."}
+            return self._end_turn("chat/error", {"error": error})
+        if status == SubagentStatus.CANCELLED:
+            return self._end_turn("chat/turnCancelled", {})
+        return self._end_turn("chat/turnComplete", {})  # completed, or idle for a follow-up
 
     def _subagent_ref(self, subagent: Subagent) -> dict[str, Any]:
         return drop_none(
