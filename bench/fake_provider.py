@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import trio
-
-from ahp_bridge.agentapi import Event, OpenRequest, Prompt
 from ahp_bridge_fake import FakeProvider, parse_script
 from ahp_bridge_fake.record import RecordingProvider
 from ahp_bridge_fake.replay import replay_provider
 from ahp_bridge_fake.testing import EventLog
+
+from ahp_bridge.agentapi import OpenRequest, Prompt
 
 
 def _script(chunks: int) -> str:
@@ -37,14 +37,6 @@ kind = "tool"
 name = "shell"
 output = "ok"
 """
-
-
-class _Count:
-    def __init__(self) -> None:
-        self.n = 0
-
-    def emit(self, event: Event) -> None:
-        self.n += 1
 
 
 async def _run(provider: Any, turns: int) -> tuple[int, float]:
