@@ -16,7 +16,7 @@ import logging
 import math
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 import grpc
 import trio
@@ -31,7 +31,6 @@ from .convert import from_proto, to_proto
 
 log = logging.getLogger(__name__)
 
-R = TypeVar("R")
 EMPTY = empty_pb2.Empty()
 
 # Reconnect quickly once a restarted server is back (gRPC's default backoff reaches 120 s).
@@ -335,6 +334,11 @@ class RemoteConversation:
         try:
             for batch in call:
                 for message in batch.events:
+                    if message.kind not in _EVENT_KINDS:
+                        # A newer provider's kind this bridge cannot show: skip it, as Go's
+                        # consumers ignore kinds they do not know, rather than end the turn.
+                        log.warning("skipped an event of unknown kind %r", message.kind[:40])
+                        continue
                     event = from_proto(message, agentapi.Event)
                     if event.kind == agentapi.EventKind.EXIT:
                         self._gone = True
@@ -454,6 +458,8 @@ class RemoteConversation:
             await self._pump_done.wait()
 
 
+_EVENT_KINDS = frozenset(kind.value for kind in agentapi.EventKind)
+
 # Statuses a call ends with when the connection, not the provider, failed.
 _TRANSPORT_CODES = frozenset(
     {
@@ -466,15 +472,24 @@ _TRANSPORT_CODES = frozenset(
 )
 
 
+_OPTIONS = ("address", "token", "connect_timeout")
+
+
 def create_provider(options: Mapping[str, Any]) -> RemoteProvider:
     """Entry point ``remote``: options address (required), token, connect_timeout."""
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown remote provider option(s): {', '.join(unknown)}")
     address = options.get("address")
     if not isinstance(address, str) or not address:
         raise ValueError("the remote provider needs option 'address' (unix:PATH or HOST:PORT)")
     token = options.get("token") or None
     if token is not None and not isinstance(token, str):
         raise ValueError("option 'token' must be a string")
-    timeout = float(options.get("connect_timeout", 10.0))
+    try:
+        timeout = float(options.get("connect_timeout", 10.0))
+    except (TypeError, ValueError):
+        timeout = math.nan
     if not math.isfinite(timeout) or timeout <= 0:
         raise ValueError("option 'connect_timeout' must be a positive number of seconds")
     return RemoteProvider(address, token=token, connect_timeout=timeout)
