@@ -156,6 +156,19 @@ def test_attachments_become_files_and_uploads() -> None:
     )
 
 
+def test_attached_files_are_confined_to_the_working_directory() -> None:
+    ctx = CommandContext(workdir="/work/p")
+    inside = {"type": "resource", "label": "x", "uri": "file:///work/p/src/../lib/a.py"}
+    result = plan(user_turn("t1", "see", attachments=[inside]), ctx)
+    assert result == CallPlan(
+        (Send(Prompt(text="see", files=[File(path="/work/p/lib/a.py", rel="lib/a.py")])),)
+    )
+    for uri in ("file:///work/p/../secrets", "file:///etc/passwd", "file:///work/pp/a"):
+        outside = {"type": "resource", "label": "x", "uri": uri}
+        reason = rejected(user_turn("t1", "see", attachments=[outside]), ctx)
+        assert reason.endswith("files outside the working directory cannot be attached")
+
+
 def test_attachment_only_message_is_not_empty() -> None:
     attachments = [{"type": "resource", "label": "a", "uri": "file:///a"}]
     result = plan(user_turn("t1", "", attachments=attachments))

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -219,6 +220,8 @@ class CommandContext:
     input_answers: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
     can_set_title: bool = True
     agents: Mapping[str, str] = field(default_factory=dict)
+    workdir: str = ""
+    """The conversation's absolute working directory; when set, attached files must be in it."""
 
 
 class _Refused(ValueError):
@@ -279,7 +282,7 @@ def _turn_started(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan:
             raise _Refused(f"custom agent {uri!r} is not available")
         calls.append(SelectAgent(agent_id))
     named = _named_model(message, ctx)
-    calls.append(Send(message_prompt(message, model=named)))
+    calls.append(Send(message_prompt(message, model=named, workdir=ctx.workdir)))
     return CallPlan(tuple(calls))
 
 
@@ -322,7 +325,7 @@ def _tool_confirmed(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan:
     calls: list[Call] = [Respond(interaction.id, Answer(decision=option.id))]
     suggestion = action.get("userSuggestion")
     if not approved and isinstance(suggestion, Mapping):
-        calls.append(Steer(message_prompt(suggestion)))
+        calls.append(Steer(message_prompt(suggestion, workdir=ctx.workdir)))
     return CallPlan(tuple(calls))
 
 
@@ -372,7 +375,7 @@ def _pending_message(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan
         raise _Refused("the pending message has no message")
     if (message.get("origin") or {}).get("kind") != "user":
         raise _Refused("clients may only send user messages")
-    prompt = message_prompt(message)
+    prompt = message_prompt(message, workdir=ctx.workdir)
     if action.get("kind") == "steering":
         if ctx.active_turn_id is None:
             raise _Refused("no turn is running to steer")
@@ -385,10 +388,14 @@ def _pending_message(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan
 # ------------------------------------------------------------------------- prompts
 
 
-def message_prompt(message: Mapping[str, Any], *, model: Model | None = None) -> Prompt:
+def message_prompt(
+    message: Mapping[str, Any], *, model: Model | None = None, workdir: str = ""
+) -> Prompt:
     """The agentapi ``Prompt`` for an AHP ``Message``; raises ``ValueError`` when it cannot.
 
-    ``model``, when given, gates uploads by the media it reports.
+    ``model``, when given, gates uploads by the media it reports. ``workdir``, when given,
+    confines attached files to it (lexically: ``..`` cannot leave it) and makes their ``rel``
+    relative to it.
     """
     text = message.get("text")
     if not isinstance(text, str):
@@ -398,7 +405,7 @@ def message_prompt(message: Mapping[str, Any], *, model: Model | None = None) ->
     for index, attachment in enumerate(message.get("attachments") or []):
         if not isinstance(attachment, Mapping):
             raise _Refused(f"attachment {index} is not an object")
-        _attachment(index, attachment, files, blobs, model)
+        _attachment(index, attachment, files, blobs, model, workdir)
     if not text.strip() and not files and not blobs:
         raise _Refused("the message is empty")
     return Prompt(text=text, files=files, attachments=blobs)
@@ -410,6 +417,7 @@ def _attachment(
     files: list[File],
     blobs: list[Blob],
     model: Model | None,
+    workdir: str,
 ) -> None:
     kind = attachment.get("type")
     label = str(attachment.get("label", ""))
@@ -418,8 +426,15 @@ def _attachment(
         uri = urlparse(str(attachment.get("uri", "")))
         if uri.scheme != "file" or uri.netloc not in ("", "localhost") or not uri.path:
             raise _Refused(f"{where}: only file: URIs on this host can be attached")
-        path = unquote(uri.path)
-        files.append(File(path=path, rel=label, dir=attachment.get("displayKind") == "directory"))
+        path = posixpath.normpath(unquote(uri.path))
+        rel = label
+        if workdir:
+            root = posixpath.normpath(workdir)
+            if path != root and not path.startswith(root.rstrip("/") + "/"):
+                raise _Refused(f"{where}: files outside the working directory cannot be attached")
+            rel = posixpath.relpath(path, root)
+        is_dir = attachment.get("displayKind") == "directory"
+        files.append(File(path=path, rel=rel, dir=is_dir))
     elif kind == "embeddedResource":
         mime = str(attachment.get("contentType", "")).split(";")[0].strip().lower()
         if mime not in _MIME:
