@@ -49,6 +49,10 @@ async def test_calls_results_and_sentinel_errors_cross_the_wire() -> None:
             await remote.open(_open_req(Recorder(), "missing"))
 
         conv = await remote.open(_open_req(Recorder()))
+        assert isinstance(remote, agentapi.Provider)
+        assert isinstance(conv, agentapi.Conversation)
+        # The controlled provider has no optional Protocols, so the client has none either.
+        assert not isinstance(remote, agentapi.HistoryReader | agentapi.Titler)
         assert conv.id().startswith("ctl-")
         assert ctl.calls == ["open:/w"]
         with pytest.raises(agentapi.InteractionGone, match="p1 was answered elsewhere"):
