@@ -10,21 +10,18 @@ from __future__ import annotations
 import ast
 import inspect
 import operator
-import os
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
 
 import pytest
 
 import ahp_bridge.agentapi as api
 from ahp_bridge.agentapi import constants, errors
 from ahp_bridge.agentapi._base import GoModel, GoStruct, is_empty, is_nil, is_zero
+from tests.support.paths import AGENTAPI_SPEC
 
-SPEC = Path(os.environ.get("AGENTAPI_SPEC", "/work/shared/spec/agentapi.txt"))
-
-pytestmark = pytest.mark.skipif(not SPEC.exists(), reason=f"Go contract text not at {SPEC}")
+SPEC = AGENTAPI_SPEC
 
 
 def snake(go: str) -> str:

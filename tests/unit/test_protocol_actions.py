@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +20,12 @@ from ahp_bridge.protocol.actions import (
     parse_action,
 )
 from ahp_bridge.protocol.base import wire_dump
+from tests.support.paths import CONFORMANCE
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "proto/ahp/0.7.0/ahp.schema.json").read_text(encoding="utf-8"))
 DEFS: dict[str, Any] = SCHEMA["$defs"]
-FIXTURES = Path(os.environ.get("AHP_CONFORMANCE_DIR", "/work/shared/conformance/ahp-0.7.0"))
+FIXTURES = CONFORMANCE
 
 
 def _schema_actions() -> dict[str, list[str]]:

@@ -26,12 +26,13 @@ from ahp_bridge.protocol.params import (
     UnknownMethod,
     parse_params,
 )
+from tests.support.paths import AHP_NOTES
 
 ROOT_URI = "ahp-root://"
 SESSION = "ahp-session:/6f1c2a52-4a0e-4c31-9b59-0f4f6e0d8a11"
 CHAT = "ahp-chat:/c1"
 
-NOTES = Path("/work/shared/notes/ahp-protocol.md")
+NOTES = AHP_NOTES
 
 VALID: dict[str, dict[str, Any]] = {
     "initialize": {

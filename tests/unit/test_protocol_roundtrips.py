@@ -9,7 +9,6 @@ The bridge relays, so it keeps unknown keys: for the group-B fixture (017) it as
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,9 @@ from ahp_bridge.protocol.models import (
     UnknownVariant,
     wire_adapter,
 )
+from tests.support.paths import CONFORMANCE
 
-FIXTURES = Path(os.environ.get("AHP_CONFORMANCE_DIR", "/work/shared/conformance/ahp-0.7.0"))
+FIXTURES = CONFORMANCE
 ROUND_TRIPS = sorted((FIXTURES / "round-trips").glob("*.json"))
 FORWARD = sorted((FIXTURES / "forward-compat" / "round-trips").glob("*.json"))
 

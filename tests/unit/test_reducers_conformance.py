@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from ahp_bridge.state.reducers import reduce
+from tests.support.paths import CONFORMANCE
 
-FIXTURES = Path("/work/shared/conformance/ahp-0.7.0")
+FIXTURES = CONFORMANCE
 NOW = "1970-01-01T00:00:09.999Z"
 
 

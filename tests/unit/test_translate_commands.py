@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,6 +44,7 @@ from ahp_bridge.translate.commands import (
     plan_command,
     synced_answers,
 )
+from tests.support.paths import CONFORMANCE
 
 from .test_translate_support import (
     CHAT,
@@ -253,9 +252,7 @@ def _fixture_examples() -> dict[str, dict[str, Any]]:
     return examples
 
 
-CONFORMANCE = (
-    Path(os.environ.get("AHP_CONFORMANCE_DIR", "/work/shared/conformance/ahp-0.7.0")) / "reducers"
-)
+CONFORMANCE = CONFORMANCE / "reducers"
 EXAMPLES = _fixture_examples()
 CHAT_AND_SESSION = sorted(t for t in CLIENT_DISPATCHABLE if t.startswith(("chat/", "session/")))
 

@@ -56,7 +56,14 @@ class Hub:
     def apply(
         self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None
     ) -> Envelope:
-        """Reduce, sequence, log and broadcast one action; returns its envelope."""
+        """Reduce, sequence, log and broadcast one action; returns its envelope.
+
+        An action that names a turn older than a chat's loaded window gets the
+        `chat/turnsLoaded` the spec requires first, so windowed clients reduce it alike.
+        """
+        preload = self.store.preload_for(channel, action)
+        if preload is not None:
+            self.apply(channel, preload)
         envelope = self.store.apply(channel, action, origin)
         subs = self._subs.get(channel)
         if subs:
