@@ -72,7 +72,9 @@ class Faults:
     event_after_close: bool = False  # events_after_close: a title event after close returns
     blocking_emit: bool = False  # emit_nonblocking: events through trio.from_thread.run_sync
     fold_send: bool = False  # busy_or_queued: a send during a turn silently joins it
+    busy_but_queued: bool = False  # busy_or_queued: raises Busy, then runs the prompt anyway
     cancel_completes: bool = False  # cancel: a cancelled turn reports completed
+    cancel_answers: bool = False  # respond_gone: cancel reports pending interactions answered
     respond_again: bool = False  # respond_gone: an answered interaction accepts a new answer
     close_answers: bool = False  # close_expires: close reports pending interactions answered
     reopen_creates: bool = False  # reopen_unknown: an unknown id opens a new conversation
@@ -194,6 +196,7 @@ class _Turn:
     queued: list[str] = field(default_factory=list)
     steers: list[str] = field(default_factory=list)
     exited: bool = False
+    cancelled: bool = False  # by Conversation.cancel, not by close
 
 
 class ToyConversation:
@@ -265,6 +268,9 @@ class ToyConversation:
         if self._turn is not None:
             if self._faults.fold_send:
                 return
+            if self._faults.busy_but_queued:
+                self._turn.queued.append(prompt.text)
+                raise Busy("a turn is running")
             if self._provider.options.queue_sends:
                 self._turn.queued.append(prompt.text)
                 return
@@ -289,8 +295,10 @@ class ToyConversation:
             return
         if turn.scope.cancelled_caught:
             state = TurnState.COMPLETED if self._faults.cancel_completes else TurnState.CANCELLED
+        fabricate = self._faults.cancel_answers and turn.cancelled
+        withdrawn = InteractionState.ANSWERED if fabricate else InteractionState.EXPIRED
         for ia in turn.pending.values():
-            await self._interaction(ia.model_copy(update={"state": InteractionState.EXPIRED}))
+            await self._interaction(ia.model_copy(update={"state": withdrawn}))
             self._finished.add(ia.id)
         turn.pending.clear()
         if turn.steers and not self._faults.steer_dropped:
@@ -411,6 +419,7 @@ class ToyConversation:
         await trio.lowlevel.checkpoint()
         self._check_open()
         if self._turn is not None:
+            self._turn.cancelled = True
             self._turn.scope.cancel()
 
     async def cancel_subagent(self, agent_id: str) -> None:

@@ -24,6 +24,8 @@ FAULT_BREAKS = {
     "event_after_close": ("events_after_close", "events after close returned: event title"),
     "blocking_emit": ("emit_nonblocking", "trio.from_thread"),
     "fold_send": ("busy_or_queued", "queued during the running turn to start its own turn"),
+    "busy_but_queued": ("busy_or_queued", "a prompt refused with Busy started a turn after all"),
+    "cancel_answers": ("respond_gone", "of a cancelled turn was reported answered, not expired"),
     "cancel_completes": ("cancel", "the cancelled turn ended completed, not cancelled"),
     "respond_again": ("respond_gone", "second respond to an answered permission returned"),
     "close_answers": ("close_expires", "close answered the pending permission on its own"),

@@ -20,6 +20,7 @@ from ahp_bridge.agentapi import (
     AgentAPIError,
     Answer,
     Busy,
+    Capabilities,
     Closed,
     ConversationNotFound,
     Event,
@@ -57,6 +58,7 @@ _TITLE = "AHP conformance title"
 _UNKNOWN_AGENT = "ahp-conformance-no-such-agent"
 _UNKNOWN_MODEL = "ahp-conformance-unlisted-model"
 _STEER = "AHP conformance steer"
+_TURN_OUTPUT = frozenset({EventKind.TURN, EventKind.ITEM, EventKind.DELTA, EventKind.INTERACTION})
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,10 @@ async def _cancel_long(ctx: Context, conv: OpenConversation, working: int) -> tu
     """End the running long turn: cancel it when the provider can, else let it finish."""
     if ctx.capabilities().cancel:
         ctx.step = "waiting for cancel to return"
-        await conv.conversation.cancel()
+        try:
+            await conv.conversation.cancel()
+        except AgentAPIError as exc:
+            raise CheckFailed(f"cancel of a running turn raised {error_name(exc)}") from exc
         return await conv.wait_end(working + 1, "the cancelled turn to end")
     return await conv.wait_end(working + 1, "the long turn to end")
 
@@ -152,7 +157,8 @@ async def provider_basics(ctx: Context) -> str | None:
         raise CheckFailed("name() is empty")
     if not provider.display_name():
         raise CheckFailed("display_name() is empty")
-    ctx.capabilities()
+    if not isinstance(ctx.capabilities(), Capabilities):
+        raise CheckFailed("capabilities() does not return Capabilities")
     ctx.step = "waiting for check to return"
     try:
         await provider.check()
@@ -297,7 +303,8 @@ async def conversation_isolation(ctx: Context) -> str | None:
     quiet = len(second.sink)
     await first.answer_turn(answer)
     await _settle()
-    strays = second.sink.events[quiet:]
+    # Only turn output counts: a provider may report its own state to every conversation.
+    strays = [e for e in second.sink.events[quiet:] if e.kind in _TURN_OUTPUT]
     if strays:
         raise CheckFailed(
             f"a turn of one conversation sent {len(strays)} events to another's sink, "
@@ -335,6 +342,10 @@ async def busy_or_queued(ctx: Context) -> str | None:
             raise CheckFailed("the running turn ended when a send during it was refused Busy")
     end, _ = await _cancel_long(ctx, conv, working)
     if not queued:
+        await _settle()
+        later = [e.turn for e in conv.sink.events[end + 1 :] if e.turn is not None]
+        if any(t.state == TurnState.WORKING for t in later):
+            raise CheckFailed("a prompt refused with Busy started a turn after all")
         return "refused with Busy"
     next_working = await conv.wait_working(
         end + 1, "the prompt queued during the running turn to start its own turn"
@@ -390,11 +401,15 @@ async def respond_when_gone(ctx: Context) -> str | None:
             )
             working = await conv.wait_working(start, f"the {kind.value} turn to be working")
             await _cancel_long(ctx, conv, working)
-            await conv.wait_interaction_state(
+            state = await conv.wait_interaction_state(
                 ia.id,
                 FINAL_INTERACTION_STATES,
                 f"the {kind.value} of the cancelled turn to expire",
             )
+            if state != InteractionState.EXPIRED:
+                raise CheckFailed(
+                    f"the {kind.value} of a cancelled turn was reported {state.value}, not expired"
+                )
             await expect_error(
                 partial(conv.conversation.respond, ia.id, _answer_for(ia)),
                 (InteractionGone,),
