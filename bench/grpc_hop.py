@@ -1,8 +1,9 @@
 """What the gRPC hop costs: the fake provider in-process vs. served over gRPC (Unix socket).
 
 Prints, side by side: streamed events per second (one turn of many small deltas, from send
-to the turn's end), and per-call round trips of set_title and respond (median and p99).
-Server and client share this process and its two cores, like a sidecar on a small box.
+to the turn's end), and per-call round trips of set_title and respond (median and p99);
+for the fake in-process, served over gRPC in this same process (one GIL for both ends), and
+served by ``python -m ahp_bridge_remote.server`` in a second process, as deployed.
 
     .venv/bin/python bench/grpc_hop.py [--events 20000] [--calls 500] [--reps 3]
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -104,6 +107,33 @@ async def over_grpc(events: int) -> AsyncIterator[agentapi.Provider]:
         nursery.cancel_scope.cancel()
 
 
+@asynccontextmanager
+async def over_grpc_subprocess(events: int) -> AsyncIterator[agentapi.Provider]:
+    """The server in its own process (python -m ahp_bridge_remote.server), as deployed."""
+    folder = Path(tempfile.mkdtemp(prefix="ahpb"))
+    script = folder / "bench.toml"
+    script.write_text(SCRIPT.replace("{text}", "x" * (4 * events)))
+    address = f"unix:{folder / 'b.sock'}"
+    argv = [
+        sys.executable, "-m", "ahp_bridge_remote.server", "--provider", "fake",
+        "--listen", address, "--option", f"script={script}", "--option", "time_scale=0",
+    ]  # fmt: skip
+    proc = await trio.lowlevel.open_process(argv, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = await proc.stdout.receive_some(1)
+            if not chunk:
+                raise RuntimeError("the server process exited before listening")
+            line += chunk
+        async with RemoteProvider(address) as remote:
+            yield remote
+    finally:
+        proc.terminate()
+        await proc.wait()
+
+
 async def measure(
     factory: Callable[[int], AbstractAsyncContextManager[agentapi.Provider]],
     events: int,
@@ -148,10 +178,15 @@ async def measure(
 
 
 async def main(events: int, calls: int, reps: int) -> None:
-    results: dict[str, list[dict[str, float]]] = {"in-process": [], "gRPC hop": []}
+    ways = {
+        "in-process": in_process,
+        "gRPC, 1 process": over_grpc,
+        "gRPC, 2 processes": over_grpc_subprocess,
+    }
+    results: dict[str, list[dict[str, float]]] = {way: [] for way in ways}
     for _ in range(reps):
-        results["in-process"].append(await measure(in_process, events, calls))
-        results["gRPC hop"].append(await measure(over_grpc, events, calls))
+        for way, factory in ways.items():
+            results[way].append(await measure(factory, events, calls))
     rows = [
         ("streamed events/s", "events_per_s", "{:,.0f}"),
         ("set_title median (µs)", "set_title_med_us", "{:,.0f}"),
@@ -162,10 +197,10 @@ async def main(events: int, calls: int, reps: int) -> None:
     n = int(results["in-process"][0]["events"])
     print(f"fake provider, {n} events per turn, {calls} set_title, {calls // 5} respond; ")
     print(f"median of {reps} runs\n")
-    print(f"{'':24} {'in-process':>14} {'gRPC hop':>14}")
+    print(f"{'':24}" + "".join(f"{way:>20}" for way in ways))
     for label, key, fmt in rows:
         cells = [fmt.format(statistics.median(r[key] for r in results[w])) for w in results]
-        print(f"{label:24} {cells[0]:>14} {cells[1]:>14}")
+        print(f"{label:24}" + "".join(f"{cell:>20}" for cell in cells))
 
 
 if __name__ == "__main__":

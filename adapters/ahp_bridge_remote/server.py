@@ -45,6 +45,17 @@ TOKEN_ENV = "AHP_BRIDGE_REMOTE_TOKEN"
 DEFAULT_EVENT_BUFFER = 65536
 ATTACH_GRACE_SECONDS = 60.0
 MAX_BATCH = 256  # events per EventBatch message
+# Accept the clients' keepalive pings (every 30 s, even when idle) and ping them back, so a
+# bridge that vanished without a reset is noticed and its conversations closed.
+SERVER_OPTIONS = (
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", 15_000),
+    ("grpc.http2.max_ping_strikes", 0),
+    ("grpc.max_receive_message_length", 64 << 20),
+    ("grpc.max_send_message_length", 64 << 20),
+)
 RESERVED_WORKERS = 16  # worker threads kept for unary calls beside the event streams
 
 
@@ -477,7 +488,7 @@ async def serve(
     auth.check_listen(listen, token)
     interceptors = [auth.TokenInterceptor(token)] if token is not None else []
     pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="agentapi-grpc")
-    server = grpc.server(pool, interceptors=interceptors)
+    server = grpc.server(pool, interceptors=interceptors, options=SERVER_OPTIONS)
     async with provider, trio.open_nursery() as nursery:
         service = _Service(
             provider,
