@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 import trio
-from ahp_bridge_remote import RemoteAuthError, RemoteError, RemoteProvider
+from ahp_bridge_remote import RemoteAuthError, RemoteError, RemoteProvider, RemoteUnavailable
 
 from ahp_bridge import agentapi
 
@@ -302,3 +302,13 @@ async def test_open_beyond_the_stream_workers_is_refused_plainly() -> None:
         conv = await remote.open(_open_req(third))
         await conv.send(agentapi.Prompt(text="flood 5 1"))
         await third.wait_turn_end()
+
+
+async def test_an_unreachable_server_fails_the_start_clearly() -> None:
+    before = service_threads()
+    with pytest.raises(RemoteUnavailable, match=r"unreachable for 0\.3s"):
+        async with RemoteProvider(socket_address(), connect_timeout=0.3):
+            pass
+    with trio.fail_after(DEADLINE):
+        while service_threads() != before:
+            await trio.sleep(0.05)
