@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 import trio
 
@@ -29,8 +28,6 @@ from ahp_bridge.agentapi import (
 from ahp_bridge.conformance.sink import RecordingSink
 from ahp_bridge.conformance.stream import TERMINAL_TURN_STATES
 from ahp_bridge.conformance.target import Target
-
-T = TypeVar("T")
 
 _CLOSE_GRACE = 5.0
 
@@ -202,13 +199,13 @@ class Context:
         )
         self.step = "waiting for open to return"
         conversation = await self.started.open(request)
+        opened = OpenConversation(conversation, sink, self)
+        self.conversations.append(opened)
         if not isinstance(conversation, Conversation):
             raise CheckFailed(
                 f"open returned {type(conversation).__name__}, which lacks methods of the "
                 "Conversation protocol"
             )
-        opened = OpenConversation(conversation, sink, self)
-        self.conversations.append(opened)
         return opened
 
     async def close_all(self) -> None:
