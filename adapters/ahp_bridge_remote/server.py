@@ -1,50 +1,34 @@
 """Serve any agentapi Provider over gRPC (agentapi.v1), from a trio program.
 
-grpcio's synchronous server runs each RPC on a pool thread. Unary calls hop into trio with
-``trio.from_thread.run(..., trio_token=...)`` inside a cancel scope that the RPC's
-termination callback cancels, so a client that cancels a call cancels the provider call.
-Events never touch trio: the EventSink appends to a per-conversation deque under a
-threading.Condition, and the Events stream thread drains it, converting off the trio thread.
-
-Run standalone: ``python -m ahp_bridge_remote.server --provider fake --listen unix:/tmp/p.sock``
+``serve`` runs grpcio's thread-pool server beside the provider (servicers in service.py,
+event queues in served.py). Run standalone:
+``python -m ahp_bridge_remote.server --provider fake --listen unix:/tmp/p.sock``
 (the token, when needed, comes from the environment variable AHP_BRIDGE_REMOTE_TOKEN).
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
-import contextlib
-import logging
 import os
-import secrets
 import signal
-import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from importlib.metadata import entry_points
-from typing import Any, NoReturn, TypeVar
+from typing import Any
 
 import grpc
 import trio
-from google.protobuf import empty_pb2
 
 from ahp_bridge import agentapi
 
-from . import auth, errors
-from ._gen.agentapi.v1 import agentapi_pb2 as pb
+from . import auth
 from ._gen.agentapi.v1 import agentapi_pb2_grpc as pb_grpc
-from .convert import from_proto, to_proto
+from .service import ConversationServicer, ProviderServicer, Service
 
-log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-EMPTY = empty_pb2.Empty()
 TOKEN_ENV = "AHP_BRIDGE_REMOTE_TOKEN"
 DEFAULT_EVENT_BUFFER = 65536
-ATTACH_GRACE_SECONDS = 60.0
-MAX_BATCH = 256  # events per EventBatch message
+RESERVED_WORKERS = 16  # worker threads kept for unary calls beside the event streams
 # Accept the clients' keepalive pings (every 30 s, even when idle) and ping them back, so a
 # bridge that vanished without a reset is noticed and its conversations closed.
 SERVER_OPTIONS = (
@@ -56,412 +40,6 @@ SERVER_OPTIONS = (
     ("grpc.max_receive_message_length", 64 << 20),
     ("grpc.max_send_message_length", 64 << 20),
 )
-RESERVED_WORKERS = 16  # worker threads kept for unary calls beside the event streams
-
-
-def _fail(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> NoReturn:
-    """End the RPC with code (ServicerContext.abort raises; this says so to the type checker)."""
-    context.abort(code, message)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-class _CallCancelledError(Exception):
-    """The client cancelled the RPC, so the provider call was cancelled."""
-
-
-class _Call:
-    """One unary RPC's trio side: a cancel scope the RPC's end cancels."""
-
-    def __init__(self, token: trio.lowlevel.TrioToken) -> None:
-        self._token = token
-        self._scope: trio.CancelScope | None = None
-        self._cancelled = False
-
-    def rpc_done(self) -> None:  # grpc thread, also after a normal finish (harmless then)
-        with contextlib.suppress(trio.RunFinishedError):
-            self._token.run_sync_soon(self._cancel)
-
-    def _cancel(self) -> None:
-        self._cancelled = True
-        if self._scope is not None:
-            self._scope.cancel()
-
-    async def run(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        with trio.CancelScope() as scope:
-            self._scope = scope
-            if self._cancelled:
-                scope.cancel()
-            return await fn(*args)
-        raise _CallCancelledError
-
-
-class _Served:
-    """One open conversation: the EventSink given at Open and the queue its stream drains."""
-
-    def __init__(self, handle: str, limit: int) -> None:
-        self.handle = handle
-        self.conversation: agentapi.Conversation | None = None
-        self._limit = limit
-        self._cond = threading.Condition()
-        self._queue: collections.deque[agentapi.Event] = collections.deque()
-        self._ended = False  # no more events will be queued; the stream ends after draining
-        self.overflowed = False
-        self.attached = False
-        self.attached_event = trio.Event()
-        self.dropped = False  # scheduled for (or done with) closing on the server side
-
-    def emit(self, event: agentapi.Event) -> None:
-        """EventSink.emit: never blocks (a short lock), safe from any thread."""
-        with self._cond:
-            if self._ended:
-                return
-            if len(self._queue) >= self._limit:
-                self.overflowed = True
-                self._ended = True
-                self._queue.clear()
-            else:
-                self._queue.append(event)
-            self._cond.notify()
-
-    def end(self) -> None:
-        with self._cond:
-            self._ended = True
-            self._cond.notify()
-
-    def wake(self) -> None:
-        with self._cond:
-            self._cond.notify()
-
-    def attach(self) -> bool:
-        with self._cond:
-            if self.attached:
-                return False
-            self.attached = True
-            return True
-
-    def take(self, active: Callable[[], bool]) -> tuple[list[agentapi.Event], bool]:
-        """Wait for events; return (batch, ended). Returns empty when the RPC went away."""
-        with self._cond:
-            while not self._queue and not self._ended and active():
-                self._cond.wait(timeout=5.0)
-            batch = list(self._queue)
-            self._queue.clear()
-            return batch, self._ended
-
-
-class _Service:
-    """Both servicers' logic; the generated base classes only route to it."""
-
-    def __init__(
-        self,
-        provider: agentapi.Provider,
-        nursery: trio.Nursery,
-        token: trio.lowlevel.TrioToken,
-        event_buffer: int,
-        max_conversations: int,
-    ) -> None:
-        self.provider = provider
-        self.max_conversations = max_conversations
-        self.nursery = nursery
-        self.token = token
-        self.event_buffer = event_buffer
-        self.served: dict[str, _Served] = {}
-
-    # -- plumbing ------------------------------------------------------------------------
-
-    def call(self, context: grpc.ServicerContext, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """Run fn in trio for this RPC; map its failure to a status + ErrorInfo."""
-        rpc = _Call(self.token)
-        if not context.add_callback(rpc.rpc_done):
-            _fail(context, grpc.StatusCode.CANCELLED, "call ended before it started")
-        try:
-            return trio.from_thread.run(rpc.run, fn, *args, trio_token=self.token)
-        except trio.RunFinishedError:
-            _fail(context, grpc.StatusCode.UNAVAILABLE, "the provider server is shutting down")
-        except _CallCancelledError:
-            _fail(context, grpc.StatusCode.CANCELLED, "call cancelled")
-        except agentapi.AgentAPIError as exc:
-            self._abort(context, errors.status_for(exc), exc.reason, str(exc))
-        except Exception as exc:
-            log.warning("provider call failed: %s", type(exc).__name__)
-            self._abort(context, grpc.StatusCode.UNKNOWN, "", str(exc) or type(exc).__name__)
-
-    @staticmethod
-    def _abort(
-        context: grpc.ServicerContext, code: grpc.StatusCode, reason: str, msg: str
-    ) -> NoReturn:
-        """Fail the RPC with ErrorInfo(reason, msg): an error the provider raised."""
-        context.set_trailing_metadata(errors.error_trailer(reason, msg))
-        _fail(context, code, msg)
-
-    def lookup(self, context: grpc.ServicerContext, handle: str) -> agentapi.Conversation:
-        served = self.served.get(handle)
-        if served is None or served.conversation is None or served.dropped:
-            self._abort(
-                context,
-                grpc.StatusCode.FAILED_PRECONDITION,
-                agentapi.Closed.reason,
-                "conversation is closed",
-            )
-        return served.conversation
-
-    def schedule_drop(self, served: _Served) -> None:
-        """Close a conversation whose stream is gone (any thread)."""
-        with contextlib.suppress(trio.RunFinishedError):
-            self.token.run_sync_soon(self._drop_soon, served)
-
-    def _drop_soon(self, served: _Served) -> None:
-        if not served.dropped:
-            served.dropped = True
-            self.nursery.start_soon(self._close, served)
-
-    async def _close(self, served: _Served) -> None:
-        self.served.pop(served.handle, None)
-        served.end()
-        if served.conversation is not None:
-            try:
-                await served.conversation.close()
-            except Exception as exc:  # already closed or its runtime is gone: nothing to keep
-                log.info("closing dropped conversation: %s", type(exc).__name__)
-
-    async def _attach_grace(self, served: _Served) -> None:
-        with trio.move_on_after(ATTACH_GRACE_SECONDS):
-            await served.attached_event.wait()
-            return
-        log.info("no event stream attached within %ss; closing", ATTACH_GRACE_SECONDS)
-        self._drop_soon(served)
-
-    # -- provider ------------------------------------------------------------------------
-
-    def info(self) -> pb.ProviderInfo:
-        p = self.provider
-        caps = p.capabilities().model_copy(update={"host_tools": False})
-        return pb.ProviderInfo(
-            name=p.name(),
-            display_name=p.display_name(),
-            capabilities=to_proto(caps),
-            history_reader=isinstance(p, agentapi.HistoryReader),
-            history_pager=isinstance(p, agentapi.HistoryPager),
-            titler=isinstance(p, agentapi.Titler),
-        )
-
-    async def open(self, request: pb.OpenRequest) -> pb.OpenResponse:
-        if len(self.served) >= self.max_conversations:
-            # Each open conversation's event stream holds a worker thread; one more would
-            # queue behind the others forever, so refuse it plainly instead.
-            raise RuntimeError(
-                f"the provider server already holds {self.max_conversations} open conversations"
-            )
-        served = _Served(secrets.token_urlsafe(12), self.event_buffer)
-        req = from_proto(request, agentapi.OpenRequest, events=served)
-        conversation = await self.provider.open(req)
-        served.conversation = conversation
-        self.served[served.handle] = served
-        self.nursery.start_soon(self._attach_grace, served)
-        return pb.OpenResponse(handle=served.handle, conversation_id=conversation.id())
-
-    async def shutdown(self) -> None:
-        for served in list(self.served.values()):
-            served.dropped = True
-            self.served.pop(served.handle, None)
-            served.end()
-        await self.provider.shutdown()
-
-    async def read_history(self, request: pb.ReadRequest) -> pb.History:
-        if not isinstance(self.provider, agentapi.HistoryReader):
-            raise agentapi.Unsupported("the provider cannot read history")
-        req = from_proto(request, agentapi.ReadRequest)
-        history: agentapi.History = await self.provider.read_history(req)
-        return to_proto(history)
-
-    async def read_history_window(self, request: pb.WindowRequest) -> pb.HistoryWindow:
-        if not isinstance(self.provider, agentapi.HistoryPager):
-            raise agentapi.Unsupported("the provider cannot page history")
-        req = from_proto(request, agentapi.WindowRequest)
-        window: agentapi.HistoryWindow = await self.provider.read_history_window(req)
-        return to_proto(window)
-
-    async def title(self, request: pb.TitleRequest) -> pb.TitleResponse:
-        if not isinstance(self.provider, agentapi.Titler):
-            raise agentapi.Unsupported("the provider cannot title")
-        usage: list[agentapi.UtilityUsage] = []
-        req = from_proto(request, agentapi.TitleRequest, on_usage=usage.append)
-        title = await self.provider.title(req)
-        reply = pb.TitleResponse(title=title)
-        if usage:
-            reply.usage.CopyFrom(to_proto(usage[-1]))
-        return reply
-
-    # -- conversation --------------------------------------------------------------------
-
-    def events(
-        self, request: pb.ConversationRef, context: grpc.ServicerContext
-    ) -> Iterator[pb.EventBatch]:
-        served = self.served.get(request.handle)
-        if served is None or served.dropped:
-            self._abort(
-                context, grpc.StatusCode.FAILED_PRECONDITION, agentapi.Closed.reason, "closed"
-            )
-        if not served.attach():
-            self._abort(
-                context, grpc.StatusCode.FAILED_PRECONDITION, "", "events already subscribed"
-            )
-        try:
-            self.token.run_sync_soon(served.attached_event.set)
-        except trio.RunFinishedError:
-            _fail(context, grpc.StatusCode.UNAVAILABLE, "the provider server is shutting down")
-        context.add_callback(served.wake)
-        try:
-            while True:
-                batch, ended = served.take(context.is_active)
-                if not context.is_active():
-                    return
-                for start in range(0, len(batch), MAX_BATCH):
-                    chunk = batch[start : start + MAX_BATCH]
-                    exit_at = next(
-                        (i for i, e in enumerate(chunk) if e.kind == agentapi.EventKind.EXIT),
-                        None,
-                    )
-                    if exit_at is not None:  # the conversation is unusable: end the stream
-                        yield pb.EventBatch(events=[to_proto(e) for e in chunk[: exit_at + 1]])
-                        return
-                    yield pb.EventBatch(events=[to_proto(e) for e in chunk])
-                if ended:
-                    if served.overflowed:
-                        _fail(
-                            context,
-                            grpc.StatusCode.RESOURCE_EXHAUSTED,
-                            "event consumer too slow: buffer overflowed; conversation closed",
-                        )
-                    return
-        finally:
-            # Whatever ended the stream (Close, exit, overflow, the client going away), the
-            # conversation must not outlive it; after Close this is a no-op.
-            self.schedule_drop(served)
-
-    async def close(self, handle: str) -> None:
-        served = self.served.pop(handle, None)
-        if served is None or served.dropped or served.conversation is None:
-            return  # closing twice, or after an exit, is a no-op
-        served.dropped = True
-        try:
-            await served.conversation.close()
-        finally:
-            served.end()
-
-
-class _ProviderServicer(pb_grpc.ProviderServiceServicer):
-    def __init__(self, service: _Service) -> None:
-        self.s = service
-
-    def Info(self, request: pb.InfoRequest, context: grpc.ServicerContext) -> pb.ProviderInfo:
-        async def info() -> pb.ProviderInfo:
-            return self.s.info()
-
-        return self.s.call(context, info)
-
-    def Check(self, request: Any, context: grpc.ServicerContext) -> Any:
-        self.s.call(context, self.s.provider.check)
-        return EMPTY
-
-    def Models(self, request: Any, context: grpc.ServicerContext) -> pb.ModelsResponse:
-        models = self.s.call(context, self.s.provider.models)
-        return pb.ModelsResponse(models=[to_proto(m) for m in models])
-
-    def Open(self, request: pb.OpenRequest, context: grpc.ServicerContext) -> pb.OpenResponse:
-        return self.s.call(context, self.s.open, request)
-
-    def Shutdown(self, request: Any, context: grpc.ServicerContext) -> Any:
-        self.s.call(context, self.s.shutdown)
-        return EMPTY
-
-    def ReadHistory(self, request: pb.ReadRequest, context: grpc.ServicerContext) -> pb.History:
-        return self.s.call(context, self.s.read_history, request)
-
-    def ReadHistoryWindow(
-        self, request: pb.WindowRequest, context: grpc.ServicerContext
-    ) -> pb.HistoryWindow:
-        return self.s.call(context, self.s.read_history_window, request)
-
-    def Title(self, request: pb.TitleRequest, context: grpc.ServicerContext) -> pb.TitleResponse:
-        return self.s.call(context, self.s.title, request)
-
-
-class _ConversationServicer(pb_grpc.ConversationServiceServicer):
-    def __init__(self, service: _Service) -> None:
-        self.s = service
-
-    def _conv(self, context: grpc.ServicerContext, handle: str) -> agentapi.Conversation:
-        return self.s.lookup(context, handle)
-
-    def Events(
-        self, request: pb.ConversationRef, context: grpc.ServicerContext
-    ) -> Iterator[pb.EventBatch]:
-        return self.s.events(request, context)
-
-    def History(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> pb.History:
-        history = self.s.call(context, self._conv(context, request.handle).history)
-        return to_proto(history)
-
-    def Send(self, request: pb.PromptRequest, context: grpc.ServicerContext) -> Any:
-        prompt = from_proto(request.prompt, agentapi.Prompt)
-        self.s.call(context, self._conv(context, request.handle).send, prompt)
-        return EMPTY
-
-    def Commands(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:
-        commands = self.s.call(context, self._conv(context, request.handle).commands)
-        return pb.CommandsResponse(commands=[to_proto(c) for c in commands])
-
-    def RunCommand(self, request: pb.RunCommandRequest, context: grpc.ServicerContext) -> Any:
-        args = from_proto(request.args, agentapi.Prompt)
-        conv = self._conv(context, request.handle)
-        self.s.call(context, conv.run_command, request.name, args)
-        return EMPTY
-
-    def Steer(self, request: pb.PromptRequest, context: grpc.ServicerContext) -> Any:
-        prompt = from_proto(request.prompt, agentapi.Prompt)
-        self.s.call(context, self._conv(context, request.handle).steer, prompt)
-        return EMPTY
-
-    def Cancel(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:
-        self.s.call(context, self._conv(context, request.handle).cancel)
-        return EMPTY
-
-    def CancelSubagent(self, request: pb.SubagentRef, context: grpc.ServicerContext) -> Any:
-        conv = self._conv(context, request.handle)
-        self.s.call(context, conv.cancel_subagent, request.agent_id)
-        return EMPTY
-
-    def PromptSubagent(
-        self, request: pb.PromptSubagentRequest, context: grpc.ServicerContext
-    ) -> Any:
-        conv = self._conv(context, request.handle)
-        self.s.call(context, conv.prompt_subagent, request.agent_id, request.text)
-        return EMPTY
-
-    def Respond(self, request: pb.RespondRequest, context: grpc.ServicerContext) -> Any:
-        answer = from_proto(request.answer, agentapi.Answer)
-        conv = self._conv(context, request.handle)
-        self.s.call(context, conv.respond, request.interaction_id, answer)
-        return EMPTY
-
-    def Diff(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:
-        files = self.s.call(context, self._conv(context, request.handle).diff)
-        return pb.DiffResponse(files=[to_proto(f) for f in files])
-
-    def SetModel(self, request: pb.SetModelRequest, context: grpc.ServicerContext) -> Any:
-        conv = self._conv(context, request.handle)
-        self.s.call(context, conv.set_model, request.model, request.effort, request.context_size)
-        return EMPTY
-
-    def SetTitle(self, request: pb.SetTitleRequest, context: grpc.ServicerContext) -> Any:
-        conv = self._conv(context, request.handle)
-        self.s.call(context, conv.set_title, request.title)
-        return EMPTY
-
-    def Close(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:
-        self.s.call(context, self.s.close, request.handle)
-        return EMPTY
 
 
 async def serve(
@@ -490,15 +68,15 @@ async def serve(
     pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="agentapi-grpc")
     server = grpc.server(pool, interceptors=interceptors, options=SERVER_OPTIONS)
     async with provider, trio.open_nursery() as nursery:
-        service = _Service(
+        service = Service(
             provider,
             nursery,
             trio.lowlevel.current_trio_token(),
             event_buffer,
             max_workers - RESERVED_WORKERS,
         )
-        pb_grpc.add_ProviderServiceServicer_to_server(_ProviderServicer(service), server)
-        pb_grpc.add_ConversationServiceServicer_to_server(_ConversationServicer(service), server)
+        pb_grpc.add_ProviderServiceServicer_to_server(ProviderServicer(service), server)
+        pb_grpc.add_ConversationServiceServicer_to_server(ConversationServicer(service), server)
         port = server.add_insecure_port(listen)
         if port == 0 and not listen.startswith("unix"):
             raise auth.AddressError(f"cannot listen on {listen!r}")
