@@ -38,6 +38,12 @@ def test_the_fake_passes_from_the_command_line() -> None:
     assert all(line.startswith("PASS ") for line in lines[1:-1])
 
 
+def test_argv_forwarded_after_a_double_dash() -> None:
+    code, text = run_main("--", "--provider", "fake", "--check", "reopen_unknown")
+    assert code == 0, text
+    assert text.splitlines()[1] == "PASS reopen_unknown"
+
+
 def test_selected_checks_only() -> None:
     code, text = run_main("--provider", "fake", "--check", "reopen_unknown", "--check", "cancel")
     assert code == 0, text

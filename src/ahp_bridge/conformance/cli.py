@@ -124,7 +124,10 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     """Run the suite as the command line says; print the report; 0 only when all pass."""
     stream = out or sys.stdout
     arguments = list(sys.argv[1:] if argv is None else argv)
+    # Callers may forward argv from the word "conformance" on, or after a "--".
     if arguments[:1] == ["conformance"]:
+        arguments = arguments[1:]
+    if arguments[:1] == ["--"]:
         arguments = arguments[1:]
     args = _parser().parse_args(arguments)
     try:
