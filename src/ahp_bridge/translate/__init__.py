@@ -4,6 +4,7 @@
 ``commands``: client actions -> Conversation call plans (``plan_command``).
 ``questions``: the shared question/answer mapping both directions use.
 ``models``: agentapi Models -> AHP ``SessionModelInfo`` (config keys the planner reads back).
+``history``: a provider-recorded History -> AHP Turns for a chat reopened after a restart.
 """
 
 from .commands import (
@@ -24,6 +25,7 @@ from .commands import (
     synced_answers,
 )
 from .events import EventTranslator, confirmation_options
+from .history import turns_from_history
 from .models import model_info
 from .questions import AnswerError, answer_from_input, input_request
 
@@ -49,4 +51,5 @@ __all__ = [
     "next_queued_turn",
     "plan_command",
     "synced_answers",
+    "turns_from_history",
 ]

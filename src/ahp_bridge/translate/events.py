@@ -100,7 +100,6 @@ import base64
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 from ahp_bridge.agentapi import (
     DELIVERY_AUTOPILOT,
@@ -121,10 +120,11 @@ from ahp_bridge.agentapi import (
     TurnState,
 )
 
+from ._parts import MAX_RESULT_IMAGE_BYTES, default_subagent_uri, subagent_ref, tool_result
 from ._wire import META_PREFIX, Action, Emitted, clean_line, drop_none, iso_from_ms
 from .questions import input_request
 
-__all__ = ["EventTranslator", "confirmation_options"]
+__all__ = ["MAX_RESULT_IMAGE_BYTES", "EventTranslator", "confirmation_options"]
 
 _META_EVENTS: dict[EventKind, tuple[str, str]] = {
     EventKind.CONTEXT: ("context", "context"),
@@ -139,9 +139,6 @@ _META_EVENTS: dict[EventKind, tuple[str, str]] = {
 """Event kinds carried in session ``_meta``: payload attribute and ``_meta`` key suffix."""
 
 _TERMINAL_TOOL = frozenset({"completed", "cancelled"})
-
-MAX_RESULT_IMAGE_BYTES = 1 << 20
-"""Image bytes one tool result may embed; the actions are replayed to every client."""
 
 
 def confirmation_options(options: list[Option]) -> list[dict[str, Any]]:
@@ -557,37 +554,14 @@ class EventTranslator:
             tool.status = "running"
         if call.status == ToolStatus.RUNNING or tool.status in _TERMINAL_TOOL:
             return out
-        success = call.status == ToolStatus.COMPLETED
-        display = tool.base["displayName"]
-        result: dict[str, Any] = {
-            "success": success,
-            "pastTenseMessage": f"{display}: {'done' if success else 'failed'}",
-        }
-        content = list(tool.content)
-        if call.output:
-            content.append({"type": "text", "text": call.output})
-        images, omitted = _images(item)
-        content += images
-        if content:
-            result["content"] = content
-        if not success:
-            code = str(call.exit_code) if call.exit_code is not None else None
-            message = call.output or "The tool call failed."
-            result["error"] = drop_none({"message": message, "code": code})
+        result, facts = tool_result(item, call, tool.base["displayName"], tool.content)
         complete: dict[str, Any] = {
             "type": "chat/toolCallComplete",
             "turnId": turn.id,
             "toolCallId": tool.call_id,
             "result": result,
         }
-        meta = drop_none(
-            {
-                **tool.base.get("_meta", {}),
-                f"{META_PREFIX}exitCode": call.exit_code,
-                f"{META_PREFIX}fileEdits": [e.to_json() for e in call.file_edits] or None,
-                f"{META_PREFIX}imagesOmitted": omitted or None,
-            }
-        )
+        meta = {**tool.base.get("_meta", {}), **facts}
         if meta:
             complete["_meta"] = meta
         tool.status = "completed"
@@ -786,9 +760,7 @@ class EventTranslator:
 
     # subagents
 
-    @staticmethod
-    def _default_subagent_uri(agent_id: str) -> str:
-        return f"ahp-chat:/subagent/{quote(agent_id, safe='')}"
+    _default_subagent_uri = staticmethod(default_subagent_uri)
 
     def _on_subagent(self, event: Event) -> list[Emitted]:
         subagent = event.subagent
@@ -841,15 +813,7 @@ class EventTranslator:
         return self._end_turn("chat/turnComplete", {})  # completed, or idle for a follow-up
 
     def _subagent_ref(self, subagent: Subagent) -> dict[str, Any]:
-        return drop_none(
-            {
-                "type": "subagent",
-                "resource": self._subagent_chat_uri(subagent.id),
-                "title": subagent.name or subagent.description or "Subagent",
-                "agentName": subagent.name or None,
-                "description": subagent.description or None,
-            }
-        )
+        return subagent_ref(subagent, self._subagent_chat_uri)
 
     # conversation-level events
 
@@ -957,21 +921,6 @@ class EventTranslator:
 
     def _session(self, action: Action) -> Emitted:
         return (self.session_uri, action)
-
-
-def _images(item: Item) -> tuple[list[dict[str, Any]], int]:
-    """A tool result's images as embedded content, within MAX_RESULT_IMAGE_BYTES; how many not."""
-    out: list[dict[str, Any]] = []
-    budget = MAX_RESULT_IMAGE_BYTES
-    omitted = 0
-    for image in item.images:
-        if not image.data or not image.mime or len(image.data) > budget:
-            omitted += 1
-            continue
-        budget -= len(image.data)
-        data = base64.b64encode(image.data).decode("ascii")
-        out.append({"type": "embeddedResource", "data": data, "contentType": image.mime})
-    return out, omitted
 
 
 def _json(payload: Any) -> Any:
