@@ -155,10 +155,18 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     try:
         trio.run(main_task)
     except Exception as exc:  # a startup failure is an operator error: say it plainly
-        log.error("ahp-bridge stopped", error=str(exc))
-        print(f"ahp-bridge: {exc}", file=sys.stderr)
+        cause = _leaf(exc)
+        log.error("ahp-bridge stopped", error=str(cause), kind=type(cause).__name__)
+        print(f"ahp-bridge: {cause}", file=sys.stderr)
         return 1
     return 0
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside nested exception groups (trio nurseries wrap them)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _url_host(host: str) -> str:

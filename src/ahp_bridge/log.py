@@ -1,6 +1,8 @@
 """Logging: structlog on stdlib logging, console for people and JSON for machines.
 
-The bridge never logs tokens, prompts or message contents: log calls pass ids and counts only.
+Records from other libraries' stdlib loggers (trio-websocket, grpc) go through the same
+renderer, so `--log-format json` yields one JSON object per line. The bridge never logs tokens,
+prompts or message contents: its log calls pass ids and counts only.
 """
 
 from __future__ import annotations
@@ -10,6 +12,13 @@ import sys
 
 import structlog
 
+_SHARED: list[structlog.typing.Processor] = [
+    structlog.contextvars.merge_contextvars,
+    structlog.stdlib.add_log_level,
+    structlog.stdlib.add_logger_name,
+    structlog.processors.TimeStamper(fmt="iso", utc=True),
+]
+
 
 def configure(fmt: str = "console", level: str = "info") -> None:
     renderer: structlog.typing.Processor
@@ -17,16 +26,23 @@ def configure(fmt: str = "console", level: str = "info") -> None:
         renderer = structlog.processors.JSONRenderer()
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
-    logging.basicConfig(format="%(message)s", stream=sys.stderr, level=level.upper(), force=True)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=_SHARED,
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.format_exc_info,
+                renderer,
+            ],
+        )
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            renderer,
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        processors=[*_SHARED, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=False,
     )

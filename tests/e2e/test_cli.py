@@ -1,0 +1,171 @@
+"""`ahp-bridge` as a real subprocess: startup, signals, config errors, logs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import orjson
+import pytest
+import trio
+
+from tests.support.ahp_client import open_client
+
+READY = b"ahp-bridge listening on ws://"
+
+
+async def start_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> tuple[trio.Process, str]:
+    """Start `ahp-bridge` and wait for its ready line; returns the process and the URL."""
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "ahp_bridge.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
+    assert process.stdout is not None
+    line = b""
+    with trio.fail_after(30):
+        while not line.endswith(b"\n"):
+            chunk = await process.stdout.receive_some(1)
+            if not chunk:
+                break
+            line += chunk
+    assert line.startswith(READY), line
+    return process, line.decode().strip().removeprefix("ahp-bridge listening on ")
+
+
+async def stop(process: trio.Process, sig: int) -> tuple[int, bytes]:
+    process.send_signal(sig)
+    assert process.stderr is not None
+    err = b""
+    with trio.fail_after(20):
+        while chunk := await process.stderr.receive_some(65536):
+            err += chunk
+        code = await process.wait()
+    return code, err
+
+
+def bridge_args(tmp_path: Path, *extra: str) -> list[str]:
+    return ["--provider", "fake", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path), *extra]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+async def test_serves_and_shuts_down_cleanly_on_signals(tmp_path: Path, sig: int) -> None:
+    process, url = await start_cli(*bridge_args(tmp_path))
+    async with trio.open_nursery() as nursery:
+        client = await open_client(nursery, url, "cli-test")
+        result = await client.initialize(["ahp-root://"])
+        assert result["protocolVersion"] == "0.7.0"
+        await client.close()
+        nursery.cancel_scope.cancel()
+    code, err = await stop(process, sig)
+    assert code == 0, err.decode()
+    assert b"shutting down" in err
+
+
+async def test_json_logs_are_json_and_carry_no_tokens_or_prompts(tmp_path: Path) -> None:
+    token = "tok-" + uuid.uuid4().hex
+    process, url = await start_cli(
+        *bridge_args(tmp_path, "--log-format", "json", "--log-level", "debug"),
+        env={"AHP_BRIDGE__SERVER__TOKEN": token, "AHP_BRIDGE__PROVIDERS__FAKE__TIME_SCALE": "0"},
+    )
+    secret_prompt = "my-secret-prompt-" + uuid.uuid4().hex
+    async with trio.open_nursery() as nursery:
+        client = await open_client(nursery, f"{url}/?tkn={token}", "logs")
+        await client.initialize(["ahp-root://"])
+        session = f"ahp-session:/{uuid.uuid4()}"
+        await client.request("createSession", {"channel": session, "provider": "fake"})
+        await client.subscribe(session)
+        await client.wait_for(lambda: client.states[session].get("lifecycle") == "ready")
+        chat = client.states[session]["defaultChat"]
+        await client.subscribe(chat)
+        await client.dispatch(
+            chat,
+            {
+                "type": "chat/turnStarted",
+                "turnId": "t1",
+                "startedAt": "2026-01-01T00:00:00.000Z",
+                "message": {"text": secret_prompt, "origin": {"kind": "user"}},
+            },
+        )
+        await client.wait_for(lambda: "t1" in str(client.envelopes))
+        await client.close()
+        nursery.cancel_scope.cancel()
+    code, err = await stop(process, signal.SIGTERM)
+    assert code == 0
+    lines = [line for line in err.decode().splitlines() if line.strip()]
+    assert lines, "expected log lines"
+    for line in lines:
+        try:
+            record = orjson.loads(line)  # every line of stderr is one JSON record
+        except orjson.JSONDecodeError:
+            raise AssertionError(f"not a JSON log line: {line!r}") from None
+        assert "event" in record and "level" in record
+    assert token not in err.decode()
+    assert secret_prompt not in err.decode()
+
+
+async def test_non_loopback_bind_without_token_is_an_operator_error(tmp_path: Path) -> None:
+    result = await trio.run_process(
+        [sys.executable, "-m", "ahp_bridge.cli", *bridge_args(tmp_path), "--listen", "0.0.0.0:0"],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert b"token is required" in result.stderr
+
+
+async def test_bad_config_is_reported_plainly(tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text("[server]\nport = 'not a number'\n")
+    result = await trio.run_process(
+        [sys.executable, "-m", "ahp_bridge.cli", "--config", str(config)],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert b"port" in result.stderr
+    missing = await trio.run_process(
+        [sys.executable, "-m", "ahp_bridge.cli", "--config", str(tmp_path / "nope.toml")],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert missing.returncode != 0
+    assert b"config file not found" in missing.stderr
+
+
+async def test_unknown_provider_is_reported_plainly(tmp_path: Path) -> None:
+    result = await trio.run_process(
+        [sys.executable, "-m", "ahp_bridge.cli", "--provider", "nope", "--listen", "127.0.0.1:0"],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert b"unknown provider 'nope'" in result.stderr
+
+
+async def test_example_config_is_valid_and_complete(tmp_path: Path) -> None:
+    from ahp_bridge.config import Settings, load_settings
+
+    example = Path(__file__).resolve().parents[2] / "config.example.toml"
+    settings = load_settings(example)
+    assert isinstance(settings, Settings)
+    text = example.read_text()
+    for section, model in (
+        ("server", settings.server),
+        ("log", settings.log),
+        ("bridge", settings.bridge),
+    ):
+        for name in type(model).model_fields:
+            assert f"{name} =" in text, f"config.example.toml does not document {section}.{name}"
