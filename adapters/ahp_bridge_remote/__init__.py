@@ -7,7 +7,8 @@ serves any Provider for it to reach.
 
 from __future__ import annotations
 
-from .client import RemoteConversation, RemoteProvider, create_provider
+from .client import RemoteProvider, create_provider
+from .conversation import RemoteConversation
 from .errors import RemoteAuthError, RemoteError, RemoteNotConnected, RemoteUnavailable
 
 __all__ = [

@@ -1,0 +1,210 @@
+"""RemoteConversation: one open conversation of a RemoteProvider, addressed by its handle.
+
+Its Events stream is drained by one worker thread that emits straight into the EventSink
+(safe from any thread). A stream that ends other than by Close becomes exactly one
+EventExit, and the conversation is closed: calls then raise Closed. Transport failures of a
+call become Closed, or SubmissionUncertain for calls that submit a prompt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+import grpc
+import trio
+
+from ahp_bridge import agentapi
+
+from . import errors
+from ._gen.agentapi.v1 import agentapi_pb2 as pb
+from .convert import from_proto, to_proto
+
+if TYPE_CHECKING:
+    from .client import RemoteProvider
+
+log = logging.getLogger(__name__)
+
+
+class RemoteConversation:
+    """agentapi.Conversation over gRPC, addressed by the handle Open returned."""
+
+    def __init__(
+        self, provider: RemoteProvider, handle: str, conversation_id: str, sink: Any
+    ) -> None:
+        self._p = provider
+        self._handle = handle
+        self._ref = pb.ConversationRef(handle=handle)
+        self._id = conversation_id
+        self._sink: agentapi.EventSink = sink
+        self._call_obj: Any = None
+        self._closing = False  # Close was called: the stream's end is expected
+        self._gone = False  # an exit was delivered or the stream died
+        self._pump_done = trio.Event()
+
+    def __hash__(self) -> int:
+        return hash(self._handle)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RemoteConversation) and other._handle == self._handle
+
+    # -- the event stream ----------------------------------------------------------------
+
+    async def _pump_task(
+        self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        call = self._p._conv.Events(self._ref, metadata=self._p._metadata)
+        self._call_obj = call
+        task_status.started()
+        try:
+            await trio.to_thread.run_sync(
+                self._pump, call, abandon_on_cancel=True, limiter=self._p._stream_limiter
+            )
+        finally:
+            call.cancel()
+            self._pump_done.set()
+            self._p._conversations.discard(self)
+
+    def _pump(self, call: Any) -> None:
+        """Worker thread: deliver every event in order, then at most one synthesized exit."""
+        reason = ""
+        try:
+            for batch in call:
+                for message in batch.events:
+                    if message.kind not in _EVENT_KINDS:
+                        # A newer provider's kind this bridge cannot show: skip it, as Go's
+                        # consumers ignore kinds they do not know, rather than end the turn.
+                        log.warning("skipped an event of unknown kind %r", message.kind[:40])
+                        continue
+                    event = from_proto(message, agentapi.Event)
+                    if event.kind == agentapi.EventKind.EXIT:
+                        self._gone = True
+                    self._sink.emit(event)
+            if not self._gone and not self._closing:
+                reason = "the provider server closed the conversation"
+        except grpc.RpcError as exc:
+            if self._gone or self._closing:
+                return
+            code = exc.code()
+            if code == grpc.StatusCode.UNAVAILABLE:
+                self._p._connected = False
+            if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                reason = (
+                    "the provider server dropped the conversation: events were not read fast enough"
+                )
+            else:
+                reason = f"lost the connection to the provider ({code.name})"
+        except Exception as exc:  # a message the contract refuses: stop, never guess
+            call.cancel()
+            log.warning("invalid event from the provider server: %s", type(exc).__name__)
+            reason = f"the provider server sent an invalid event ({type(exc).__name__})"
+        if reason and not self._gone:
+            self._gone = True
+            self._sink.emit(agentapi.Event(kind=agentapi.EventKind.EXIT, error=reason))
+
+    # -- calls ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._gone or self._closing:
+            raise agentapi.Closed("conversation is closed")
+
+    async def _call(self, method: Any, request: Any, where: str, *, submits: bool = False) -> Any:
+        """One call; transport failures become Closed, or SubmissionUncertain for prompts."""
+        self._check_open()
+        try:
+            return await self._p._call(method, request, where)
+        except errors.RemoteNotConnected as exc:  # nothing was sent
+            raise agentapi.Closed(str(exc)) from exc
+        except errors.RemoteError as exc:
+            if exc.from_provider or exc.code not in _TRANSPORT_CODES:
+                raise
+            if submits:
+                raise agentapi.SubmissionUncertain(str(exc)) from exc
+            raise agentapi.Closed(str(exc)) from exc
+
+    def id(self) -> str:
+        return self._id
+
+    async def history(self) -> agentapi.History:
+        reply = await self._call(self._p._conv.History, self._ref, "history")
+        return from_proto(reply, agentapi.History)
+
+    async def send(self, prompt: agentapi.Prompt) -> None:
+        request = pb.PromptRequest(handle=self._handle, prompt=to_proto(prompt))
+        await self._call(self._p._conv.Send, request, "send", submits=True)
+
+    async def commands(self) -> list[agentapi.Command]:
+        reply = await self._call(self._p._conv.Commands, self._ref, "commands")
+        return [from_proto(c, agentapi.Command) for c in reply.commands]
+
+    async def run_command(self, name: str, args: agentapi.Prompt) -> None:
+        request = pb.RunCommandRequest(handle=self._handle, name=name, args=to_proto(args))
+        await self._call(self._p._conv.RunCommand, request, "run_command", submits=True)
+
+    async def steer(self, prompt: agentapi.Prompt) -> None:
+        request = pb.PromptRequest(handle=self._handle, prompt=to_proto(prompt))
+        await self._call(self._p._conv.Steer, request, "steer", submits=True)
+
+    async def cancel(self) -> None:
+        await self._call(self._p._conv.Cancel, self._ref, "cancel")
+
+    async def cancel_subagent(self, agent_id: str) -> None:
+        request = pb.SubagentRef(handle=self._handle, agent_id=agent_id)
+        await self._call(self._p._conv.CancelSubagent, request, "cancel_subagent")
+
+    async def prompt_subagent(self, agent_id: str, text: str) -> None:
+        request = pb.PromptSubagentRequest(handle=self._handle, agent_id=agent_id, text=text)
+        await self._call(self._p._conv.PromptSubagent, request, "prompt_subagent", submits=True)
+
+    async def respond(self, interaction_id: str, answer: agentapi.Answer) -> None:
+        request = pb.RespondRequest(
+            handle=self._handle, interaction_id=interaction_id, answer=to_proto(answer)
+        )
+        await self._call(self._p._conv.Respond, request, "respond")
+
+    async def diff(self) -> list[agentapi.FileDiff]:
+        reply = await self._call(self._p._conv.Diff, self._ref, "diff")
+        return [from_proto(f, agentapi.FileDiff) for f in reply.files]
+
+    async def set_model(self, model: str, effort: str, context_size: str) -> None:
+        request = pb.SetModelRequest(
+            handle=self._handle, model=model, effort=effort, context_size=context_size
+        )
+        await self._call(self._p._conv.SetModel, request, "set_model")
+
+    async def set_title(self, title: str) -> None:
+        request = pb.SetTitleRequest(handle=self._handle, title=title)
+        await self._call(self._p._conv.SetTitle, request, "set_title")
+
+    async def close(self) -> None:
+        """Close on the server; return once every event before it was delivered."""
+        if self._closing:
+            await self._pump_done.wait()
+            return
+        already_gone = self._gone
+        self._closing = True
+        closed = False
+        try:
+            if not already_gone:
+                with contextlib.suppress(errors.RemoteError, agentapi.Closed):
+                    await self._p._call(self._p._conv.Close, self._ref, "close")
+                    closed = True
+        finally:
+            if not closed and self._call_obj is not None:
+                self._call_obj.cancel()
+            await self._pump_done.wait()
+
+
+_EVENT_KINDS = frozenset(kind.value for kind in agentapi.EventKind)
+
+# Statuses a call ends with when the connection, not the provider, failed.
+_TRANSPORT_CODES = frozenset(
+    {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.UNKNOWN,
+    }
+)
