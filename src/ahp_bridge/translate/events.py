@@ -75,8 +75,9 @@ Subagents: items, deltas and interactions whose ``agent_id`` is not empty never 
 transcript. The one exception is a permission a subagent asks for: it must be answerable, so it
 becomes a tool call (id ``<agent_id>/<tool_call_id>``, ``_meta["ahpBridge.agentId"]``) that the
 subagent's own tool item then completes. A subagent is visible in the main chat only as the
-``subagent`` content of the tool call that spawned it; its transcript stays with the provider
-(HistoryPager) for a read-only chat at ``subagent_chat_uri(agent_id)``.
+``subagent`` content of the tool call that spawned it, pointing at its read-only chat
+``subagent_chat_uri(agent_id)``; that chat's live turns come from a translator in subagent mode
+(below) and its recorded ones from ``history.turns_from_history(..., agent_id=...)``.
 
 Subagent chats: ``EventTranslator(..., agent_id=X)`` builds the read-only chat of subagent X
 from the same event stream (the host creates that chat at ``subagent_chat_uri(X)``, with origin
@@ -89,9 +90,11 @@ or ``idle`` completes it, ``failed`` is ``chat/error{errorType:"subagentFailed"}
 the main chat) and conversation-level events are not its business.
 
 Content that arrives while no turn is active is dropped (AHP 0.7.0 has no place for response
-parts outside a turn); providers report ``working`` first (see the Go contract). After a turn
-ended on the bridge's side (client cancel, ``fail_turn``), the provider's late end of that turn
-and its late content are recognised and dropped until the provider reports ``working`` again.
+parts outside a turn); providers report ``working`` first (see the Go contract). After a client
+cancelled a turn, the provider's late end of that turn and its late content are recognised and
+dropped until the provider reports ``working`` again, even when the client has started the next
+turn meanwhile. After ``fail_turn`` (a send that failed), a provider that did start the turn
+after all shows it as a provider-started turn.
 """
 
 from __future__ import annotations
