@@ -251,6 +251,16 @@ def test_fail_turn_ends_the_turn_for_the_host(h: Harness) -> None:
     assert h.tr.fail_turn("x", "y") == []
 
 
+def test_a_send_that_failed_but_went_through_shows_as_a_provider_turn(h: Harness) -> None:
+    h.start_turn("turn-1", "maybe sent")
+    h.apply(h.tr.fail_turn("submissionUncertain", "unknown outcome"))
+    h.feed(ev_turn(TurnState.WORKING), ev_item(ItemKind.USER, "u1", "maybe sent"))
+    assert h.active["id"] == "id-1"
+    assert h.active["message"]["text"] == "maybe sent"
+    h.feed(ev_delta(A, "m1", "answer"), ev_turn(TurnState.COMPLETED))
+    assert [t["state"] for t in h.chat["turns"]] == ["error", "complete"]
+
+
 # ------------------------------------------------------------------ cancellation races
 
 
