@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import math
 from collections.abc import Mapping
 from types import TracebackType
@@ -28,8 +27,6 @@ from ._gen.agentapi.v1 import agentapi_pb2 as pb
 from ._gen.agentapi.v1 import agentapi_pb2_grpc as pb_grpc
 from .conversation import RemoteConversation
 from .convert import from_proto, to_proto
-
-log = logging.getLogger(__name__)
 
 EMPTY = empty_pb2.Empty()
 
