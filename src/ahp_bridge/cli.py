@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import signal
 import sys
 from collections.abc import Sequence
@@ -204,12 +205,16 @@ def _serve_provider(args: argparse.Namespace, settings: Settings) -> int:
                         return
 
             nursery.start_soon(on_signals)
-            async with provider:
-                address = await nursery.start(serve_grpc, provider, args.listen, token)
-                print(f"ahp-bridge serving provider {args.provider} on {address}", flush=True)
-                await trio.sleep_forever()
+            address = await nursery.start(
+                functools.partial(serve_grpc, provider, args.listen, token=token)
+            )
+            print(f"ahp-bridge serving provider {args.provider} on {address}", flush=True)
 
-    trio.run(main_task)
+    try:
+        trio.run(main_task)
+    except Exception as exc:
+        print(f"ahp-bridge: {_leaf(exc)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -169,3 +169,22 @@ async def test_example_config_is_valid_and_complete(tmp_path: Path) -> None:
     ):
         for name in type(model).model_fields:
             assert f"{name} =" in text, f"config.example.toml does not document {section}.{name}"
+
+
+async def test_doctor_reports_in_plain_words() -> None:
+    ok = await trio.run_process(
+        [sys.executable, "-m", "ahp_bridge.cli", "doctor", "--provider", "fake"],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert b"ok    the runtime is present and compatible" in ok.stdout
+    unknown = await trio.run_process(
+        [sys.executable, "-m", "ahp_bridge.cli", "doctor", "--provider", "nope"],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert unknown.returncode == 1
+    assert b"unknown provider 'nope'" in unknown.stderr
