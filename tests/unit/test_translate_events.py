@@ -10,6 +10,7 @@ import pytest
 
 from ahp_bridge.agentapi import (
     Activity,
+    AssistedReview,
     Context,
     Elicitation,
     Event,
@@ -415,6 +416,28 @@ def test_permission_on_a_running_tool_asks_and_mirrors_to_the_session(h: Harness
     assert h.tool_state("call-1")["status"] == "pending-confirmation"
     assert h.chat["status"] == st.INPUT_NEEDED
     assert h.tr.pending_permissions() == {"call-1": permission(tool_call_id="call-1")}
+
+
+@pytest.mark.parametrize(
+    ("recommendation", "safety"), [("approve", 1.0), ("requireApproval", 0.0), ("error", None)]
+)
+def test_assisted_review_becomes_a_risk_assessment(
+    h: Harness, recommendation: str, safety: float | None
+) -> None:
+    h.start_turn()
+    review = AssistedReview(recommendation=recommendation, model="judge-1", reason="reads only")
+    out = h.feed(ev_interaction(permission(tool_call_id="c1", assisted=review)))
+    ready = out[1][1]
+    if safety is None:
+        assert "riskAssessment" not in ready
+    else:
+        assert ready["riskAssessment"] == {
+            "kind": "judge",
+            "status": "complete",
+            "reason": "reads only",
+            "safety": safety,
+        }
+        assert h.tool_state("c1")["riskAssessment"]["safety"] == safety
 
 
 def test_client_confirmation_resolves_and_later_answer_event_is_silent(h: Harness) -> None:

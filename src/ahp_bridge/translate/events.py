@@ -38,8 +38,9 @@ item user         not a part: AHP carries the user's text as the turn's message 
                   and steering as pending messages the host manages. A main-agent user item
                   seen while no turn runs seeds the message of the next provider-started turn
 interaction       permission pending: ``chat/toolCallStart`` when its tool call is unknown,
-                  ``chat/toolCallReady`` without ``confirmed`` with the provider's options,
-                  then ``session/inputNeededSet{kind:"toolConfirmation"}``. question/plan review
+                  ``chat/toolCallReady`` without ``confirmed`` with the provider's options (an
+                  assisted review as ``riskAssessment``: approve = safety 1, requireApproval =
+                  0), then ``session/inputNeededSet{kind:"toolConfirmation"}``. question/plan review
                   pending: ``chat/inputRequested`` + ``session/inputNeededSet{kind:"chatInput"}``.
                   answered/rejected/expired: the resolution a client did not give here, then
                   ``session/inputNeededRemoved``. Questions: ``chat/inputCompleted`` accept /
@@ -664,6 +665,7 @@ class EventTranslator:
                 "invocationMessage": invocation,
                 "toolInput": tool.tool_input,
                 "confirmationTitle": interaction.title or None,
+                "riskAssessment": _risk(interaction),
                 "options": options or None,
             }
         )
@@ -924,6 +926,19 @@ class EventTranslator:
 
     def _session(self, action: Action) -> Emitted:
         return (self.session_uri, action)
+
+
+_SAFETY = {"approve": 1.0, "requireApproval": 0.0}
+
+
+def _risk(interaction: Interaction) -> dict[str, Any] | None:
+    """The provider's assisted review as AHP's judge risk assessment (approve: safe, 1)."""
+    review = interaction.assisted
+    safety = _SAFETY.get(review.recommendation)
+    if safety is None:  # not reviewed, excluded from review, or the review failed
+        return None
+    reason = review.reason or f"The reviewer recommends {review.recommendation}."
+    return {"kind": "judge", "status": "complete", "reason": reason, "safety": safety}
 
 
 def _json(payload: Any) -> Any:
