@@ -100,6 +100,7 @@ def test_named_model_is_selected_before_sending() -> None:
         ({"id": "gpt-x", "config": {"effort": "max"}}, "no effort 'max'"),
         ({"id": "gpt-x", "config": {"contextSize": "2m"}}, "no context size '2m'"),
         ({"id": "gpt-x", "config": {"effort": 3}}, "must be strings"),
+        ({"id": "gpt-x", "config": {"temperature": "hot"}}, "'temperature' is not supported"),
     ],
 )
 def test_bad_model_selection_is_rejected(model: dict[str, Any], reason: str) -> None:

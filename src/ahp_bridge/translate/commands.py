@@ -303,6 +303,11 @@ def _model_selection(message: Mapping[str, Any], ctx: CommandContext) -> SetMode
     if model is None:
         raise _Refused(f"unknown model {selection['id']!r}")
     config = selection.get("config") or {}
+    if not isinstance(config, Mapping):
+        raise _Refused("message.model.config must be an object")
+    unknown = sorted(set(config) - {MODEL_CONFIG_EFFORT, MODEL_CONFIG_CONTEXT_SIZE})
+    if unknown:
+        raise _Refused(f"model option {unknown[0]!r} is not supported")
     effort = config.get(MODEL_CONFIG_EFFORT, "")
     size = config.get(MODEL_CONFIG_CONTEXT_SIZE, "")
     if not isinstance(effort, str) or not isinstance(size, str):
