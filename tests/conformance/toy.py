@@ -42,6 +42,7 @@ from ahp_bridge.agentapi import (
     Option,
     Prompt,
     Question,
+    ReadRequest,
     TitleRequest,
     ToolCall,
     ToolStatus,
@@ -81,6 +82,7 @@ class Faults:
     usable_after_close: bool = False  # closed_conversation: send after close still works
     exit_keeps_open: bool = False  # exit_closes: the conversation stays usable after exit
     history_drops_answer: bool = False  # cap_history: history loses the assistant items
+    read_unknown_empty: bool = False  # history_reader: an unknown id reads as empty
     titles_refused: bool = False  # cap_set_title: Titles advertised, set_title Unsupported
     diff_unadvertised: bool = False  # cap_diff: SessionDiff false, diff still answers
     set_model_refused: bool = False  # cap_set_model: a listed model is refused
@@ -179,6 +181,15 @@ class ToyProvider:
         conv = ToyConversation(self, conversation_id, req.events, self._records[conversation_id])
         self._open.append(conv)
         return conv
+
+    async def read_history(self, req: ReadRequest) -> History:
+        await trio.lowlevel.checkpoint()
+        record = self._records.get(req.conversation_id)
+        if record is None:
+            if not self.faults.read_unknown_empty:
+                raise ConversationNotFound(f"no conversation {req.conversation_id!r}")
+            record = []
+        return History(items=list(record))
 
     async def shutdown(self) -> None:
         for conv in list(self._open):

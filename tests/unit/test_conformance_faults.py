@@ -33,6 +33,7 @@ FAULT_BREAKS = {
     "usable_after_close": ("closed_conversation", "send after close returned normally"),
     "exit_keeps_open": ("exit_closes", "send after the exit event returned normally"),
     "history_drops_answer": ("cap_history", "has no assistant item"),
+    "read_unknown_empty": ("history_reader", "read_history of an unknown conversation id returned"),
     "titles_refused": ("cap_set_title", "although Titles is true"),
     "diff_unadvertised": ("cap_diff", "diff without SessionDiff returned normally"),
     "set_model_refused": ("cap_set_model", "with a listed model raised Unsupported"),

@@ -25,6 +25,8 @@ from ahp_bridge.agentapi import (
     ConversationNotFound,
     Event,
     EventKind,
+    History,
+    HistoryReader,
     Interaction,
     InteractionGone,
     InteractionKind,
@@ -32,6 +34,7 @@ from ahp_bridge.agentapi import (
     ItemKind,
     Prompt,
     Provider,
+    ReadRequest,
     Titler,
     TurnState,
     Unsupported,
@@ -517,15 +520,28 @@ async def exit_closes(ctx: Context) -> str | None:
 # --- capabilities ----------------------------------------------------------------------
 
 
-async def cap_history(ctx: Context) -> str | None:
-    """Capabilities.history: a reopened conversation's history holds its transcript."""
-    answer = ctx.prompt("answer", None)
+def _judge_history(history: History, live: Transcript, what: str) -> None:
+    """A recorded transcript of an answered conversation, consistent with the live stream."""
+    keys = [(item.agent_id, item.id) for item in history.items]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise CheckFailed(f"{what} lists item {twice[0][1]!r} more than once")
+    kinds = {item.kind for item in history.items if not item.agent_id}
+    missing = [k.value for k in (ItemKind.USER, ItemKind.ASSISTANT) if k not in kinds]
+    if missing:
+        raise CheckFailed(f"{what} of an answered conversation has no {' or '.join(missing)} item")
+    for item in history.items:
+        entry = live.items.get((item.agent_id, item.id))
+        if entry is not None and entry.kind != item.kind:
+            raise CheckFailed(
+                f"{what} has item {item.id!r} as {item.kind.value}, live it was {entry.kind.value}"
+            )
+
+
+async def _answered_conversation(ctx: Context) -> tuple[str, Transcript]:
+    """Open a conversation, run the answer turn, close it: (its id, the live transcript)."""
     conv = await ctx.open()
-    if not ctx.capabilities().history:
-        ctx.step = "waiting for history to return"
-        await expect_error(conv.conversation.history, (Unsupported,), "history without History")
-        return "unsupported, as advertised"
-    await conv.answer_turn(answer)
+    await conv.answer_turn(ctx.prompt("answer", None))
     conversation_id = conv.conversation.id()
     if not conversation_id:
         raise CheckFailed("id() is empty")
@@ -533,6 +549,17 @@ async def cap_history(ctx: Context) -> str | None:
     for event in conv.sink.events:
         live.feed(event)
     await conv.close()
+    return conversation_id, live
+
+
+async def cap_history(ctx: Context) -> str | None:
+    """Capabilities.history: a reopened conversation's history holds its transcript."""
+    if not ctx.capabilities().history:
+        conv = await ctx.open()
+        ctx.step = "waiting for history to return"
+        await expect_error(conv.conversation.history, (Unsupported,), "history without History")
+        return "unsupported, as advertised"
+    conversation_id, live = await _answered_conversation(ctx)
     try:
         reopened = await ctx.open(conversation_id)
     except AgentAPIError as exc:
@@ -548,20 +575,33 @@ async def cap_history(ctx: Context) -> str | None:
         history = await reopened.conversation.history()
     except AgentAPIError as exc:
         raise CheckFailed(f"history raised {error_name(exc)}") from exc
-    keys = [(item.agent_id, item.id) for item in history.items]
-    twice = sorted({k for k in keys if keys.count(k) > 1})
-    if twice:
-        raise CheckFailed(f"history lists item {twice[0][1]!r} more than once")
-    kinds = {item.kind for item in history.items if not item.agent_id}
-    missing = [k.value for k in (ItemKind.USER, ItemKind.ASSISTANT) if k not in kinds]
-    if missing:
-        raise CheckFailed(f"history of an answered conversation has no {' or '.join(missing)} item")
-    for item in history.items:
-        entry = live.items.get((item.agent_id, item.id))
-        if entry is not None and entry.kind != item.kind:
-            raise CheckFailed(
-                f"history has item {item.id!r} as {item.kind.value}, live it was {entry.kind.value}"
-            )
+    _judge_history(history, live, "history")
+    return f"{len(history.items)} items"
+
+
+async def history_reader(ctx: Context) -> str | None:
+    """A HistoryReader reads a closed conversation's record, and refuses an unknown id."""
+    provider = ctx.started
+    if not isinstance(provider, HistoryReader):
+        raise NotApplicable("the provider implements no HistoryReader")
+    conversation_id, live = await _answered_conversation(ctx)
+    workdir = ctx.target.open_request.workdir
+    ctx.step = "waiting for read_history to return"
+    try:
+        history = await provider.read_history(
+            ReadRequest(conversation_id=conversation_id, workdir=workdir)
+        )
+    except AgentAPIError as exc:
+        raise CheckFailed(
+            f"read_history of a closed conversation raised {error_name(exc)}"
+        ) from exc
+    _judge_history(history, live, "read_history")
+    unknown = ReadRequest(conversation_id=ctx.target.unknown_conversation_id, workdir=workdir)
+    await expect_error(
+        lambda: provider.read_history(unknown),
+        (ConversationNotFound,),
+        "read_history of an unknown conversation id",
+    )
     return f"{len(history.items)} items"
 
 
@@ -742,6 +782,7 @@ CHECKS: tuple[Check, ...] = (
     Check("closed_conversation", "send after close: Closed", closed_conversation),
     Check("exit_closes", "after an exit event the conversation is closed", exit_closes),
     Check("cap_history", "history of a reopened conversation", cap_history),
+    Check("history_reader", "read_history of a closed or unknown conversation", history_reader),
     Check("cap_set_title", "set_title or Unsupported", cap_set_title),
     Check("cap_diff", "diff or Unsupported", cap_diff),
     Check("cap_set_model", "set_model with a listed model", cap_set_model),
