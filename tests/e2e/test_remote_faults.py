@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 import pytest
 import trio
 from ahp_bridge_remote import RemoteAuthError, RemoteError, RemoteProvider, RemoteUnavailable
+from ahp_bridge_remote.server import serve
 
 from ahp_bridge import agentapi
 
@@ -196,61 +197,36 @@ async def test_a_cancelled_stream_closes_the_conversation_on_the_server() -> Non
 async def test_server_stop_mid_turn_is_exit_and_reopen_works_once_it_is_back() -> None:
     address = socket_address()
     sink = Recorder()
-    async with RemoteProvider_after(address) as (remote, restart):
-        conv = await remote.open(_open_req(sink))
-        await conv.send(agentapi.Prompt(text="flood 3 1"))
-        await sink.wait_turn_end()
-        await restart()  # the server goes away and comes back on the same address
-        exits = await sink.wait_for(lambda e: e.kind == EXIT)
-        assert len(exits) == 1
-        with pytest.raises(agentapi.Closed):
-            await conv.send(agentapi.Prompt(text="flood 1 1"))
-        again = Recorder()
-        conv2 = await remote.open(_open_req(again, conv.id()))
-        assert conv2.id() == conv.id()
-        await conv2.send(agentapi.Prompt(text="flood 10 1"))
-        await again.wait_turn_end()
-        _assert_in_order(again.snapshot(), 10)
-        await conv2.close()
 
+    async def server(
+        scope: trio.CancelScope, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        with scope:
+            await serve(Controlled(), address, task_status=task_status)
 
-class RemoteProvider_after:
-    """A RemoteProvider on address whose server can be restarted by the test."""
-
-    def __init__(self, address: str) -> None:
-        self.address = address
-
-    async def __aenter__(self) -> tuple[RemoteProvider, Callable[[], Awaitable[None]]]:
-        self._nursery_cm = trio.open_nursery()
-        nursery = await self._nursery_cm.__aenter__()
-        self._scope: trio.CancelScope | None = None
-
-        async def start() -> None:
-            async def run(task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
-                from ahp_bridge_remote.server import serve
-
-                with trio.CancelScope() as scope:
-                    self._scope = scope
-                    await serve(Controlled(), self.address, task_status=task_status)
-
-            await nursery.start(run)
-
-        async def restart() -> None:
-            assert self._scope is not None
-            self._scope.cancel()
-            await trio.sleep(0.2)
-            await start()
-
-        await start()
-        self._remote = RemoteProvider(self.address)
-        await self._remote.__aenter__()
-        return self._remote, restart
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._remote.__aexit__(None, None, None)
-        assert self._scope is not None
-        self._scope.cancel()
-        await self._nursery_cm.__aexit__(None, None, None)
+    async with trio.open_nursery() as nursery:
+        first = trio.CancelScope()
+        await nursery.start(server, first)
+        async with RemoteProvider(address) as remote:  # outlives the first server
+            conv = await remote.open(_open_req(sink))
+            await conv.send(agentapi.Prompt(text="flood 3 1"))
+            await sink.wait_turn_end()
+            first.cancel()  # the server goes away...
+            exits = await sink.wait_for(lambda e: e.kind == EXIT)
+            assert len(exits) == 1
+            with pytest.raises(agentapi.Closed):
+                await conv.send(agentapi.Prompt(text="flood 1 1"))
+            second = trio.CancelScope()
+            await nursery.start(server, second)  # ...and comes back on the same address
+            again = Recorder()
+            conv2 = await remote.open(_open_req(again, conv.id()))
+            assert conv2.id() == conv.id()
+            await conv2.send(agentapi.Prompt(text="flood 10 1"))
+            await again.wait_turn_end()
+            _assert_in_order(again.snapshot(), 10)
+            await conv2.close()
+        second.cancel()
+    assert len(sink.of(EXIT)) == 1
 
 
 async def test_a_wrong_or_missing_token_is_refused_on_every_call() -> None:
