@@ -99,18 +99,28 @@ async def in_process(events: int) -> AsyncIterator[agentapi.Provider]:
 
 @asynccontextmanager
 async def over_grpc(events: int) -> AsyncIterator[agentapi.Provider]:
-    address = f"unix:{Path(tempfile.mkdtemp(prefix='ahpb')) / 'b.sock'}"
-    async with trio.open_nursery() as nursery:
-        await nursery.start(serve, fake(events), address)
-        async with RemoteProvider(address) as remote:
-            yield remote
-        nursery.cancel_scope.cancel()
+    with tempfile.TemporaryDirectory(prefix="ahpb") as folder:
+        address = f"unix:{Path(folder) / 'b.sock'}"
+        async with trio.open_nursery() as nursery:
+            await nursery.start(serve, fake(events), address)
+            async with RemoteProvider(address) as remote:
+                yield remote
+            nursery.cancel_scope.cancel()
 
 
 @asynccontextmanager
 async def over_grpc_subprocess(events: int) -> AsyncIterator[agentapi.Provider]:
     """The server in its own process (python -m ahp_bridge_remote.server), as deployed."""
-    folder = Path(tempfile.mkdtemp(prefix="ahpb"))
+    with tempfile.TemporaryDirectory(prefix="ahpb") as folder:
+        async with (
+            _server_process(Path(folder), events) as address,
+            RemoteProvider(address) as remote,
+        ):
+            yield remote
+
+
+@asynccontextmanager
+async def _server_process(folder: Path, events: int) -> AsyncIterator[str]:
     script = folder / "bench.toml"
     script.write_text(SCRIPT.replace("{text}", "x" * (4 * events)))
     address = f"unix:{folder / 'b.sock'}"
@@ -127,11 +137,12 @@ async def over_grpc_subprocess(events: int) -> AsyncIterator[agentapi.Provider]:
             if not chunk:
                 raise RuntimeError("the server process exited before listening")
             line += chunk
-        async with RemoteProvider(address) as remote:
-            yield remote
+        yield address
     finally:
         proc.terminate()
         await proc.wait()
+        if proc.stdout is not None:
+            await proc.stdout.aclose()
 
 
 async def measure(

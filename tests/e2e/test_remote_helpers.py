@@ -7,7 +7,9 @@ calls block, flood or fail on demand, for the fault tests the scripted fake cann
 
 from __future__ import annotations
 
+import atexit
 import itertools
+import shutil
 import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -79,9 +81,14 @@ class Recorder:
         return "".join(texts.values())
 
 
+_SOCKETS = tempfile.mkdtemp(prefix="ahpg")
+atexit.register(shutil.rmtree, _SOCKETS, ignore_errors=True)
+_socket_ids = itertools.count(1)
+
+
 def socket_address() -> str:
     """A fresh unix socket address with a short path (sun_path holds 107 bytes)."""
-    return f"unix:{Path(tempfile.mkdtemp(prefix='ahpg')) / 'p.sock'}"
+    return f"unix:{Path(_SOCKETS) / f'p{next(_socket_ids)}.sock'}"
 
 
 @asynccontextmanager
