@@ -246,7 +246,7 @@ async def turn_lifecycle(ctx: Context) -> str | None:
 
 
 async def events_after_close(ctx: Context) -> str | None:
-    """Events arrive only until close returns, also when closing during a running turn."""
+    """Events arrive only until close returns: after a turn, during one, and while asking."""
     answer = ctx.prompt("answer", None)
     conv = await ctx.open()
     await conv.answer_turn(answer)
@@ -259,6 +259,20 @@ async def events_after_close(ctx: Context) -> str | None:
         await running.wait_working(start, "the long turn to start working")
         await running.close()
         convs.append(running)
+    prompts = ctx.target.prompts
+    for text, kind in (
+        (prompts.permission, InteractionKind.PERMISSION),
+        (prompts.question, InteractionKind.QUESTION),
+    ):
+        if text is not None:
+            asking = await ctx.open()
+            start = len(asking.sink)
+            await asking.send(text)
+            await asking.wait_interaction(
+                start, kind, InteractionState.PENDING, f"a pending {kind.value}"
+            )
+            await asking.close()
+            convs.append(asking)
     await _settle()
 
     def judge() -> None:
