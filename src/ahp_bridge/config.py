@@ -55,6 +55,8 @@ class BridgeSettings(BaseModel):
     data_dir: Path | None = None
     #: The working directory new sessions get when a client names none.
     workdir: Path | None = None
+    #: Seconds a disconnected client has to reconnect before it stops being an active client.
+    active_client_grace: float = Field(30.0, ge=0)
 
 
 class Settings(BaseSettings):

@@ -557,3 +557,34 @@ async def test_a_client_that_stops_reading_is_cut_off_without_delaying_another(
         del slow
         await ws._stream.aclose()
         nursery.cancel_scope.cancel()
+
+
+async def test_a_client_that_does_not_come_back_stops_being_active(
+    start_bridge: StartBridge, make_settings: Any
+) -> None:
+    settings = make_settings()
+    settings.bridge.active_client_grace = 0.2
+    bridge = await start_bridge(settings)
+    watcher = await bridge.client("watcher")
+    leaver = await bridge.client("leaver")
+    uri = new_session_uri()
+    await leaver.request(
+        "createSession",
+        {"channel": uri, "provider": "fake", "activeClient": {"clientId": "leaver", "tools": []}},
+    )
+    await watcher.subscribe(uri)
+    assert [c["clientId"] for c in watcher.states[uri]["activeClients"]] == ["leaver"]
+    await leaver.close()
+    await watcher.wait_for(lambda: watcher.states[uri]["activeClients"] == [])
+    assert "session/activeClientRemoved" in watcher.action_types(uri)
+    # someone else's clientId cannot be claimed at creation
+    with pytest.raises(RpcFailure) as err:
+        await watcher.request(
+            "createSession",
+            {
+                "channel": new_session_uri(),
+                "provider": "fake",
+                "activeClient": {"clientId": "x", "tools": []},
+            },
+        )
+    assert err.value.code == -32602

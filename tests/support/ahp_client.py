@@ -86,9 +86,11 @@ class AhpClient:
 
     async def close(self) -> None:
         """Close the socket (and its TCP stream) so no ResourceWarning outlives the test."""
-        with trio.move_on_after(2):
-            await self.ws.aclose()
-        await self.ws._stream.aclose()  # the handshake may never have finished
+        try:
+            with trio.move_on_after(2):
+                await self.ws.aclose()
+        finally:
+            await trio.aclose_forcefully(self.ws._stream)  # the close handshake may not finish
 
     async def send_raw(self, text: str | bytes) -> None:
         await self.ws.send_message(text)

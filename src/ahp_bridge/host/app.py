@@ -57,6 +57,7 @@ async def run_bridge(
         provider_options=provider_options(settings),
         workdir=settings.bridge.workdir,
         clock=clock,
+        active_client_grace=settings.bridge.active_client_grace,
     )
     workdir = sessions.workdir
     rpc = RpcHandler(hub, sessions, default_directory=Path(workdir).as_uri())

@@ -27,6 +27,7 @@ from ahp_bridge.translate.commands import (
     CommandContext,
     Rejection,
     Respond,
+    SelectAgent,
     Send,
     SetModel,
     SetTitle,
@@ -157,15 +158,18 @@ class ChatRuntime:
     def _context(self) -> CommandContext:
         state = self.hub.store.state(self.uri)
         active = state.get("activeTurn") or {}
+        # A provider-started turn can be running before it is announced in state.
+        active_id = active.get("id") or self.translator.active_turn_id
         inputs = self.translator.pending_inputs()
         return CommandContext(
             session_ready=self.hub.store.state(self.session.uri).get("lifecycle") == "ready",
-            active_turn_id=active.get("id"),
+            active_turn_id=active_id,
             models=self.entry.models,
             permissions=self.translator.pending_permissions(),
             inputs=inputs,
             input_answers={rid: synced_answers(state, rid) for rid in inputs},
             can_set_title=self.entry.provider.capabilities().titles,
+            workdir=self.session.workdir,
         )
 
     def client_action(
@@ -270,6 +274,8 @@ class ChatRuntime:
     def _start_queued_if_idle(self) -> None:
         if self._closed or not self.hub.store.has(self.uri):
             return
+        if self.translator.active_turn_id is not None:
+            return  # a provider-started turn may run before it is announced
         action = next_queued_turn(
             self.hub.store.state(self.uri), str(uuid.uuid4()), self.manager.clock.now_ms()
         )
@@ -301,6 +307,10 @@ async def _execute(conversation: agentapi.Conversation, call: Call) -> None:
             await conversation.steer(prompt)
         case SetTitle(title=title):
             await conversation.set_title(title)
+        case SelectAgent(agent_id=agent_id):
+            if not isinstance(conversation, agentapi.AgentSelector):
+                raise agentapi.Unsupported("this provider cannot select custom agents")
+            await conversation.select_agent(agent_id)
 
 
 def _error_type(exc: Exception) -> str:

@@ -89,6 +89,11 @@ class RpcHandler:
         self.connections.discard(conn)
         self.hub.drop(conn, conn.subscriptions)
         conn.subscriptions.clear()
+        if conn.client_id is not None and not self.is_connected(conn.client_id):
+            self.sessions.client_gone(conn.client_id, self.is_connected)
+
+    def is_connected(self, client_id: str) -> bool:
+        return any(c.client_id == client_id for c in self.connections)
 
     # -- entry points --------------------------------------------------------------------------
 

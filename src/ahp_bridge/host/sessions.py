@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +32,7 @@ from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.uris import ROOT, is_session_uri
 from ahp_bridge.state import status as st
 from ahp_bridge.state.store import Envelope
+from ahp_bridge.translate.models import model_info
 
 if TYPE_CHECKING:
     from ahp_bridge.host.connection import Connection
@@ -79,8 +80,10 @@ class SessionManager:
         workdir: Path | None = None,
         clock: HostClock | None = None,
         provider_instances: Mapping[str, agentapi.Provider] | None = None,
+        active_client_grace: float = 30.0,
     ) -> None:
         self.hub = hub
+        self.active_client_grace = active_client_grace
         self.clock = clock or HostClock()
         self._names = list(dict.fromkeys(provider_names))
         self._options = {k: dict(v) for k, v in (provider_options or {}).items()}
@@ -138,10 +141,10 @@ class SessionManager:
                     "provider": entry.name,
                     "displayName": provider.display_name(),
                     "description": f"{provider.display_name()} through ahp-bridge",
-                    "models": [
-                        {"id": m.id, "provider": entry.name, "name": m.name or m.id}
-                        for m in entry.models
-                    ],
+                    "models": [model_info(entry.name, m) for m in entry.models],
+                    # Each chat is its own provider conversation, so any provider can have
+                    # several; forks and side chats need provider support the contract lacks.
+                    "capabilities": {"multipleChats": {}},
                     "_meta": {"ahpBridge.capabilities": caps.to_json()},
                 }
             )
@@ -465,8 +468,26 @@ class SessionManager:
                 return
         self.hub.apply(channel, action, origin)
 
-    def client_gone(self, conn: Connection) -> None:
-        """Hook for connection loss (active-client hygiene is not implemented yet)."""
+    def client_gone(self, client_id: str, still_connected: Callable[[str], bool]) -> None:
+        """A client's last connection went away: after a grace period to reconnect, it stops
+        being an active client of every session (`session/activeClientRemoved`, as the spec
+        says a host SHOULD)."""
+
+        async def expire() -> None:
+            await trio.sleep(self.active_client_grace)
+            if still_connected(client_id):
+                return
+            for session in list(self.sessions.values()):
+                if not self.hub.store.has(session.uri):
+                    continue
+                active = self.hub.store.state(session.uri).get("activeClients") or []
+                if any(c.get("clientId") == client_id for c in active):
+                    self.hub.apply(
+                        session.uri, {"type": "session/activeClientRemoved", "clientId": client_id}
+                    )
+
+        if self._nursery is not None:
+            self._nursery.start_soon(expire)
 
 
 def _encode_cursor(modified_at: str, resource: str) -> str:
