@@ -345,7 +345,10 @@ class CopilotConversation:
             answer.decision, "reject"
         )
         state = InteractionState.REJECTED if kind == "reject" else InteractionState.ANSWERED
-        request = PermissionDecisionRequest.from_dict({"requestId": rid, "result": {"kind": kind}})
+        result: dict[str, Any] = {"kind": kind}
+        if kind == "approve-for-session":
+            result.update(self._mapper.session_approvals.get(rid) or {})
+        request = PermissionDecisionRequest.from_dict({"requestId": rid, "result": result})
         await self._answer(
             rid, state, lambda: session.rpc.permissions.handle_pending_permission_request(request)
         )

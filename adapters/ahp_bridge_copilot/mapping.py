@@ -150,6 +150,8 @@ class EventMapper:
     turn: _TurnState = field(default_factory=_TurnState)
     tools: dict[tuple[str, str], Item] = field(default_factory=dict)
     interactions: dict[str, Interaction] = field(default_factory=dict)
+    session_approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """For each pending permission, what "approve for the session" remembers."""
     responded: dict[str, InteractionState] = field(default_factory=dict)
     subagents: dict[str, Subagent] = field(default_factory=dict)
     steers: dict[str, _PendingSteer] = field(default_factory=dict)
@@ -408,6 +410,9 @@ class EventMapper:
             tool_call_id=_str(req.get("toolCallId")) or _str(d.get("toolCallId")),
         )
         self.interactions[rid] = inter
+        approval = _session_approval(kind, req)
+        if approval is not None:
+            self.session_approvals[rid] = approval
         return [Event(kind=EventKind.INTERACTION, interaction=inter.model_copy(deep=True))]
 
     def _permission_completed(
@@ -506,6 +511,7 @@ class EventMapper:
         return [self._finish(inter, state, action)]
 
     def _finish(self, inter: Interaction, state: InteractionState, resolution: str) -> Event:
+        self.session_approvals.pop(inter.id, None)
         done = inter.model_copy(deep=True)
         done.state = state
         done.resolution = resolution
@@ -773,6 +779,32 @@ def _file_edit(e: dict[str, Any]) -> FileEdit:
         deletions=dels if known and isinstance(dels, int) else 0,
         diff_status="available" if known else "unavailable",
     )
+
+
+def _session_approval(kind: str, req: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``approve-for-session`` fields that make the CLI remember this kind of request.
+
+    Without them the CLI approves only the one request. None when the request does not offer
+    a session approval.
+    """
+    if req.get("canOfferSessionApproval") is not True:
+        return None
+    if kind == "shell":
+        ids = [c.get("identifier") for c in req.get("commands") or [] if isinstance(c, dict)]
+        return {"approval": {"kind": "commands", "commandIdentifiers": [i for i in ids if i]}}
+    if kind in ("read", "write", "memory"):
+        return {"approval": {"kind": kind}}
+    if kind == "mcp":
+        approval = {"kind": "mcp", "serverName": _str(req.get("serverName"))}
+        if req.get("toolName"):
+            approval["toolName"] = _str(req.get("toolName"))
+        return {"approval": approval}
+    if kind == "custom-tool":
+        return {"approval": {"kind": "custom-tool", "toolName": _str(req.get("toolName"))}}
+    if kind == "url":
+        host = _str(req.get("url")).split("://", 1)[-1].split("/", 1)[0]
+        return {"domain": host} if host else {}
+    return {}
 
 
 def _permission_title(kind: str, req: dict[str, Any]) -> str:

@@ -31,6 +31,7 @@ from ahp_bridge.agentapi import (
     ItemKind,
     OpenRequest,
     Prompt,
+    SignedOut,
     SubagentStatus,
     ToolStatus,
     TurnState,
@@ -397,3 +398,35 @@ async def test_commands_and_skill_command(
     with pytest.raises(AgentAPIError, match=r"did not start a prompt turn|could not run"):
         await conv.run_command("no-such-command", Prompt())
     await conv.close()
+
+
+async def test_approve_for_session_covers_later_writes(
+    provider: CopilotProvider, models: ModelServer, tmp_path: Path
+) -> None:
+    first, second = tmp_path / "one.txt", tmp_path / "two.txt"
+    models.script(
+        "t-session",
+        [ToolCall("create", {"path": str(first), "file_text": "1\n"})],
+        [ToolCall("create", {"path": str(second), "file_text": "2\n"})],
+        [Text("both written")],
+    )
+    conv, sink = await _open(provider, tmp_path)
+    await conv.send(Prompt(text="t-session"))
+    inter = await sink.pending_interaction()
+    assert "approve-for-session" in [o.id for o in inter.options]
+    await conv.respond(inter.id, Answer(decision="approve-for-session"))
+    assert (await sink.turn_end()).state is TurnState.COMPLETED
+    assert first.read_text() == "1\n" and second.read_text() == "2\n"
+    assert list(sink.interactions()) == [inter.id], "the second write needed no permission"
+    assert sink.interactions()[inter.id].state is InteractionState.ANSWERED
+    await conv.close()
+
+
+async def test_signed_out_without_a_model_provider(cli: CliServer) -> None:
+    opts = cli.options("http://127.0.0.1:9/v1")
+    del opts["byok"]
+    async with create_provider(opts) as provider:
+        with pytest.raises(SignedOut, match="signed out"):
+            await provider.check()
+        with pytest.raises(SignedOut):
+            await provider.models()

@@ -399,3 +399,22 @@ def test_helpers() -> None:
     t = parse_time("2026-11-29T19:56:05.72Z")
     assert t is not None and t.tzinfo is not None and t.microsecond == 720000
     assert parse_time("not a time") is None and parse_time(None) is None
+
+
+def test_session_approval_is_remembered_per_request() -> None:
+    mapper = EventMapper()
+    raws = load("file_write")
+    upto = next(i for i, r in enumerate(raws) if r["type"] == "permission.requested")
+    for raw in raws[: upto + 1]:
+        mapper.map(raw)
+    rid = raws[upto]["data"]["requestId"]
+    assert mapper.session_approvals == {rid: {"approval": {"kind": "write"}}}
+    for raw in raws[upto + 1 :]:
+        mapper.map(raw)
+    assert mapper.session_approvals == {}
+    # A shell request that cannot be approved for the session offers no such option.
+    mapper = EventMapper()
+    for raw in load("shell_approved"):
+        mapper.map(raw)
+        if raw["type"] == "permission.requested":
+            assert mapper.session_approvals == {}
