@@ -57,11 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--listen", type=parse_listen, help="HOST:PORT (default 127.0.0.1:8765)")
     serve.add_argument("--data-dir", type=Path, help="where sessions and provider data are kept")
 
-    conf = sub.add_parser(
-        "conformance", help="run the adapter conformance suite against a provider"
+    sub.add_parser(
+        "conformance",
+        help="run the adapter conformance suite against a provider (see its --help)",
+        add_help=False,
     )
-    _common(conf)
-    conf.add_argument("rest", nargs=argparse.REMAINDER)
 
     doctor = sub.add_parser("doctor", help="check a provider's runtime and say how to fix it")
     _common(doctor)
@@ -110,15 +110,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv = ["serve", *argv]
+    if argv[0] == "conformance":
+        # The suite has its own parser (provider options and check selection).
+        from ahp_bridge.conformance.cli import main as conformance_main
+
+        logsetup.configure("console", "warning")
+        return conformance_main(argv[1:])
     args = build_parser().parse_args(argv)
     settings = _settings(args)
     logsetup.configure(settings.log.format, settings.log.level)
     if args.command == "serve":
         return _serve(args, settings)
-    if args.command == "conformance":
-        from ahp_bridge.conformance.cli import main as conformance_main
-
-        return conformance_main(list(args.rest))
     if args.command == "doctor":
         return _doctor(args, settings)
     if args.command == "serve-provider":

@@ -188,3 +188,22 @@ async def test_doctor_reports_in_plain_words() -> None:
     )
     assert unknown.returncode == 1
     assert b"unknown provider 'nope'" in unknown.stderr
+
+
+async def test_conformance_subcommand_reports_and_sets_the_exit_code() -> None:
+    result = await trio.run_process(
+        [sys.executable, "-m", "ahp_bridge.cli", "conformance", "--provider", "fake"],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert b"PASS cancel" in result.stdout
+    assert b" 0 failed" in result.stdout
+    bad = await trio.run_process(
+        [sys.executable, "-m", "ahp_bridge.cli", "conformance", "--provider", "nope"],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert bad.returncode != 0
