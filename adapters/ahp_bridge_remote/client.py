@@ -105,9 +105,10 @@ class RemoteProvider:
             info = await self._call(self._provider.Info, pb.InfoRequest(), "info")
             self._info = info
             served = from_proto(info.capabilities, agentapi.Capabilities)
-            self._capabilities = served.model_copy(
-                update=dict.fromkeys(UNFORWARDED_CAPABILITIES, False)
-            )
+            hidden = dict.fromkeys(UNFORWARDED_CAPABILITIES, False)
+            hidden["usage"] = served.usage and info.quota_reporter  # QuotaReporter forwarded
+            hidden["titles"] = served.titles and info.titler
+            self._capabilities = served.model_copy(update=hidden)
             variant: type = _variant(tuple(bool(getattr(info, f)) for f, _ in _MIXINS))
             self.__class__ = variant
         except BaseException:
@@ -246,10 +247,30 @@ class _Titler(RemoteProvider):
         return str(reply.title)
 
 
+class _SubagentPager(RemoteProvider):
+    """agentapi.SubagentPager, mixed in when the served provider is one."""
+
+    async def read_subagents(self, req: agentapi.SubagentRequest) -> agentapi.SubagentWindow:
+        self._started()
+        reply = await self._call(self._provider.ReadSubagents, to_proto(req), "read_subagents")
+        return from_proto(reply, agentapi.SubagentWindow)
+
+
+class _QuotaReporter(RemoteProvider):
+    """agentapi.QuotaReporter, mixed in when the served provider is one."""
+
+    async def quota(self) -> list[agentapi.Quota]:
+        self._started()
+        reply = await self._call(self._provider.Quota, EMPTY, "quota")
+        return [from_proto(q, agentapi.Quota) for q in reply.quotas]
+
+
 _MIXINS = (
     ("history_reader", _HistoryReader),
     ("history_pager", _HistoryPager),
     ("titler", _Titler),
+    ("subagent_pager", _SubagentPager),
+    ("quota_reporter", _QuotaReporter),
 )
 
 
@@ -273,7 +294,6 @@ UNFORWARDED_CAPABILITIES = frozenset(
         "fork",
         "rewind",
         "context_breakdown",
-        "usage",
         "usage_metrics",
         "aside",
         "import_",

@@ -164,6 +164,8 @@ class Service:
             history_reader=isinstance(p, agentapi.HistoryReader),
             history_pager=isinstance(p, agentapi.HistoryPager),
             titler=isinstance(p, agentapi.Titler),
+            subagent_pager=isinstance(p, agentapi.SubagentPager),
+            quota_reporter=isinstance(p, agentapi.QuotaReporter),
         )
 
     async def open(self, request: pb.OpenRequest) -> pb.OpenResponse:
@@ -201,6 +203,19 @@ class Service:
         req = from_proto(request, agentapi.WindowRequest)
         window: agentapi.HistoryWindow = await self.provider.read_history_window(req)
         return to_proto(window)
+
+    async def read_subagents(self, request: pb.SubagentRequest) -> pb.SubagentWindow:
+        if not isinstance(self.provider, agentapi.SubagentPager):
+            raise agentapi.Unsupported("the provider cannot page subagents")
+        req = from_proto(request, agentapi.SubagentRequest)
+        window: agentapi.SubagentWindow = await self.provider.read_subagents(req)
+        return to_proto(window)
+
+    async def quota(self) -> pb.QuotaResponse:
+        if not isinstance(self.provider, agentapi.QuotaReporter):
+            raise agentapi.Unsupported("the provider reports no quota")
+        quotas: list[agentapi.Quota] = await self.provider.quota()
+        return pb.QuotaResponse(quotas=[to_proto(q) for q in quotas])
 
     async def title(self, request: pb.TitleRequest) -> pb.TitleResponse:
         if not isinstance(self.provider, agentapi.Titler):
@@ -306,6 +321,14 @@ class ProviderServicer(pb_grpc.ProviderServiceServicer):
 
     def Title(self, request: pb.TitleRequest, context: grpc.ServicerContext) -> pb.TitleResponse:
         return self.s.call(context, self.s.title, request)
+
+    def ReadSubagents(
+        self, request: pb.SubagentRequest, context: grpc.ServicerContext
+    ) -> pb.SubagentWindow:
+        return self.s.call(context, self.s.read_subagents, request)
+
+    def Quota(self, request: Any, context: grpc.ServicerContext) -> pb.QuotaResponse:
+        return self.s.call(context, self.s.quota)
 
 
 class ConversationServicer(pb_grpc.ConversationServiceServicer):

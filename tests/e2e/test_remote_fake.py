@@ -106,6 +106,22 @@ async def test_history_crosses_whole_and_reopen_finds_the_conversation(tmp_path:
         assert isinstance(remote, agentapi.HistoryPager) == isinstance(fake, agentapi.HistoryPager)
         req = agentapi.ReadRequest(conversation_id=conversation_id)
         assert await remote.read_history(req) == await fake.read_history(req)
+        assert isinstance(fake, agentapi.HistoryPager) and isinstance(remote, agentapi.HistoryPager)
+        window = agentapi.WindowRequest(conversation_id=conversation_id, before=3)
+        assert await remote.read_history_window(window) == await fake.read_history_window(window)
+        assert isinstance(remote, agentapi.SubagentPager)
+        with pytest.raises(agentapi.ItemNotFound, match="nobody"):
+            await remote.read_subagents(
+                agentapi.SubagentRequest(conversation_id=conversation_id, agent_id="nobody")
+            )
+        assert isinstance(fake, agentapi.QuotaReporter)
+        assert isinstance(remote, agentapi.QuotaReporter)
+        assert await remote.quota() == await fake.quota()
+        assert remote.capabilities().usage == fake.capabilities().usage
+        assert isinstance(remote, agentapi.Titler)
+        assert await remote.title(agentapi.TitleRequest(text="Fix the build\nplease")) == (
+            "Fix the build"
+        )
         await reopened.close()
         with pytest.raises(agentapi.ConversationNotFound):
             await remote.open(agentapi.OpenRequest(conversation_id="no-such", events=Recorder()))

@@ -106,6 +106,25 @@ async def test_every_sentinel_error_arrives_as_its_own_class_with_its_message() 
         await conv.set_title("still usable")
 
 
+class _TitlingControlled(Controlled):
+    async def title(self, req: agentapi.TitleRequest) -> str:
+        assert req.on_usage is not None  # the server passes its own, to carry usage back
+        req.on_usage(agentapi.UtilityUsage(input_tokens=12, output_tokens=3, credits=0.5))
+        return f"title for {req.text}"
+
+
+async def test_a_title_carries_its_usage_back_to_the_callback() -> None:
+    async with (
+        serving(_TitlingControlled(), socket_address()) as (address, _),
+        RemoteProvider(address) as remote,
+    ):
+        assert isinstance(remote, agentapi.Titler)
+        got: list[agentapi.UtilityUsage] = []
+        title = await remote.title(agentapi.TitleRequest(text="hi", on_usage=got.append))
+        assert title == "title for hi"
+        assert got == [agentapi.UtilityUsage(input_tokens=12, output_tokens=3, credits=0.5)]
+
+
 async def test_cancelling_a_call_cancels_the_provider_call() -> None:
     ctl = Controlled()
     async with serving(ctl, socket_address()) as (address, _), RemoteProvider(address) as remote:

@@ -15,20 +15,24 @@ class InfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ProviderInfo(_message.Message):
-    __slots__ = ("name", "display_name", "capabilities", "history_reader", "history_pager", "titler")
+    __slots__ = ("name", "display_name", "capabilities", "history_reader", "history_pager", "titler", "subagent_pager", "quota_reporter")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
     HISTORY_READER_FIELD_NUMBER: _ClassVar[int]
     HISTORY_PAGER_FIELD_NUMBER: _ClassVar[int]
     TITLER_FIELD_NUMBER: _ClassVar[int]
+    SUBAGENT_PAGER_FIELD_NUMBER: _ClassVar[int]
+    QUOTA_REPORTER_FIELD_NUMBER: _ClassVar[int]
     name: str
     display_name: str
     capabilities: Capabilities
     history_reader: bool
     history_pager: bool
     titler: bool
-    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., history_reader: _Optional[bool] = ..., history_pager: _Optional[bool] = ..., titler: _Optional[bool] = ...) -> None: ...
+    subagent_pager: bool
+    quota_reporter: bool
+    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., history_reader: _Optional[bool] = ..., history_pager: _Optional[bool] = ..., titler: _Optional[bool] = ..., subagent_pager: _Optional[bool] = ..., quota_reporter: _Optional[bool] = ...) -> None: ...
 
 class ModelsResponse(_message.Message):
     __slots__ = ("models",)
@@ -348,6 +352,54 @@ class WindowRequest(_message.Message):
     before: int
     after: int
     def __init__(self, conversation_id: _Optional[str] = ..., workdir: _Optional[str] = ..., agent_id: _Optional[str] = ..., item_id: _Optional[str] = ..., before: _Optional[int] = ..., after: _Optional[int] = ...) -> None: ...
+
+class SubagentRequest(_message.Message):
+    __slots__ = ("conversation_id", "workdir", "agent_id", "before")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKDIR_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    workdir: str
+    agent_id: str
+    before: int
+    def __init__(self, conversation_id: _Optional[str] = ..., workdir: _Optional[str] = ..., agent_id: _Optional[str] = ..., before: _Optional[int] = ...) -> None: ...
+
+class SubagentWindow(_message.Message):
+    __slots__ = ("subagents", "start")
+    SUBAGENTS_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    subagents: _containers.RepeatedCompositeFieldContainer[Subagent]
+    start: bool
+    def __init__(self, subagents: _Optional[_Iterable[_Union[Subagent, _Mapping]]] = ..., start: _Optional[bool] = ...) -> None: ...
+
+class Quota(_message.Message):
+    __slots__ = ("type", "used", "entitlement", "unlimited", "remaining_percent", "overage", "reset_at", "unit", "plan")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    USED_FIELD_NUMBER: _ClassVar[int]
+    ENTITLEMENT_FIELD_NUMBER: _ClassVar[int]
+    UNLIMITED_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    OVERAGE_FIELD_NUMBER: _ClassVar[int]
+    RESET_AT_FIELD_NUMBER: _ClassVar[int]
+    UNIT_FIELD_NUMBER: _ClassVar[int]
+    PLAN_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    used: int
+    entitlement: int
+    unlimited: bool
+    remaining_percent: float
+    overage: float
+    reset_at: _timestamp_pb2.Timestamp
+    unit: str
+    plan: str
+    def __init__(self, type: _Optional[str] = ..., used: _Optional[int] = ..., entitlement: _Optional[int] = ..., unlimited: _Optional[bool] = ..., remaining_percent: _Optional[float] = ..., overage: _Optional[float] = ..., reset_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., unit: _Optional[str] = ..., plan: _Optional[str] = ...) -> None: ...
+
+class QuotaResponse(_message.Message):
+    __slots__ = ("quotas",)
+    QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    quotas: _containers.RepeatedCompositeFieldContainer[Quota]
+    def __init__(self, quotas: _Optional[_Iterable[_Union[Quota, _Mapping]]] = ...) -> None: ...
 
 class HistoryWindow(_message.Message):
     __slots__ = ("items", "at", "start", "next")

@@ -78,6 +78,16 @@ class ProviderServiceStub:
                 request_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.TitleRequest.SerializeToString,
                 response_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.TitleResponse.FromString,
                 _registered_method=True)
+        self.ReadSubagents = channel.unary_unary(
+                '/agentapi.v1.ProviderService/ReadSubagents',
+                request_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.SubagentRequest.SerializeToString,
+                response_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.SubagentWindow.FromString,
+                _registered_method=True)
+        self.Quota = channel.unary_unary(
+                '/agentapi.v1.ProviderService/Quota',
+                request_serializer=google_dot_protobuf_dot_empty__pb2.Empty.SerializeToString,
+                response_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.QuotaResponse.FromString,
+                _registered_method=True)
 
 
 class ProviderServiceServicer:
@@ -144,6 +154,20 @@ class ProviderServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReadSubagents(self, request, context):
+        """SubagentPager (ProviderInfo.subagent_pager): recorded subagents, a window at a time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Quota(self, request, context):
+        """QuotaReporter (ProviderInfo.quota_reporter; Capabilities.usage): the account's quotas.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ProviderServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -186,6 +210,16 @@ def add_ProviderServiceServicer_to_server(servicer, server):
                     servicer.Title,
                     request_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.TitleRequest.FromString,
                     response_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.TitleResponse.SerializeToString,
+            ),
+            'ReadSubagents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadSubagents,
+                    request_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.SubagentRequest.FromString,
+                    response_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.SubagentWindow.SerializeToString,
+            ),
+            'Quota': grpc.unary_unary_rpc_method_handler(
+                    servicer.Quota,
+                    request_deserializer=google_dot_protobuf_dot_empty__pb2.Empty.FromString,
+                    response_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.QuotaResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -407,6 +441,60 @@ class ProviderService:
             '/agentapi.v1.ProviderService/Title',
             ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.TitleRequest.SerializeToString,
             ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.TitleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadSubagents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentapi.v1.ProviderService/ReadSubagents',
+            ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.SubagentRequest.SerializeToString,
+            ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.SubagentWindow.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Quota(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentapi.v1.ProviderService/Quota',
+            google_dot_protobuf_dot_empty__pb2.Empty.SerializeToString,
+            ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.QuotaResponse.FromString,
             options,
             channel_credentials,
             insecure,
