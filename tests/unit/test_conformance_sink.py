@@ -49,12 +49,19 @@ async def test_from_thread_hand_off_is_blocking() -> None:
     def foreign() -> None:
         trio.from_thread.run_sync(lambda: sink.emit(title("wrapped")), trio_token=token)
 
+    async def deliver() -> None:
+        sink.emit(title("async"))
+
+    def worker_async() -> None:
+        trio.from_thread.run(deliver)
+
     await trio.to_thread.run_sync(worker)
+    await trio.to_thread.run_sync(worker_async)
     thread = threading.Thread(target=foreign)
     thread.start()
     await trio.to_thread.run_sync(thread.join)
     reasons = [e.blocking for e in sink.emissions]
-    assert len(reasons) == 2
+    assert len(reasons) == 3
     assert all("trio.from_thread" in r for r in reasons)
 
 
