@@ -57,6 +57,8 @@ class BridgeSettings(BaseModel):
     workdir: Path | None = None
     #: Seconds a disconnected client has to reconnect before it stops being an active client.
     active_client_grace: float = Field(30.0, ge=0)
+    #: Days a session may go unmodified before it is forgotten at startup (0 = keep forever).
+    retention_days: int = Field(0, ge=0)
 
 
 class Settings(BaseSettings):

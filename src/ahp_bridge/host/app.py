@@ -8,6 +8,7 @@ import structlog
 import trio
 
 from ahp_bridge.config import Settings
+from ahp_bridge.host.catalog import open_catalog
 from ahp_bridge.host.chat import HostClock
 from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.rpc import RpcHandler
@@ -49,6 +50,9 @@ async def run_bridge(
     options = server_options(settings)
     check_bind(options)
     clock = HostClock()
+    catalog = await open_catalog(
+        settings.data_dir(), retention_days=settings.bridge.retention_days, now_ms=clock.now_ms()
+    )
     store = Store(log_limit=settings.server.replay_log, clock=clock.now_iso)
     hub = Hub(store)
     sessions = SessionManager(
@@ -58,13 +62,19 @@ async def run_bridge(
         workdir=settings.bridge.workdir,
         clock=clock,
         active_client_grace=settings.bridge.active_client_grace,
+        catalog=catalog,
     )
     workdir = sessions.workdir
     rpc = RpcHandler(hub, sessions, default_directory=Path(workdir).as_uri())
-    async with sessions.running(), trio.open_nursery() as nursery:
-        server = await nursery.start(serve, rpc, options)
-        port = server.port
-        log.info(
-            "serving", host=settings.server.host, port=port, providers=settings.bridge.providers
-        )
-        task_status.started(port)
+    async with trio.open_nursery() as keeper:
+        await keeper.start(catalog.run)  # ends (writing what is queued) when the bridge stops
+        async with sessions.running(), trio.open_nursery() as nursery:
+            server = await nursery.start(serve, rpc, options)
+            port = server.port
+            log.info(
+                "serving",
+                host=settings.server.host,
+                port=port,
+                providers=settings.bridge.providers,
+            )
+            task_status.started(port)

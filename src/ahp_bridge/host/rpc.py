@@ -8,6 +8,7 @@ background and reports through `session/ready`), which keeps each connection's r
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -99,7 +100,12 @@ class RpcHandler:
 
     async def handle_request(self, conn: Connection, req: jsonrpc.Request) -> None:
         try:
+            durable = getattr(self.sessions, "durable", None)  # sessions from an earlier run
+            if durable is not None and (conn.initialized or req.method in _PRE_INIT):
+                await durable.restore_named(req.method, req.params)
             result = self._call(conn, req.method, req.params)
+            if inspect.isawaitable(result):  # a handler that must record before it answers
+                result = await result
         except RpcError as err:
             conn.send_error(req.id, err)
             if err.code == E.UNSUPPORTED_PROTOCOL_VERSION:

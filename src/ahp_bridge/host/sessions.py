@@ -24,6 +24,7 @@ import structlog
 import trio
 
 from ahp_bridge import agentapi, providers
+from ahp_bridge.host.catalog import IMPORT_CONFIG_KEY, AsyncCatalog, SessionCatalog
 from ahp_bridge.host.chat import ChatRuntime, HostClock
 from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.summaries import aggregate, chat_summary_changes
@@ -60,6 +61,8 @@ class Session:
     chats: dict[str, ChatRuntime] = field(default_factory=dict)
     announced: dict[str, Any] = field(default_factory=dict)
     disposed: bool = False
+    #: A provider conversation to open instead of a new one (`ahpBridge.importConversation`).
+    import_conversation: str = ""
 
 
 def _path_of(uri: str) -> str:
@@ -81,8 +84,12 @@ class SessionManager:
         clock: HostClock | None = None,
         provider_instances: Mapping[str, agentapi.Provider] | None = None,
         active_client_grace: float = 30.0,
+        catalog: AsyncCatalog | None = None,
     ) -> None:
         self.hub = hub
+        #: The durable session catalog, when the bridge keeps one (see host/catalog.py).
+        self.durable = SessionCatalog(catalog, self) if catalog is not None else None
+        self._creating: set[str] = set()
         self.active_client_grace = active_client_grace
         self.clock = clock or HostClock()
         self._names = list(dict.fromkeys(provider_names))
@@ -113,6 +120,8 @@ class SessionManager:
             for entry in self.providers.values():
                 entry.models = await self._models(entry)
             self.hub.store.create(ROOT, "root", {"agents": self._agents(), "activeSessions": 0})
+            if self.durable is not None:
+                await self.durable.load()
             try:
                 yield self
             finally:
@@ -162,14 +171,19 @@ class SessionManager:
 
     # -- sessions ------------------------------------------------------------------------------
 
-    def create_session(self, conn: Connection, params: dict[str, Any]) -> None:
+    async def create_session(self, conn: Connection, params: dict[str, Any]) -> None:
         uri = params["channel"]
         if not is_session_uri(uri):
             raise RpcError(
                 E.INVALID_PARAMS,
                 f"Invalid params: channel: expected ahp-session:/<uuid>, got {uri!r}",
             )
-        if uri in self.sessions or self.hub.store.has(uri):
+        if (
+            uri in self.sessions
+            or self.hub.store.has(uri)
+            or uri in self._creating
+            or (self.durable is not None and self.durable.known(uri))
+        ):
             raise RpcError(E.SESSION_ALREADY_EXISTS, f"Session already exists: {uri}")
         provider = params.get("provider") or (self._names[0] if self._names else "")
         if provider not in self.providers:
@@ -198,6 +212,24 @@ class SessionManager:
                     "Invalid params: activeClient.clientId: must be this connection's clientId",
                 )
             state["activeClients"] = [active]
+        imported = (params.get("config") or {}).get(IMPORT_CONFIG_KEY)
+        if imported is not None and (not isinstance(imported, str) or not imported):
+            raise RpcError(
+                E.INVALID_PARAMS,
+                f"Invalid params: config.{IMPORT_CONFIG_KEY}: expected a conversation id",
+            )
+        session.import_conversation = imported or ""
+        if self.durable is not None:  # recorded before anyone hears of it
+            self._creating.add(uri)
+            try:
+                await self.durable.session_created(session)
+            except Exception as exc:
+                log.error("session not recorded", session=uri, error=str(exc))
+                raise RpcError(
+                    E.INTERNAL_ERROR, f"Internal error: the session could not be recorded: {exc}"
+                ) from None
+            finally:
+                self._creating.discard(uri)
         self.hub.store.create(uri, "session", state)
         self.sessions[uri] = session
         session.announced = self.summary(session)
@@ -230,11 +262,15 @@ class SessionManager:
         chat_uri = f"ahp-chat:/{uuid.uuid4()}"
         chat = self._new_chat(session, chat_uri, title="")
         try:
-            await chat.open(conversation_id="")
+            await chat.open(conversation_id=session.import_conversation)
+            turns = await self._record_chat(session, chat, default=True)
         except Exception as exc:
+            await chat.close()
             if session.disposed:
                 return
             log.warning("session creation failed", session=session.uri, error=str(exc))
+            if self.durable is not None:
+                self.durable.creation_failed(session.uri, str(exc) or repr(exc))
             self.hub.apply(
                 session.uri,
                 {
@@ -247,7 +283,7 @@ class SessionManager:
         if session.disposed:
             await chat.close()
             return
-        self._publish_chat(session, chat)
+        self._publish_chat(session, chat, turns=turns)
         self.hub.apply(session.uri, {"type": "session/defaultChatChanged", "defaultChat": chat_uri})
         self.hub.apply(session.uri, {"type": "session/ready"})
         progress(2, "ready")
@@ -257,14 +293,30 @@ class SessionManager:
         chat = ChatRuntime(self, session, chat_uri, entry)
         return chat
 
-    def _publish_chat(self, session: Session, chat: ChatRuntime) -> None:
-        now = self.clock.now_iso()
+    async def _record_chat(
+        self, session: Session, chat: ChatRuntime, *, default: bool
+    ) -> list[dict[str, Any]] | None:
+        """Record the chat's conversation in the catalog (turns of an imported one)."""
+        if self.durable is None:
+            return None
+        return await self.durable.chat_opened(session, chat, default=default)
+
+    def _publish_chat(
+        self,
+        session: Session,
+        chat: ChatRuntime,
+        *,
+        turns: list[dict[str, Any]] | None = None,
+        title: str = "",
+        modified_at: str | None = None,
+    ) -> None:
+        now = modified_at or self.clock.now_iso()
         state = {
             "resource": chat.uri,
-            "title": "",
+            "title": title,
             "status": st.IDLE,
             "modifiedAt": now,
-            "turns": [],
+            "turns": list(turns or []),
         }
         self.hub.store.create(chat.uri, "chat", state)
         session.chats[chat.uri] = chat
@@ -275,10 +327,15 @@ class SessionManager:
 
     def dispose_session(self, conn: Connection, params: dict[str, Any]) -> None:
         uri = params["channel"]
+        if self.durable is not None and self.durable.forget_dormant(uri):
+            self.hub.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
+            return None
         session = self.sessions.pop(uri, None)
         if session is None:
             raise RpcError(E.SESSION_NOT_FOUND, f"Session not found: {uri}")
         session.disposed = True
+        if self.durable is not None:
+            self.durable.session_disposed(uri)
         for chat in list(session.chats.values()):
             self._forget_chat(chat)
         self._forget_channel(uri)
@@ -327,7 +384,9 @@ class SessionManager:
     ) -> None:
         try:
             await chat.open(conversation_id="")
+            await self._record_chat(session, chat, default=False)
         except Exception as exc:
+            await chat.close()
             self.chats.pop(chat.uri, None)
             log.warning("chat creation failed", chat=chat.uri, error=str(exc))
             return
@@ -352,6 +411,8 @@ class SessionManager:
                 E.INVALID_PARAMS, "Invalid params: channel: the default chat cannot be disposed"
             )
         self._forget_chat(chat)
+        if self.durable is not None:
+            self.durable.chat_disposed(uri)
         if self.hub.store.has(session.uri):
             self.hub.apply(session.uri, {"type": "session/chatRemoved", "chat": uri})
 
@@ -384,8 +445,9 @@ class SessionManager:
         return summary
 
     def list_sessions(self, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+        dormant = self.durable.summaries() if self.durable is not None else []
         ordered = sorted(
-            (self.summary(s) for s in self.sessions.values()),
+            [*(self.summary(s) for s in self.sessions.values()), *dormant],
             key=lambda s: (s["modifiedAt"], s["resource"]),
             reverse=True,
         )
@@ -414,6 +476,9 @@ class SessionManager:
             if entry is None:
                 return
             changes = chat_summary_changes(entry, self.hub.store.state(chat.uri))
+            # No 0.7.0 action changes ChatState.title, so the entry's title is the translator's
+            # (session/chatUpdated{title}); mirroring the chat's would flip it back.
+            changes.pop("title", None)
             if changes:
                 self.hub.apply(
                     session_uri,

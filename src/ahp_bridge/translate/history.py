@@ -40,7 +40,7 @@ from ahp_bridge.agentapi import (
 from ._parts import default_subagent_uri, subagent_ref, tool_result
 from ._wire import META_PREFIX, drop_none, iso_from_ms
 
-__all__ = ["turns_from_history"]
+__all__ = ["INTERRUPTED", "mark_interrupted", "turns_from_history"]
 
 _EPOCH_ISO = iso_from_ms(0)
 
@@ -133,3 +133,45 @@ def _tool(item: Item, spawned: dict[str, list[dict[str, Any]]]) -> dict[str, Any
     if meta:
         state["_meta"] = meta
     return state
+
+
+INTERRUPTED = "interrupted"
+"""``errorType`` of a turn that was running when the bridge stopped."""
+
+
+def mark_interrupted(
+    turns: list[dict[str, Any]], running: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """End the turn that was running when the bridge stopped, as an error, never as running.
+
+    ``running`` is what the host recorded when the turn started (``id``, ``startedAt``,
+    ``text``). When the newest rebuilt turn is that turn (same message text) it keeps its parts
+    and takes the recorded id; when the provider never recorded the prompt, a turn with the
+    recorded message and no parts is added. Its unfinished tool calls are already cancelled.
+    """
+    if not running:
+        return turns
+    error = {
+        "errorType": INTERRUPTED,
+        "message": "The bridge stopped while this turn was running; it did not finish.",
+    }
+    text = running.get("text") if isinstance(running.get("text"), str) else ""
+    turn_id = running.get("id") if isinstance(running.get("id"), str) else None
+    last = turns[-1] if turns else None
+    if last is not None and last["message"].get("text") == text:
+        ended = {**last, "state": "error", "error": error}
+        if turn_id and not any(t["id"] == turn_id for t in turns[:-1]):
+            ended["id"] = turn_id
+        return [*turns[:-1], ended]
+    started = running.get("startedAt") if isinstance(running.get("startedAt"), str) else None
+    added: dict[str, Any] = {
+        "id": turn_id or f"interrupted:{len(turns)}",
+        "startedAt": started or _EPOCH_ISO,
+        "duration": 0,
+        "message": {"text": text, "origin": {"kind": "user"}},
+        "responseParts": [],
+        "usage": None,
+        "state": "error",
+        "error": error,
+    }
+    return [*turns, added]

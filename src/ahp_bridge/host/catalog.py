@@ -1,0 +1,925 @@
+"""The session catalog: what the bridge must remember across restarts, in embedded SQLite.
+
+The provider owns transcripts; the bridge owns the mapping from each AHP session URI to its
+provider and, per chat, the provider conversation id, plus working directories, titles,
+timestamps, the lifecycle status and the turn that was running when the record was last
+written (so a turn interrupted by a crash can be shown as ended after a restart).
+
+`Catalog` is the synchronous store (stdlib `sqlite3`, WAL, a schema version table with
+migrations). The bridge holds an exclusive `fcntl` lock on `catalog.lock` next to the
+database for its whole lifetime, so a second bridge on the same data directory refuses to
+start instead of corrupting the first one's view. A corrupt database, a locked one or one
+written by a newer schema raises `CatalogError` with a message an operator can act on;
+nothing is ever dropped or overwritten to "repair" it.
+
+`AsyncCatalog` is what the trio host uses: every call runs on a worker thread through one
+`CapacityLimiter(1)`, in submission order, on the one connection (`submit` for writes that
+need no answer, `call` for those the caller must wait for).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import structlog
+import trio
+
+from ahp_bridge import agentapi
+from ahp_bridge.state import status as st
+from ahp_bridge.state.envelope import Envelope
+from ahp_bridge.translate._wire import iso_from_ms
+from ahp_bridge.translate.history import mark_interrupted, turns_from_history
+
+if TYPE_CHECKING:
+    from ahp_bridge.host.chat import ChatRuntime
+    from ahp_bridge.host.sessions import Session, SessionManager
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+
+DB_NAME = "catalog.sqlite3"
+LOCK_NAME = "catalog.lock"
+
+#: Session status values kept in the catalog.
+CREATING = "creating"
+READY = "ready"
+FAILED = "failed"
+
+
+class CatalogError(Exception):
+    """The catalog cannot be used (corrupt, locked by another bridge, newer schema, I/O)."""
+
+
+# -- schema ------------------------------------------------------------------------------------
+
+#: Migrations, in order: MIGRATIONS[i] brings a version-i database to version i + 1.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """
+        CREATE TABLE sessions (
+            uri TEXT PRIMARY KEY,
+            provider TEXT NOT NULL,
+            working_directories TEXT NOT NULL DEFAULT '[]',
+            workdir TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            modified_at TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'creating',
+            error TEXT NOT NULL DEFAULT '',
+            default_chat TEXT NOT NULL DEFAULT '',
+            import_conversation TEXT NOT NULL DEFAULT ''
+        )
+        """,
+        """
+        CREATE TABLE chats (
+            uri TEXT PRIMARY KEY,
+            session_uri TEXT NOT NULL REFERENCES sessions(uri) ON DELETE CASCADE,
+            conversation_id TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            modified_at TEXT NOT NULL,
+            active_turn TEXT NOT NULL DEFAULT ''
+        )
+        """,
+        "CREATE INDEX chats_by_session ON chats(session_uri)",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+@dataclass
+class ChatRecord:
+    """One chat: an AHP chat URI and the provider conversation behind it."""
+
+    uri: str
+    conversation_id: str
+    created_at: str
+    modified_at: str
+    title: str = ""
+    #: JSON of the AHP turn running when last written ({id, startedAt, text}); "" when idle.
+    active_turn: str = ""
+
+    def running_turn(self) -> dict[str, Any] | None:
+        if not self.active_turn:
+            return None
+        try:
+            value = json.loads(self.active_turn)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+
+
+@dataclass
+class SessionRecord:
+    """One session as the catalog keeps it (times are ISO 8601 strings, as on the wire)."""
+
+    uri: str
+    provider: str
+    workdir: str
+    created_at: str
+    modified_at: str
+    working_directories: list[str] = field(default_factory=list)
+    title: str = ""
+    status: str = CREATING
+    error: str = ""
+    default_chat: str = ""
+    #: A provider conversation this session was imported from (opened instead of a new one).
+    import_conversation: str = ""
+    chats: list[ChatRecord] = field(default_factory=list)
+
+
+_SESSION_COLUMNS = (
+    "uri, provider, working_directories, workdir, title, created_at, modified_at, status, "
+    "error, default_chat, import_conversation"
+)
+_CHAT_COLUMNS = "uri, conversation_id, created_at, modified_at, title, active_turn"
+_SESSION_FIELDS = frozenset(
+    {"title", "modified_at", "status", "error", "default_chat", "working_directories"}
+)
+_CHAT_FIELDS = frozenset({"title", "modified_at", "active_turn", "conversation_id"})
+
+
+# -- the synchronous store ---------------------------------------------------------------------
+
+
+class Catalog:
+    """One SQLite connection to `<data_dir>/catalog.sqlite3`; not thread-safe by itself."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, lock_fd: int | None) -> None:
+        self._conn = conn
+        self.path = path
+        self._lock_fd = lock_fd
+
+    # -- opening -------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, data_dir: Path, *, read_only: bool = False) -> Catalog:
+        """Open (creating or migrating) the catalog under `data_dir`; CatalogError if unusable.
+
+        `read_only` takes no lock and never creates or migrates (for `sessions list` while a
+        bridge runs); a missing catalog then reads as empty.
+        """
+        path = Path(data_dir) / DB_NAME
+        lock_fd: int | None = None
+        if not read_only:
+            try:
+                Path(data_dir).mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise CatalogError(f"cannot create the data directory {data_dir}: {exc}") from None
+            lock_fd = _lock(Path(data_dir) / LOCK_NAME, path)
+        try:
+            conn = _connect(path, read_only=read_only)
+        except BaseException:
+            _unlock(lock_fd)
+            raise
+        catalog = cls(conn, path, lock_fd)
+        try:
+            catalog._check_and_migrate(read_only=read_only)
+        except BaseException:
+            catalog.close()
+            raise
+        return catalog
+
+    def _check_and_migrate(self, *, read_only: bool) -> None:
+        try:
+            ok = self._conn.execute("PRAGMA quick_check").fetchone()
+            if ok is None or ok[0] != "ok":
+                raise CatalogError(
+                    f"the session catalog {self.path} is corrupt ({ok[0] if ok else 'no answer'}); "
+                    "move it aside to start with an empty catalog (nothing was changed)"
+                )
+            version = self._version()
+            if version > SCHEMA_VERSION:
+                raise CatalogError(
+                    f"the session catalog {self.path} has schema version {version}, written by a "
+                    f"newer ahp-bridge (this one knows up to version {SCHEMA_VERSION}); upgrade "
+                    "ahp-bridge or use another --data-dir (nothing was changed)"
+                )
+            if read_only:
+                return
+            if version == 0 and not self._has_table("schema_version") and self._has_any_table():
+                raise CatalogError(
+                    f"{self.path} is an SQLite database but not an ahp-bridge session catalog; "
+                    "move it aside or use another --data-dir (nothing was changed)"
+                )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            for target in range(version, SCHEMA_VERSION):
+                with self._conn:
+                    self._conn.execute("BEGIN IMMEDIATE")
+                    for statement in MIGRATIONS[target]:
+                        self._conn.execute(statement)
+                    self._set_version(target + 1)
+        except sqlite3.DatabaseError as exc:
+            raise _database_error(self.path, exc) from None
+
+    def _has_table(self, name: str) -> bool:
+        row = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+        ).fetchone()
+        return row is not None
+
+    def _has_any_table(self) -> bool:
+        return self._conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is not None
+
+    def _version(self) -> int:
+        if not self._has_table("schema_version"):
+            return 0
+        row = self._conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def _set_version(self, version: int) -> None:
+        if not self._has_table("schema_version"):
+            self._conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        self._conn.execute("DELETE FROM schema_version")
+        self._conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+
+    @property
+    def version(self) -> int:
+        return self._version()
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self._conn.close()
+        _unlock(self._lock_fd)
+        self._lock_fd = None
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def sessions(self) -> list[SessionRecord]:
+        """Every session with its chats, newest modification first."""
+        with self._errors():
+            rows = self._conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY modified_at DESC, uri DESC"
+            ).fetchall()
+            return [self._session(row) for row in rows]
+
+    def get(self, uri: str) -> SessionRecord | None:
+        with self._errors():
+            row = self._conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE uri = ?", (uri,)
+            ).fetchone()
+            return self._session(row) if row is not None else None
+
+    def _session(self, row: tuple[Any, ...]) -> SessionRecord:
+        (uri, provider, dirs, workdir, title, created, modified, status, error, default, imp) = row
+        chats = [
+            ChatRecord(*chat)
+            for chat in self._conn.execute(
+                f"SELECT {_CHAT_COLUMNS} FROM chats WHERE session_uri = ? ORDER BY rowid",
+                (uri,),
+            ).fetchall()
+        ]
+        return SessionRecord(
+            uri=uri,
+            provider=provider,
+            workdir=workdir,
+            created_at=created,
+            modified_at=modified,
+            working_directories=_json_list(dirs),
+            title=title,
+            status=status,
+            error=error,
+            default_chat=default,
+            import_conversation=imp,
+            chats=chats,
+        )
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def add_session(self, record: SessionRecord) -> None:
+        """Insert a new session (and its chats); CatalogError if the URI is already recorded."""
+        with self._tx():
+            try:
+                self._conn.execute(
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        record.uri,
+                        record.provider,
+                        json.dumps(record.working_directories),
+                        record.workdir,
+                        record.title,
+                        record.created_at,
+                        record.modified_at,
+                        record.status,
+                        record.error,
+                        record.default_chat,
+                        record.import_conversation,
+                    ),
+                )
+            except sqlite3.IntegrityError:
+                raise CatalogError(f"session already recorded: {record.uri}") from None
+            for chat in record.chats:
+                self._insert_chat(record.uri, chat)
+
+    def update_session(self, uri: str, **fields: Any) -> bool:
+        """Change some of a session's fields; False when the session is not recorded."""
+        unknown = set(fields) - _SESSION_FIELDS
+        if unknown:
+            raise ValueError(f"unknown session field(s): {', '.join(sorted(unknown))}")
+        if not fields:
+            return self.get(uri) is not None
+        if "working_directories" in fields:
+            fields["working_directories"] = json.dumps(fields["working_directories"])
+        assignments = ", ".join(f"{name} = ?" for name in fields)
+        with self._tx():
+            cur = self._conn.execute(
+                f"UPDATE sessions SET {assignments} WHERE uri = ?", (*fields.values(), uri)
+            )
+            return cur.rowcount > 0
+
+    def add_chat(self, session_uri: str, chat: ChatRecord, *, default: bool = False) -> None:
+        """Record a chat of a recorded session; a default chat also makes the session ready."""
+        with self._tx():
+            exists = self._conn.execute(
+                "SELECT 1 FROM sessions WHERE uri = ?", (session_uri,)
+            ).fetchone()
+            if exists is None:
+                raise CatalogError(f"session not recorded: {session_uri}")
+            self._insert_chat(session_uri, chat)
+            if default:
+                self._conn.execute(
+                    "UPDATE sessions SET default_chat = ?, status = ?, error = '' WHERE uri = ?",
+                    (chat.uri, READY, session_uri),
+                )
+
+    def _insert_chat(self, session_uri: str, chat: ChatRecord) -> None:
+        self._conn.execute(
+            "INSERT OR REPLACE INTO chats (uri, session_uri, conversation_id, title, created_at,"
+            " modified_at, active_turn) VALUES (?,?,?,?,?,?,?)",
+            (
+                chat.uri,
+                session_uri,
+                chat.conversation_id,
+                chat.title,
+                chat.created_at,
+                chat.modified_at,
+                chat.active_turn,
+            ),
+        )
+
+    def update_chat(self, uri: str, **fields: Any) -> bool:
+        unknown = set(fields) - _CHAT_FIELDS
+        if unknown:
+            raise ValueError(f"unknown chat field(s): {', '.join(sorted(unknown))}")
+        if not fields:
+            return False
+        assignments = ", ".join(f"{name} = ?" for name in fields)
+        with self._tx():
+            cur = self._conn.execute(
+                f"UPDATE chats SET {assignments} WHERE uri = ?", (*fields.values(), uri)
+            )
+            return cur.rowcount > 0
+
+    def remove_chat(self, uri: str) -> bool:
+        with self._tx():
+            return self._conn.execute("DELETE FROM chats WHERE uri = ?", (uri,)).rowcount > 0
+
+    def forget(self, uri: str) -> bool:
+        """Remove a session and its chats; False when it was not recorded."""
+        with self._tx():
+            self._conn.execute("DELETE FROM chats WHERE session_uri = ?", (uri,))
+            return self._conn.execute("DELETE FROM sessions WHERE uri = ?", (uri,)).rowcount > 0
+
+    def forget_older_than(self, cutoff: str) -> list[str]:
+        """Forget sessions last modified before `cutoff` (ISO 8601, UTC 'Z'); their URIs."""
+        with self._tx():
+            uris = [
+                row[0]
+                for row in self._conn.execute(
+                    "SELECT uri FROM sessions WHERE modified_at < ? ORDER BY uri", (cutoff,)
+                ).fetchall()
+            ]
+            for uri in uris:
+                self._conn.execute("DELETE FROM chats WHERE session_uri = ?", (uri,))
+                self._conn.execute("DELETE FROM sessions WHERE uri = ?", (uri,))
+            return uris
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[None]:
+        """One write transaction: all of it or none of it."""
+        with self._errors():
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._conn.rollback()
+                raise
+            self._conn.commit()
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise _database_error(self.path, exc) from None
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def _connect(path: Path, *, read_only: bool) -> sqlite3.Connection:
+    try:
+        if read_only:
+            uri = f"{path.resolve().as_uri()}?mode=ro"
+            if not path.exists():
+                uri = "file::memory:"
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+        else:
+            conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout = 2000")
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+    except sqlite3.DatabaseError as exc:
+        raise _database_error(path, exc) from None
+
+
+def _database_error(path: Path, exc: sqlite3.DatabaseError) -> CatalogError:
+    text = str(exc)
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return CatalogError(
+            f"the session catalog {path} is corrupt ({text}); move it aside to start with an "
+            "empty catalog (nothing was changed)"
+        )
+    if "locked" in text or "busy" in text:
+        return CatalogError(f"the session catalog {path} is locked by another process ({text})")
+    return CatalogError(f"the session catalog {path} cannot be used: {text}")
+
+
+def _lock(lock_path: Path, db_path: Path) -> int:
+    """Take the exclusive lifetime lock; CatalogError naming the holder when another has it."""
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise CatalogError(f"cannot open the catalog lock {lock_path}: {exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = ""
+        with contextlib.suppress(OSError, ValueError):
+            holder = os.pread(fd, 64, 0).decode().strip()
+        os.close(fd)
+        who = f" (pid {holder})" if holder.isdigit() else ""
+        raise CatalogError(
+            f"the session catalog {db_path} is in use by another ahp-bridge{who}; stop it or use "
+            "another --data-dir"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    return fd
+
+
+def _unlock(fd: int | None) -> None:
+    if fd is None:
+        return
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
+def _json_list(text: str) -> list[str]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+# -- the trio face -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Job:
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    done: trio.Event | None = None
+    outcome: tuple[bool, Any] | None = None
+
+
+class AsyncCatalog:
+    """The catalog for the trio host: calls run off the trio thread, one at a time, in order.
+
+    `call(Catalog.method, *args)` waits for the result (or raises its error); `submit` queues a
+    write the caller need not wait for (a failure is logged). Both go through one queue served
+    by `run`, so they reach the database in the order they were made. Writes still queued when
+    the host stops are finished before the connection closes.
+    """
+
+    def __init__(self, catalog: Catalog, *, queue: int = 100_000) -> None:
+        self.catalog = catalog
+        self._limiter = trio.CapacityLimiter(1)
+        self._send, self._recv = trio.open_memory_channel[_Job](queue)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve the queue until cancelled; then finish queued writes and close the catalog."""
+        task_status.started()
+        try:
+            async for job in self._recv:
+                try:
+                    value = await trio.to_thread.run_sync(self._execute, job, limiter=self._limiter)
+                    job.outcome = (True, value)
+                except Exception as exc:
+                    job.outcome = (False, exc)
+                    if job.done is None:
+                        log.error("catalog write failed", op=job.fn.__name__, error=str(exc))
+                if job.done is not None:
+                    job.done.set()
+        finally:
+            self._drain()
+            self.catalog.close()
+
+    def _execute(self, job: _Job) -> Any:
+        return job.fn(self.catalog, *job.args, **job.kwargs)
+
+    def _drain(self) -> None:
+        """At shutdown: run what is still queued, here (the host is stopping anyway)."""
+        self._send.close()
+        while True:
+            try:
+                job = self._recv.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                return
+            try:
+                job.outcome = (True, self._execute(job))
+            except Exception as exc:
+                job.outcome = (False, exc)
+                log.error("catalog write failed", op=job.fn.__name__, error=str(exc))
+            if job.done is not None:
+                job.done.set()
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """Queue `fn(catalog, *args, **kwargs)`; never blocks; failures are logged."""
+        try:
+            self._send.send_nowait(_Job(fn, args, kwargs))
+        except (trio.WouldBlock, trio.ClosedResourceError):
+            log.error("catalog write dropped: queue full or closed", op=fn.__name__)
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run `fn(catalog, *args, **kwargs)` after everything queued before it."""
+        job = _Job(fn, args, kwargs, trio.Event())
+        try:
+            self._send.send_nowait(job)
+        except (trio.WouldBlock, trio.ClosedResourceError):
+            raise CatalogError("the session catalog is not accepting writes") from None
+        assert job.done is not None
+        await job.done.wait()
+        assert job.outcome is not None
+        ok, value = job.outcome
+        if not ok:
+            raise value
+        return cast(T, value)
+
+
+def retention_cutoff(now_ms: int, days: int) -> str | None:
+    """The modified-at bound under which sessions are forgotten; None for 0 (keep forever)."""
+    if days <= 0:
+        return None
+    return iso_from_ms(now_ms - days * 86_400_000)
+
+
+# -- the session manager's use of the catalog --------------------------------------------------
+
+#: `createSession` config key naming a provider conversation to open as the new session.
+IMPORT_CONFIG_KEY = "ahpBridge.importConversation"
+
+#: Items read per HistoryPager window when a reopened chat's record is read.
+HISTORY_PAGE = 200
+
+_TURN_ENDS = frozenset({"chat/turnComplete", "chat/turnCancelled", "chat/error"})
+#: Lifecycle channels a request may name, by method: params keys holding one URI or a list.
+_NAMED_CHANNELS: dict[str, tuple[str, ...]] = {
+    "subscribe": ("channel",),
+    "fetchTurns": ("channel",),
+    "createChat": ("channel",),
+    "disposeChat": ("channel",),
+    "initialize": ("initialSubscriptions",),
+    "reconnect": ("subscriptions",),
+}
+
+
+class SessionCatalog:
+    """What the session manager asks of the catalog: record, observe, list and restore.
+
+    Sessions from an earlier run stay *dormant* (listed from their record, not in the store)
+    until a request names them or one of their chats; `restore` then reopens each chat's
+    conversation by id, rebuilds its turns from the provider's history (a turn that was
+    running when the record was written ends as interrupted) and puts them in the store.
+    """
+
+    def __init__(self, catalog: AsyncCatalog, manager: SessionManager) -> None:
+        self.catalog = catalog
+        self.manager = manager
+        self.dormant: dict[str, SessionRecord] = {}
+        self._chat_owner: dict[str, str] = {}
+        self._restoring: dict[str, trio.Event] = {}
+        manager.hub.observers.append(self.observe)
+
+    async def load(self) -> None:
+        for record in await self.catalog.call(Catalog.sessions):
+            self.dormant[record.uri] = record
+            for chat in record.chats:
+                self._chat_owner[chat.uri] = record.uri
+
+    def known(self, uri: str) -> bool:
+        """A session or chat URI the catalog holds that is not restored yet."""
+        return uri in self.dormant or uri in self._chat_owner
+
+    # -- recording -----------------------------------------------------------------------------
+
+    async def session_created(self, session: Session) -> None:
+        """Record a new session before it is announced (raises when it cannot be)."""
+        await self.catalog.call(
+            Catalog.add_session,
+            SessionRecord(
+                uri=session.uri,
+                provider=session.provider,
+                workdir=session.workdir,
+                created_at=session.created_at,
+                modified_at=session.created_at,
+                working_directories=list(session.working_directories),
+                import_conversation=session.import_conversation,
+            ),
+        )
+
+    async def chat_opened(
+        self, session: Session, chat: ChatRuntime, *, default: bool
+    ) -> list[dict[str, Any]] | None:
+        """Record a chat's conversation before it is published; for a conversation that
+        already has a record (an imported one), also the turns it holds."""
+        now = self.manager.clock.now_iso()
+        record = ChatRecord(chat.uri, chat.conversation_id, now, now)
+        await self.catalog.call(Catalog.add_chat, session.uri, record, default=default)
+        if default and session.import_conversation and chat.conversation is not None:
+            history = await read_history(chat.entry.provider, chat.conversation, session.workdir)
+            return turns_from_history(history)
+        return None
+
+    def creation_failed(self, uri: str, message: str) -> None:
+        self.catalog.submit(Catalog.update_session, uri, status=FAILED, error=message)
+
+    def session_disposed(self, uri: str) -> None:
+        self.catalog.submit(Catalog.forget, uri)
+
+    def chat_disposed(self, uri: str) -> None:
+        self.catalog.submit(Catalog.remove_chat, uri)
+
+    def observe(self, envelope: Envelope) -> None:
+        """Keep titles, modification times and the running turn of each chat recorded."""
+        action = envelope.action
+        kind = action.get("type")
+        chat = self.manager.chats.get(envelope.channel)
+        if chat is not None:
+            if kind == "chat/turnStarted":
+                running = {
+                    "id": action.get("turnId"),
+                    "startedAt": action.get("startedAt"),
+                    "text": (action.get("message") or {}).get("text", ""),
+                }
+                self._chat_touched(chat, active_turn=json.dumps(running))
+            elif kind in _TURN_ENDS:
+                self._chat_touched(chat, active_turn="")
+            elif kind == "chat/titleChanged":
+                self._chat_touched(chat, title=str(action.get("title") or ""))
+            return
+        if kind == "session/titleChanged" and envelope.channel in self.manager.sessions:
+            now = self.manager.clock.now_iso()
+            self.catalog.submit(
+                Catalog.update_session,
+                envelope.channel,
+                title=str(action.get("title") or ""),
+                modified_at=now,
+            )
+
+    def _chat_touched(self, chat: ChatRuntime, **fields: Any) -> None:
+        now = self.manager.clock.now_iso()
+        self.catalog.submit(Catalog.update_chat, chat.uri, modified_at=now, **fields)
+        self.catalog.submit(Catalog.update_session, chat.session.uri, modified_at=now)
+
+    # -- listing -------------------------------------------------------------------------------
+
+    def summaries(self) -> list[dict[str, Any]]:
+        """Session summaries of the dormant sessions (what listSessions shows for them)."""
+        out = []
+        for record in self.dormant.values():
+            if record.uri in self.manager.sessions:
+                continue
+            failed = record.status != READY
+            newest = max([record.modified_at, *(c.modified_at for c in record.chats)])
+            summary: dict[str, Any] = {
+                "resource": record.uri,
+                "provider": record.provider,
+                "title": record.title,
+                "status": st.ERROR if failed else st.IDLE,
+                "createdAt": record.created_at,
+                "modifiedAt": newest,
+            }
+            if record.working_directories:
+                summary["workingDirectories"] = list(record.working_directories)
+            out.append(summary)
+        return out
+
+    # -- restoring -----------------------------------------------------------------------------
+
+    async def restore_named(self, method: str, params: Any) -> None:
+        """Restore the dormant sessions a request names (by session or chat URI)."""
+        if not self.dormant or not isinstance(params, dict):
+            return
+        for key in _NAMED_CHANNELS.get(method, ()):
+            value = params.get(key)
+            for uri in value if isinstance(value, list) else [value]:
+                if isinstance(uri, str) and self.known(uri):
+                    await self.restore(self._chat_owner.get(uri, uri))
+
+    async def restore(self, uri: str) -> None:
+        """Bring one dormant session into the store (once; concurrent callers wait for it)."""
+        pending = self._restoring.get(uri)
+        if pending is not None:
+            await pending.wait()
+            return
+        record = self.dormant.get(uri)
+        if record is None:
+            return
+        done = self._restoring[uri] = trio.Event()
+        try:
+            await self._restore(record)
+        except Exception:
+            log.exception("session restore failed", session=uri)
+        finally:
+            self.dormant.pop(uri, None)
+            for chat in record.chats:
+                self._chat_owner.pop(chat.uri, None)
+            del self._restoring[uri]
+            done.set()
+
+    def forget_dormant(self, uri: str) -> bool:
+        """disposeSession of a session that was never restored: forget it without reopening."""
+        record = self.dormant.pop(uri, None)
+        if record is None:
+            return False
+        for chat in record.chats:
+            self._chat_owner.pop(chat.uri, None)
+        self.session_disposed(uri)
+        return True
+
+    async def _restore(self, record: SessionRecord) -> None:
+        from ahp_bridge.host.sessions import Session
+
+        manager = self.manager
+        session = Session(
+            record.uri,
+            record.provider,
+            record.created_at,
+            list(record.working_directories),
+            record.workdir,
+        )
+        session.import_conversation = record.import_conversation
+        opened: list[tuple[ChatRuntime, ChatRecord, list[dict[str, Any]]]] = []
+        error = self._unrestorable(record)
+        for chat_record in record.chats if error is None else []:
+            try:
+                chat, turns = await self._reopen(session, chat_record)
+            except agentapi.ConversationNotFound as exc:
+                message = (
+                    f"the provider no longer has conversation {chat_record.conversation_id!r} "
+                    f"({exc}); the session cannot be reopened"
+                )
+                if chat_record.uri != record.default_chat:
+                    log.warning("chat not restored", chat=chat_record.uri, error=str(exc))
+                    continue
+                error = {"errorType": "conversationNotFound", "message": message}
+            except Exception as exc:
+                message = f"reopening the provider conversation failed: {exc or type(exc)}"
+                if chat_record.uri != record.default_chat:
+                    log.warning("chat not restored", chat=chat_record.uri, error=str(exc))
+                    continue
+                error = {"errorType": type(exc).__name__, "message": message}
+            else:
+                opened.append((chat, chat_record, turns))
+                continue
+            break
+        if error is not None:
+            for chat, _, _ in opened:
+                await chat.close()
+            opened = []
+        state: dict[str, Any] = {
+            "provider": record.provider,
+            "title": record.title,
+            "status": st.ERROR if error is not None else st.IDLE,
+            "lifecycle": "ready" if error is None else "creationFailed",
+            "activeClients": [],
+            "chats": [],
+        }
+        if error is not None:
+            state["creationError"] = error
+        if record.working_directories:
+            state["workingDirectories"] = list(record.working_directories)
+        manager.hub.store.create(record.uri, "session", state)
+        manager.sessions[record.uri] = session
+        session.announced = next(
+            (s for s in self.summaries() if s["resource"] == record.uri), manager.summary(session)
+        )
+        for chat, chat_record, turns in opened:
+            manager._publish_chat(
+                session,
+                chat,
+                turns=turns,
+                title=chat_record.title,
+                modified_at=chat_record.modified_at,
+            )
+            if chat_record.uri == record.default_chat:
+                manager.hub.apply(
+                    record.uri, {"type": "session/defaultChatChanged", "defaultChat": chat.uri}
+                )
+            if chat_record.active_turn:
+                self.catalog.submit(Catalog.update_chat, chat.uri, active_turn="")
+        manager._active_sessions_changed()
+        log.info("session restored", session=record.uri, chats=len(opened), failed=bool(error))
+
+    def _unrestorable(self, record: SessionRecord) -> dict[str, Any] | None:
+        if record.provider not in self.manager.providers:
+            return {
+                "errorType": "providerNotFound",
+                "message": f"provider {record.provider!r} is not served by this bridge",
+            }
+        if record.status == FAILED:
+            return {"errorType": "creationFailed", "message": record.error or "creation failed"}
+        if not record.chats or not record.default_chat:
+            return {
+                "errorType": "interrupted",
+                "message": "the bridge stopped before this session's conversation was opened",
+            }
+        return None
+
+    async def _reopen(
+        self, session: Session, record: ChatRecord
+    ) -> tuple[ChatRuntime, list[dict[str, Any]]]:
+        chat = self.manager._new_chat(session, record.uri, title=record.title)
+        await chat.open(conversation_id=record.conversation_id)
+        try:
+            assert chat.conversation is not None
+            history = await read_history(chat.entry.provider, chat.conversation, session.workdir)
+        except BaseException:
+            await chat.close()
+            raise
+        turns = mark_interrupted(turns_from_history(history), record.running_turn())
+        return chat, turns
+
+
+async def read_history(
+    provider: agentapi.Provider, conversation: agentapi.Conversation, workdir: str
+) -> agentapi.History:
+    """A conversation's record; the main agent's items read whole through a HistoryPager
+    when the provider has one (a plain read may shorten a large record)."""
+    history = await conversation.history()
+    if not isinstance(provider, agentapi.HistoryPager):
+        return history
+    items: list[agentapi.Item] = []
+    anchor = ""
+    while True:
+        window = await provider.read_history_window(
+            agentapi.WindowRequest(
+                conversation_id=conversation.id(),
+                workdir=workdir,
+                item_id=anchor,
+                before=HISTORY_PAGE,
+            )
+        )
+        chunk = window.items[: window.at] if anchor else window.items
+        items[:0] = chunk
+        if window.start or not chunk:
+            break
+        anchor = chunk[0].id
+    others = [item for item in history.items if item.agent_id]
+    return history.model_copy(update={"items": items + others, "truncated": False})
+
+
+async def open_catalog(data_dir: Path, *, retention_days: int, now_ms: int) -> AsyncCatalog:
+    """Open the catalog under `data_dir` (off the trio thread) and apply the retention.
+
+    Raises CatalogError when the bridge must not start (corrupt, locked, newer schema).
+    """
+
+    def work() -> Catalog:
+        catalog = Catalog.open(data_dir)
+        try:
+            cutoff = retention_cutoff(now_ms, retention_days)
+            if cutoff is not None:
+                forgotten = catalog.forget_older_than(cutoff)
+                if forgotten:
+                    log.info("sessions past retention forgotten", count=len(forgotten))
+        except BaseException:
+            catalog.close()
+            raise
+        return catalog
+
+    return AsyncCatalog(await trio.to_thread.run_sync(work))
