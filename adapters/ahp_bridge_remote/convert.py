@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ._gen.agentapi.v1 import agentapi_pb2 as pb
 
@@ -39,6 +39,11 @@ _SCALAR, _ENUMSTR, _TIME, _MESSAGE, _LISTS = range(5)
 
 class ConversionError(TypeError):
     """The Python model and the proto message do not describe the same type."""
+
+
+class InvalidMessage(ValueError):
+    """A message holding values the contract refuses. The text names fields and rules,
+    never the values (they may be prompt text), so it is safe to log and to send back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +219,14 @@ def _build(message: Message, model: type[M], **extra: Any) -> M:
 def from_proto(message: Message, model: type[M], **extra: Any) -> M:
     """The agentapi model for message, with extra fields (such as callbacks) added.
 
-    Raises ConversionError when the types do not match and pydantic's ValidationError when
-    the message holds values the model refuses.
+    Raises ConversionError when the types do not match and InvalidMessage when the message
+    holds values the model refuses.
     """
-    return _build(message, model, **extra)
+    try:
+        return _build(message, model, **extra)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or model.__name__}: {error['msg']}"
+            for error in exc.errors(include_input=False, include_url=False)
+        )
+        raise InvalidMessage(f"invalid {model.__name__}: {problems}") from None

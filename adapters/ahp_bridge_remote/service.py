@@ -17,18 +17,20 @@ from typing import Any, NoReturn, TypeVar
 import grpc
 import trio
 from google.protobuf import empty_pb2
+from pydantic import BaseModel
 
 from ahp_bridge import agentapi
 
 from . import errors
 from ._gen.agentapi.v1 import agentapi_pb2 as pb
 from ._gen.agentapi.v1 import agentapi_pb2_grpc as pb_grpc
-from .convert import from_proto, to_proto
+from .convert import InvalidMessage, from_proto, to_proto
 from .served import Served
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 EMPTY = empty_pb2.Empty()
 ATTACH_GRACE_SECONDS = 60.0
 MAX_BATCH = 256  # events per EventBatch message
@@ -101,6 +103,8 @@ class Service:
             _fail(context, grpc.StatusCode.UNAVAILABLE, "the provider server is shutting down")
         except _CallCancelledError:
             _fail(context, grpc.StatusCode.CANCELLED, "call cancelled")
+        except InvalidMessage as exc:
+            self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "", str(exc))
         except agentapi.AgentAPIError as exc:
             self._abort(context, errors.status_for(exc), exc.reason, str(exc))
         except Exception as exc:
@@ -114,6 +118,13 @@ class Service:
         """Fail the RPC with ErrorInfo(reason, msg): an error the provider raised."""
         context.set_trailing_metadata(errors.error_trailer(reason, msg))
         _fail(context, code, msg)
+
+    def decode(self, context: grpc.ServicerContext, message: Any, model: type[M]) -> M:
+        """The request's agentapi value, or INVALID_ARGUMENT naming what is wrong."""
+        try:
+            return from_proto(message, model)
+        except InvalidMessage as exc:
+            self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "", str(exc))
 
     def lookup(self, context: grpc.ServicerContext, handle: str) -> agentapi.Conversation:
         served = self.served.get(handle)
@@ -348,7 +359,7 @@ class ConversationServicer(pb_grpc.ConversationServiceServicer):
         return to_proto(history)
 
     def Send(self, request: pb.PromptRequest, context: grpc.ServicerContext) -> Any:
-        prompt = from_proto(request.prompt, agentapi.Prompt)
+        prompt = self.s.decode(context, request.prompt, agentapi.Prompt)
         self.s.call(context, self._conv(context, request.handle).send, prompt)
         return EMPTY
 
@@ -357,13 +368,13 @@ class ConversationServicer(pb_grpc.ConversationServiceServicer):
         return pb.CommandsResponse(commands=[to_proto(c) for c in commands])
 
     def RunCommand(self, request: pb.RunCommandRequest, context: grpc.ServicerContext) -> Any:
-        args = from_proto(request.args, agentapi.Prompt)
+        args = self.s.decode(context, request.args, agentapi.Prompt)
         conv = self._conv(context, request.handle)
         self.s.call(context, conv.run_command, request.name, args)
         return EMPTY
 
     def Steer(self, request: pb.PromptRequest, context: grpc.ServicerContext) -> Any:
-        prompt = from_proto(request.prompt, agentapi.Prompt)
+        prompt = self.s.decode(context, request.prompt, agentapi.Prompt)
         self.s.call(context, self._conv(context, request.handle).steer, prompt)
         return EMPTY
 
@@ -384,7 +395,7 @@ class ConversationServicer(pb_grpc.ConversationServiceServicer):
         return EMPTY
 
     def Respond(self, request: pb.RespondRequest, context: grpc.ServicerContext) -> Any:
-        answer = from_proto(request.answer, agentapi.Answer)
+        answer = self.s.decode(context, request.answer, agentapi.Answer)
         conv = self._conv(context, request.handle)
         self.s.call(context, conv.respond, request.interaction_id, answer)
         return EMPTY

@@ -54,7 +54,7 @@ async def test_unknown_kinds_are_skipped_and_an_invalid_event_ends_the_conversat
             events = sink.snapshot()
             assert [e.kind for e in events] == ["delta", "delta", "exit"]
             assert [e.delta.text for e in events[:2] if e.delta] == ["0000000", "0000001"]
-            assert "invalid event (ValidationError)" in events[-1].error
+            assert "invalid event (InvalidMessage)" in events[-1].error
             with pytest.raises(agentapi.Closed):
                 await conv.send(agentapi.Prompt(text="hello"))
     finally:

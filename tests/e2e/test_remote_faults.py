@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any, cast
 
+import grpc
 import pytest
 import trio
 from ahp_bridge_remote import RemoteAuthError, RemoteError, RemoteProvider, RemoteUnavailable
@@ -307,3 +309,18 @@ async def test_an_unreachable_server_fails_the_start_clearly() -> None:
     with trio.fail_after(DEADLINE):
         while service_threads() != before:
             await trio.sleep(0.05)
+
+
+async def test_a_request_the_contract_refuses_is_invalid_argument_without_its_values() -> None:
+    ctl = Controlled()
+    async with serving(ctl, socket_address()) as (address, _), RemoteProvider(address) as remote:
+        conv = await remote.open(_open_req(Recorder()))
+        # A peer that skipped validation sends a plan action that does not exist.
+        bad = agentapi.Answer.model_construct(
+            plan=agentapi.PlanAnswer.model_construct(action=cast(Any, "my secret prompt text"))
+        )
+        with pytest.raises(RemoteError, match="invalid Answer: action: Input should be") as info:
+            await conv.respond("p1", bad)
+        assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert "secret" not in str(info.value)
+        await conv.set_title("still usable")
