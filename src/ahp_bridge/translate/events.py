@@ -321,7 +321,12 @@ class EventTranslator:
             pending = self._pending.pop(str(action.get("requestId")), None)
             return [] if pending is None else [self._removed(pending)]
         if kind == "session/titleChanged":
-            self._title = clean_line(str(action.get("title", "")))
+            title = clean_line(str(action.get("title", "")))
+            if not title or title == self._title:
+                return []
+            self._title = title  # the catalog entry follows a rename as it follows the provider
+            changes = {"chat": self.chat_uri, "changes": {"title": title}}
+            return [self._session({"type": "session/chatUpdated", **changes})]
         return []
 
     def _client_confirmed(self, action: Mapping[str, Any]) -> list[Emitted]:
