@@ -19,7 +19,7 @@ from ahp_bridge import agentapi
 
 from . import errors
 from ._gen.agentapi.v1 import agentapi_pb2 as pb
-from .convert import from_proto, to_proto
+from .convert import ConversionError, InvalidMessage, from_proto, to_proto
 
 if TYPE_CHECKING:
     from .client import RemoteProvider
@@ -68,21 +68,8 @@ class RemoteConversation:
 
     def _pump(self, call: Any) -> None:
         """Worker thread: deliver every event in order, then at most one synthesized exit."""
-        reason = ""
         try:
-            for batch in call:
-                for message in batch.events:
-                    if message.kind not in _EVENT_KINDS:
-                        # A newer provider's kind this bridge cannot show: skip it, as Go's
-                        # consumers ignore kinds they do not know, rather than end the turn.
-                        log.warning("skipped an event of unknown kind %r", message.kind[:40])
-                        continue
-                    event = from_proto(message, agentapi.Event)
-                    if event.kind == agentapi.EventKind.EXIT:
-                        self._gone = True
-                    self._sink.emit(event)
-            if not self._gone and not self._closing:
-                reason = "the provider server closed the conversation"
+            reason = self._deliver(call)
         except grpc.RpcError as exc:
             if self._gone or self._closing:
                 return
@@ -95,13 +82,37 @@ class RemoteConversation:
                 )
             else:
                 reason = f"lost the connection to the provider ({code.name})"
-        except Exception as exc:  # a message the contract refuses: stop, never guess
-            call.cancel()
-            log.warning("invalid event from the provider server: %s", type(exc).__name__)
-            reason = f"the provider server sent an invalid event ({type(exc).__name__})"
         if reason and not self._gone:
             self._gone = True
-            self._sink.emit(agentapi.Event(kind=agentapi.EventKind.EXIT, error=reason))
+            self._emit(agentapi.Event(kind=agentapi.EventKind.EXIT, error=reason))
+
+    def _deliver(self, call: Any) -> str:
+        """Emit the stream's events; return why the conversation ended ("" when by Close)."""
+        for batch in call:
+            for message in batch.events:
+                if message.kind not in _EVENT_KINDS:
+                    # A newer provider's kind this bridge cannot show: skip it, as Go's
+                    # consumers ignore kinds they do not know, rather than end the turn.
+                    log.warning("skipped an event of unknown kind %r", message.kind[:40])
+                    continue
+                try:
+                    event = from_proto(message, agentapi.Event)
+                except (InvalidMessage, ConversionError) as exc:  # stop, never guess
+                    call.cancel()
+                    log.warning("invalid event from the provider server: %s", exc)
+                    return f"the provider server sent an invalid event ({type(exc).__name__})"
+                if event.kind == agentapi.EventKind.EXIT:
+                    self._gone = True
+                self._emit(event)
+        if self._gone or self._closing:
+            return ""
+        return "the provider server closed the conversation"
+
+    def _emit(self, event: agentapi.Event) -> None:
+        try:
+            self._sink.emit(event)
+        except Exception as exc:  # the host's sink broke its contract; keep the stream going
+            log.error("event sink failed on a %s event: %s", event.kind.value, type(exc).__name__)
 
     # -- calls ---------------------------------------------------------------------------
 

@@ -324,3 +324,32 @@ async def test_a_request_the_contract_refuses_is_invalid_argument_without_its_va
         assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT
         assert "secret" not in str(info.value)
         await conv.set_title("still usable")
+
+
+class _BrokenSink(Recorder):
+    """A sink that fails on the first delta (a host bug), then records normally."""
+
+    failed = False
+
+    def emit(self, event: agentapi.Event) -> None:
+        if event.kind == DELTA and not self.failed:
+            self.failed = True
+            raise RuntimeError("sink bug")
+        super().emit(event)
+
+
+async def test_a_failing_sink_loses_one_event_not_the_conversation(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sink = _BrokenSink()
+    async with (
+        serving(Controlled(), socket_address()) as (address, _),
+        RemoteProvider(address) as remote,
+    ):
+        conv = await remote.open(_open_req(sink))
+        await conv.send(agentapi.Prompt(text="flood 5 1"))
+        await sink.wait_turn_end()
+        texts = [e.delta.text[:7] for e in sink.snapshot() if e.kind == DELTA and e.delta]
+        assert texts == [f"{i:07d}" for i in range(1, 5)]
+        await conv.set_title("still usable")
+    assert "event sink failed on a delta event: RuntimeError" in caplog.text
