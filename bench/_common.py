@@ -1,0 +1,495 @@
+"""Shared harness for the host benchmarks: bridge processes, a lean AHP client, statistics.
+
+The bridge runs in its own process (the real `ahp-bridge serve` command, or `python
+bench/_common.py bridge` when emit times must be stamped into deltas) so that the clients
+generating load do not share its trio loop. Only 127.0.0.1 is used. Every wait is bounded,
+and child processes are terminated when a benchmark leaves, whatever happened.
+
+Run as a script this module is a child process: `bridge` (run_bridge with the fake wrapped so
+that each delta's text starts with its emit time) or `bare-server` (the transport ceiling: a
+minimal trio-websocket broadcast server, see `serve_bare`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import itertools
+import math
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+import trio
+from trio_websocket import (
+    ConnectionClosed,
+    WebSocketConnection,
+    WebSocketRequest,
+    connect_websocket_url,
+    serve_websocket,
+)
+
+HERE = Path(__file__).resolve().parent
+ROOT = "ahp-root://"
+#: Large enough for a 10,000-action replay (the client library's default is 1 MiB).
+MAX_MESSAGE = 256 * 1024 * 1024
+#: No single step of a benchmark may take longer than this (then it fails, it never hangs).
+STEP_TIMEOUT = 120.0
+#: Marker the timing bridge puts before each delta's emit time (monotonic ns, shared by all
+#: processes on one Linux host: CLOCK_MONOTONIC).
+STAMP = "@T"
+
+
+def machine_note() -> str:
+    load = os.getloadavg()
+    return (
+        f"machine: {os.cpu_count()} cores shared with other work (load average "
+        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}); python {sys.version.split()[0]}; "
+        "bridge and load-generating clients in separate processes, 127.0.0.1 only"
+    )
+
+
+# -- child processes ---------------------------------------------------------------------------
+
+
+def write_config(directory: Path, *, fake: Mapping[str, Any], replay_log: int = 10_000) -> Path:
+    """A settings TOML for a fake-only bridge on an ephemeral loopback port."""
+    lines = [
+        "[server]",
+        'host = "127.0.0.1"',
+        "port = 0",
+        f"replay_log = {replay_log}",
+        "[bridge]",
+        'providers = ["fake"]',
+        f"data_dir = {_toml_str(str(directory / 'data'))}",
+        f"workdir = {_toml_str(str(directory))}",
+        "[providers.fake]",
+    ]
+    for key, value in fake.items():
+        lines.append(f"{key} = {_toml_str(value) if isinstance(value, str) else value}")
+    path = directory / "bridge.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _toml_str(value: str) -> str:
+    return orjson.dumps(value).decode()  # a JSON string is a valid TOML basic string
+
+
+@asynccontextmanager
+async def child_process(argv: Sequence[str], ready_prefix: str) -> AsyncIterator[str]:
+    """Start `argv`, yield the ws:// URL from its first stdout line, terminate it on exit."""
+    with tempfile.TemporaryFile() as log:
+        proc = await trio.lowlevel.open_process(
+            list(argv), stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL
+        )
+        assert proc.stdout is not None
+        try:
+            async with trio.open_nursery() as nursery:
+                buffer = b""
+                with trio.fail_after(30):
+                    while b"\n" not in buffer:
+                        chunk = await proc.stdout.receive_some(4096)
+                        if not chunk:
+                            log.seek(0)
+                            tail = log.read()[-2000:].decode(errors="replace")
+                            raise RuntimeError(f"{argv[1:3]} exited before it listened:\n{tail}")
+                        buffer += chunk
+                line = buffer.split(b"\n", 1)[0].decode()
+                if not line.startswith(ready_prefix):
+                    raise RuntimeError(f"unexpected first line from {argv[1:3]}: {line!r}")
+                nursery.start_soon(_drain, proc.stdout)
+                try:
+                    yield line.rsplit(" ", 1)[-1].rstrip("/") + "/"
+                finally:
+                    nursery.cancel_scope.cancel()
+        except BaseException:
+            if proc.poll() is not None:
+                log.seek(0)
+                tail = log.read()[-6000:].decode(errors="replace")
+                print(f"{argv[1:3]} exited ({proc.returncode}):\n{tail}", file=sys.stderr)
+            raise
+        finally:
+            with trio.CancelScope(shield=True):
+                if proc.returncode is None:
+                    proc.send_signal(signal.SIGTERM)
+                    with trio.move_on_after(10):
+                        await proc.wait()
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+                await proc.stdout.aclose()
+
+
+async def _drain(stream: trio.abc.ReceiveStream) -> None:
+    while await stream.receive_some(65536):
+        pass
+
+
+def bridge_argv(config: Path, *, timing: bool = False) -> list[str]:
+    """The bridge command: the real CLI, or this module's timing wrapper around run_bridge."""
+    if timing:
+        return [sys.executable, str(HERE / "_common.py"), "bridge", "--config", str(config)]
+    return [
+        sys.executable,
+        "-m",
+        "ahp_bridge.cli",
+        "serve",
+        "--config",
+        str(config),
+        "--log-level",
+        "warning",
+    ]
+
+
+def bare_argv() -> list[str]:
+    return [sys.executable, str(HERE / "_common.py"), "bare-server"]
+
+
+# -- a lean AHP client ---------------------------------------------------------------------------
+
+EnvelopeHandler = Callable[[dict[str, Any], int], None]
+
+
+class BenchClient:
+    """One WebSocket client: requests for setup, a handler per received `action` envelope.
+
+    It keeps nothing it is not asked to keep, so the client process costs as little as a real
+    client that only parses frames: one `orjson.loads` per frame. The receive time is taken
+    (monotonic ns) as soon as a whole message has arrived, before parsing.
+    """
+
+    def __init__(self, ws: WebSocketConnection, client_id: str) -> None:
+        self.ws = ws
+        self.client_id = client_id
+        self._ids = itertools.count(1)
+        self._seq = itertools.count(1)
+        self._waiters: dict[int, trio.MemorySendChannel[tuple[str, int]]] = {}
+        self.on_envelope: EnvelopeHandler | None = None
+        self.envelopes: list[dict[str, Any]] = []
+        self.keep = True
+        self.closed: str | None = None
+        self.changed = trio.Event()
+
+    async def reader(self) -> None:
+        try:
+            while True:
+                message = await self.ws.get_message()
+                received = time.monotonic_ns()
+                text = message if isinstance(message, str) else message.decode()
+                frame = orjson.loads(text)
+                if frame.get("method") == "action":
+                    env = frame["params"]
+                    if self.on_envelope is not None:
+                        self.on_envelope(env, received)
+                    if self.keep:
+                        self.envelopes.append(env)
+                        self.changed.set()
+                        self.changed = trio.Event()
+                elif "id" in frame and frame["id"] in self._waiters:
+                    self._waiters.pop(frame["id"]).send_nowait((text, received))
+        except ConnectionClosed as exc:
+            reason = exc.reason
+            self.closed = f"{reason.code} {reason.reason}" if reason is not None else "closed"
+            self.changed.set()
+
+    async def send_request(self, method: str, params: dict[str, Any]) -> tuple[int, Any]:
+        """Send a request; returns (send time ns, a receive channel for (text, recv ns))."""
+        msg_id = next(self._ids)
+        send, recv = trio.open_memory_channel[tuple[str, int]](1)
+        self._waiters[msg_id] = send
+        frame = orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        sent = time.monotonic_ns()
+        await self.ws.send_message(frame.decode())
+        return sent, recv
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        _, recv = await self.send_request(method, params)
+        with trio.fail_after(STEP_TIMEOUT):
+            text, _ = await recv.receive()
+        frame = orjson.loads(text)
+        if "error" in frame:
+            raise RuntimeError(f"{method} failed: {frame['error']}")
+        return frame["result"]
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        await self.ws.send_message(orjson.dumps(message).decode())
+
+    def dispatch_frame(self, channel: str, action: dict[str, Any]) -> str:
+        params = {"channel": channel, "clientSeq": next(self._seq), "action": action}
+        message = {"jsonrpc": "2.0", "method": "dispatchAction", "params": params}
+        return orjson.dumps(message).decode()
+
+    async def initialize(self, subscriptions: Sequence[str] = ()) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "channel": ROOT,
+            "protocolVersions": ["0.7.0"],
+            "clientId": self.client_id,
+        }
+        if subscriptions:
+            params["initialSubscriptions"] = list(subscriptions)
+        result: dict[str, Any] = await self.request("initialize", params)
+        return result
+
+    async def wait_envelope(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        with trio.fail_after(STEP_TIMEOUT):
+            seen = 0
+            while True:
+                for env in self.envelopes[seen:]:
+                    if predicate(env):
+                        return env
+                seen = len(self.envelopes)
+                if self.closed is not None:
+                    raise RuntimeError(f"connection closed: {self.closed}")
+                await self.changed.wait()
+
+    async def aclose(self) -> None:
+        with trio.move_on_after(5):
+            await self.ws.aclose()
+        await self.ws._stream.aclose()
+
+
+@asynccontextmanager
+async def clients(url: str, count: int, prefix: str) -> AsyncIterator[list[BenchClient]]:
+    """`count` connected clients (not yet initialized), closed on exit."""
+    opened: list[BenchClient] = []
+    async with trio.open_nursery() as nursery:
+        try:
+            for i in range(count):
+                ws = await connect_websocket_url(nursery, url, max_message_size=MAX_MESSAGE)
+                client = BenchClient(ws, f"{prefix}-{i}")
+                opened.append(client)
+                nursery.start_soon(client.reader)
+            yield opened
+        finally:
+            with trio.CancelScope(shield=True):
+                for client in opened:
+                    await client.aclose()
+            nursery.cancel_scope.cancel()
+
+
+async def ready_session(control: BenchClient) -> tuple[str, str]:
+    """Create a fake session on an initialized client; returns (session, default chat)."""
+    session = f"ahp-session:/{uuid.uuid4()}"
+    keep, control.keep = control.keep, True
+    await control.request("createSession", {"channel": session, "provider": "fake"})
+    snap = await control.request("subscribe", {"channel": session})
+    if snap["snapshot"]["state"].get("lifecycle") == "creating":
+        await control.wait_envelope(
+            lambda e: (
+                e["channel"] == session
+                and e["action"]["type"] in ("session/ready", "session/creationFailed")
+            )
+        )
+        snap = await control.request("subscribe", {"channel": session})
+    state = snap["snapshot"]["state"]
+    if state.get("lifecycle") != "ready":
+        raise RuntimeError(f"session creation failed: {state.get('creationError', state)}")
+    await control.notify("unsubscribe", {"channel": session})
+    control.keep = keep
+    control.envelopes.clear()
+    return session, str(state["defaultChat"])
+
+
+def draft_action(i: int, width: int = 48) -> dict[str, Any]:
+    """A chat/draftChanged action whose text differs per index (the fan-out payload)."""
+    text = f"draft {i:08d} " + "x" * max(0, width - 15)
+    return {"type": "chat/draftChanged", "draft": {"text": text, "origin": {"kind": "user"}}}
+
+
+# -- statistics and output -------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of a non-empty sequence."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = []
+    for n, row in enumerate(cells):
+        lines.append("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+# -- child: the bare broadcast server (the transport ceiling) ---------------------------------
+
+
+async def serve_bare(queue_size: int = 4096) -> None:
+    """The least a server can do to fan frames out over trio-websocket.
+
+    A client that sends a `subscribe` request is a subscriber; every `dispatchAction` is parsed
+    once, wrapped in an envelope shaped like the bridge's, serialised once, and queued to every
+    subscriber (one writer task and one bounded queue per client, like the bridge's
+    connections). Requests get a null result so clients can use them as barriers.
+    """
+    subscribers: set[trio.MemorySendChannel[str]] = set()
+    seq = itertools.count(1)
+
+    async def handler(request: WebSocketRequest) -> None:
+        ws = await request.accept()
+        send, recv = trio.open_memory_channel[str](queue_size)
+
+        async def writer() -> None:
+            with contextlib.suppress(ConnectionClosed):
+                async for frame in recv:
+                    await ws.send_message(frame)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(writer)
+            try:
+                while True:
+                    msg = orjson.loads(await ws.get_message())
+                    if msg.get("method") == "dispatchAction":
+                        p = msg["params"]
+                        env = {
+                            "channel": p["channel"],
+                            "serverSeq": next(seq),
+                            "action": p["action"],
+                            "origin": {"clientId": "producer", "clientSeq": p["clientSeq"]},
+                        }
+                        frame = orjson.dumps(
+                            {"jsonrpc": "2.0", "method": "action", "params": env}
+                        ).decode()
+                        for sub in tuple(subscribers):
+                            try:
+                                sub.send_nowait(frame)
+                            except trio.WouldBlock:  # fell behind: dropped, as the bridge does
+                                subscribers.discard(sub)
+                                sub.close()
+                    elif "id" in msg:
+                        if msg.get("method") == "subscribe":
+                            subscribers.add(send)
+                        reply = {"jsonrpc": "2.0", "id": msg["id"], "result": None}
+                        send.send_nowait(orjson.dumps(reply).decode())
+            except ConnectionClosed:
+                pass
+            finally:
+                subscribers.discard(send)
+                send.close()
+
+    async with trio.open_nursery() as nursery:
+        serve = functools.partial(serve_websocket, max_message_size=MAX_MESSAGE)
+        server = await nursery.start(serve, handler, "127.0.0.1", 0, None)
+        print(f"bare listening on ws://127.0.0.1:{server.port}", flush=True)
+
+
+# -- child: the bridge with stamped deltas ------------------------------------------------------
+
+
+def _install_delta_stamps() -> None:
+    """Wrap every provider the bridge creates so each delta's text starts with its emit time.
+
+    The stamp (`@T<monotonic ns>;`) is taken when the provider calls `emit`, before the
+    bridge's sink schedules delivery, so the measured latency covers the whole host path.
+    """
+    from ahp_bridge import agentapi, providers
+
+    inner_create = providers.create
+
+    class StampingSink:
+        def __init__(self, inner: agentapi.EventSink) -> None:
+            self.inner = inner
+
+        def emit(self, event: agentapi.Event) -> None:
+            if event.kind == agentapi.EventKind.DELTA and event.delta is not None:
+                stamped = f"{STAMP}{time.monotonic_ns()};{event.delta.text}"
+                delta = event.delta.model_copy(update={"text": stamped})
+                event = event.model_copy(update={"delta": delta})
+            self.inner.emit(event)
+
+    class StampingProvider:
+        def __init__(self, inner: agentapi.Provider) -> None:
+            self._inner = inner
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._inner, name)
+
+        async def __aenter__(self) -> StampingProvider:
+            await self._inner.__aenter__()
+            return self
+
+        async def __aexit__(self, *exc: Any) -> Any:
+            return await self._inner.__aexit__(*exc)
+
+        async def open(self, req: agentapi.OpenRequest) -> agentapi.Conversation:
+            sink = StampingSink(req.events) if req.events is not None else None
+            return await self._inner.open(req.model_copy(update={"events": sink}))
+
+    def create(name: str, options: Mapping[str, Any] | None = None) -> Any:
+        return StampingProvider(inner_create(name, options))
+
+    providers.create = create
+
+
+def _bridge_main(config: Path) -> None:
+    from ahp_bridge import log as logsetup
+    from ahp_bridge.config import load_settings
+    from ahp_bridge.host.app import run_bridge
+
+    settings = load_settings(config)
+    logsetup.configure("console", "warning")
+    _install_delta_stamps()
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+
+            async def on_signals() -> None:
+                with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for _ in signals:
+                        nursery.cancel_scope.cancel()
+                        return
+
+            nursery.start_soon(on_signals)
+            port = await nursery.start(run_bridge, settings)
+            print(f"ahp-bridge listening on ws://127.0.0.1:{port}", flush=True)
+
+    trio.run(main)
+
+
+def _main() -> None:
+    parser = argparse.ArgumentParser(description="benchmark child processes")
+    sub = parser.add_subparsers(dest="command", required=True)
+    bridge = sub.add_parser("bridge")
+    bridge.add_argument("--config", type=Path, required=True)
+    sub.add_parser("bare-server")
+    args = parser.parse_args()
+    if args.command == "bridge":
+        _bridge_main(args.config)
+    else:
+
+        async def bare() -> None:
+            with trio.open_signal_receiver(signal.SIGTERM) as signals:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(serve_bare)
+                    async for _ in signals:
+                        nursery.cancel_scope.cancel()
+                        return
+
+        trio.run(bare)
+
+
+if __name__ == "__main__":
+    _main()
