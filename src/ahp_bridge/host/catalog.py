@@ -257,6 +257,8 @@ class Catalog:
     def sessions(self) -> list[SessionRecord]:
         """Every session with its chats, newest modification first."""
         with self._errors():
+            if not self._has_table("sessions"):  # read-only view of a catalog never created
+                return []
             rows = self._conn.execute(
                 f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY modified_at DESC, uri DESC"
             ).fetchall()
