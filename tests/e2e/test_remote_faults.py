@@ -353,3 +353,22 @@ async def test_a_failing_sink_loses_one_event_not_the_conversation(
         assert texts == [f"{i:07d}" for i in range(1, 5)]
         await conv.set_title("still usable")
     assert "event sink failed on a delta event: RuntimeError" in caplog.text
+
+
+async def test_many_conversations_stream_at_once_each_in_its_own_order() -> None:
+    async with (
+        serving(Controlled(), socket_address()) as (address, _),
+        RemoteProvider(address) as remote,
+    ):
+        sinks = [Recorder() for _ in range(20)]
+        convs = [await remote.open(_open_req(sink)) for sink in sinks]
+        async with trio.open_nursery() as nursery:
+            for conv in convs:
+                nursery.start_soon(conv.send, agentapi.Prompt(text="flood 300 32"))
+        for sink in sinks:
+            await sink.wait_turn_end()
+            _assert_in_order(sink.snapshot(), 300)
+        async with trio.open_nursery() as nursery:
+            for conv in convs:
+                nursery.start_soon(conv.close)
+        assert all(sink.of(EXIT) == [] for sink in sinks)
