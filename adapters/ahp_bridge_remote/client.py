@@ -30,15 +30,16 @@ from .convert import from_proto, to_proto
 
 EMPTY = empty_pb2.Empty()
 
-# Reconnect quickly once a restarted server is back (gRPC's default backoff reaches 120 s);
-# ping an idle connection so a server that vanished without a reset is noticed within ~40 s.
+# Reconnect quickly once a restarted server is back (gRPC's default backoff reaches 120 s).
+# While a conversation's stream is open, ping every 5 minutes, so a server that vanished
+# without a reset is noticed; 5 minutes is the shortest interval gRPC servers accept by
+# default (Go's and C-core's keepalive enforcement), so any conforming server works.
 CHANNEL_OPTIONS = (
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
-    ("grpc.keepalive_time_ms", 30_000),
-    ("grpc.keepalive_timeout_ms", 10_000),
-    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.keepalive_time_ms", 300_000),
+    ("grpc.keepalive_timeout_ms", 20_000),
     ("grpc.max_receive_message_length", 64 << 20),
     ("grpc.max_send_message_length", 64 << 20),
 )

@@ -29,8 +29,8 @@ from .service import ConversationServicer, ProviderServicer, Service
 TOKEN_ENV = "AHP_BRIDGE_REMOTE_TOKEN"
 DEFAULT_EVENT_BUFFER = 65536
 RESERVED_WORKERS = 16  # worker threads kept for unary calls beside the event streams
-# Accept the clients' keepalive pings (every 30 s, even when idle) and ping them back, so a
-# bridge that vanished without a reset is noticed and its conversations closed.
+# Ping clients every 30 s, so a bridge that vanished without a reset is noticed and its
+# conversations closed, and accept their pings (every 5 minutes) even between calls.
 SERVER_OPTIONS = (
     ("grpc.keepalive_time_ms", 30_000),
     ("grpc.keepalive_timeout_ms", 10_000),
