@@ -251,6 +251,12 @@ async def flow(bridge: Bridge) -> Flow:
     return flow
 
 
+def streamed(text: str, chunk: int = 8) -> list[str]:
+    """The chat actions of one streamed text step: its first chunk opens the part."""
+    chunks = max(1, -(-len(text) // chunk))
+    return ["chat/responsePart", *["chat/delta"] * (chunks - 1)]
+
+
 def parts(turn: dict[str, Any]) -> list[dict[str, Any]]:
     return turn["responseParts"]
 
@@ -515,12 +521,14 @@ async def test_question(
     echo = await flow.dispatch(completed)
     assert "rejectionReason" not in echo
     turn = await flow.ended(turn_id)
-    assert flow.chat_types(mark)[:3] == [
+    assert flow.chat_types(mark) == [
         "chat/turnStarted",
         "chat/inputRequested",
         "chat/inputCompleted",
+        *streamed(reply),
+        "chat/turnComplete",
     ]
-    assert flow.chat_types(mark)[-1] == "chat/turnComplete"
+    assert flow.actions(mark, flow.chat)[2] == echo["action"]
     assert flow.session_types(mark) == QUESTION_SESSION
     [responded] = calls.calls("respond")
     assert responded["args"]["answer"] == provider_answer
@@ -720,14 +728,15 @@ async def test_cancel_while_a_permission_waits_removes_the_request(
         "chat/turnCancelled",
     ]
     session = flow.actions(mark, flow.session)
-    assert [a["type"] for a in session][-2:] == [
-        "session/chatUpdated",
+    assert [a["type"] for a in session] == [
+        "session/chatUpdated",  # InProgress
+        "session/chatUpdated",  # InputNeeded
+        "session/inputNeededSet",
+        "session/chatUpdated",  # Idle: the cancelled turn ended
         "session/inputNeededRemoved",
-    ] or [a["type"] for a in session][-2:] == [
-        "session/inputNeededRemoved",
-        "session/chatUpdated",
     ]
-    assert any(a.get("id") == request["id"] for a in session)
+    assert session[3]["changes"]["status"] == st.IDLE
+    assert session[4]["id"] == request["id"]
     [tool_part] = [p for p in parts(turn) if p["kind"] == "toolCall"]
     assert tool_part["toolCall"]["status"] == "cancelled"
     await calls.wait(lambda: calls.returns("cancel"))
@@ -1052,3 +1061,283 @@ async def test_create_session_reports_progress(bridge: Bridge) -> None:
     await client.subscribe(other)
     await client.wait_for(lambda: client.states[other].get("lifecycle") == "ready")
     assert len(progress()) == 2
+
+
+# -- more of the same flows, from other angles --------------------------------------------------
+
+
+async def test_allow_for_the_session_answers_the_same_request_again(
+    flow: Flow, calls: Calls
+) -> None:
+    mark = flow.mark()
+    turn_id = await flow.start("permission twice")
+    request = await pending_request(flow)
+    echo = await flow.dispatch(
+        {
+            "type": "chat/toolCallConfirmed",
+            "turnId": turn_id,
+            "toolCallId": request["toolCall"]["toolCallId"],
+            "approved": True,
+            "confirmed": "user-action",
+            "selectedOptionId": "allow-session",
+        }
+    )
+    assert "rejectionReason" not in echo
+    turn = await flow.ended(turn_id)
+    [responded] = calls.calls("respond")
+    assert responded["args"]["answer"] == {"decision": "allow-session"}
+    # the second request was covered by the first answer: it ran without asking
+    assert flow.chat_types(mark) == [
+        "chat/turnStarted",
+        "chat/toolCallStart",
+        "chat/toolCallReady",
+        "chat/toolCallConfirmed",
+        "chat/toolCallComplete",
+        "chat/toolCallStart",
+        "chat/toolCallReady",
+        "chat/toolCallComplete",
+        "chat/responsePart",
+        "chat/delta",
+        "chat/turnComplete",
+    ]
+    ready_again = flow.actions(mark, flow.chat)[6]
+    assert ready_again["confirmed"] == "not-needed"
+    tools = [p["toolCall"] for p in parts(turn) if p["kind"] == "toolCall"]
+    assert [t["status"] for t in tools] == ["completed", "completed"]
+    assert tools[0]["selectedOption"]["id"] == "allow-session"
+    assert flow.session_types(mark).count("session/inputNeededSet") == 1
+    await flow.settled()
+
+
+async def test_a_denial_with_a_suggestion_steers_the_turn(flow: Flow, calls: Calls) -> None:
+    turn_id = await flow.start("permission")
+    request = await pending_request(flow)
+    echo = await flow.dispatch(
+        {
+            "type": "chat/toolCallConfirmed",
+            "turnId": turn_id,
+            "toolCallId": request["toolCall"]["toolCallId"],
+            "approved": False,
+            "reason": "denied",
+            "userSuggestion": {"text": "use make clean instead", "origin": {"kind": "user"}},
+        }
+    )
+    assert "rejectionReason" not in echo
+    turn = await flow.ended(turn_id)
+    assert [c["call"] for c in calls.calls() if c["call"] in ("respond", "steer")] == [
+        "respond",
+        "steer",
+    ]
+    assert calls.calls("steer")[0]["args"]["prompt"]["Text"] == "use make clean instead"
+    steer_items = [
+        line["event"]["Item"]["text"]
+        for line in calls.lines()
+        if "event" in line and (line["event"].get("Item") or {}).get("delivery") == "steer"
+    ]
+    assert steer_items == ["use make clean instead"]
+    assert parts(turn)[-1]["content"] == "denied"
+    await flow.settled()
+
+
+async def test_two_clients_race_to_answer_one_question(flow: Flow, calls: Calls) -> None:
+    other = await flow.join("client-2")
+    turn_id = await flow.start("question")
+    request = await pending_request(flow)
+    await pending_request(flow, other)
+    base = {"type": "chat/inputCompleted", "requestId": request["request"]["id"]}
+    accept = {**base, "response": "accept", "answers": {"q0": selected("green")}}
+    decline = {**base, "response": "decline"}
+    seq_a = await flow.client.dispatch(flow.chat, accept)
+    seq_b = await other.dispatch(flow.chat, decline)
+    echoes = [await flow.client.echo_of(seq_a), await other.echo_of(seq_b)]
+    accepted = [e for e in echoes if "rejectionReason" not in e]
+    assert len(accepted) == 1
+    [winner] = accepted
+    turn = await flow.ended(turn_id)
+    await flow.ended(turn_id, other)
+    [responded] = calls.calls("respond")
+    accepted_answer = winner["action"]["response"] == "accept"
+    assert responded["args"]["answer"] == (
+        {"answers": [["green"]]} if accepted_answer else {"reject": True}
+    )
+    [input_part] = [p for p in parts(turn) if p["kind"] == "inputRequest"]
+    assert input_part["response"] == winner["action"]["response"]
+    await flow.settled()
+
+
+async def test_a_second_turn_while_one_runs_is_rejected(flow: Flow, calls: Calls) -> None:
+    turn_id = await flow.start("gate")
+    request = await pending_request(flow)
+    intruder = {
+        "type": "chat/turnStarted",
+        "turnId": str(uuid.uuid4()),
+        "startedAt": "2026-01-01T00:00:00.000Z",
+        "message": {"text": "stream", "origin": {"kind": "user"}},
+    }
+    echo = await flow.dispatch(intruder)
+    assert turn_id in echo["rejectionReason"] or "active" in echo["rejectionReason"]
+    assert "rejectionReason" not in await flow.dispatch(yes(request))
+    turn = await flow.ended(turn_id)
+    assert turn["message"]["text"] == "gate"
+    assert [c["args"]["prompt"]["Text"] for c in calls.calls("send")] == ["gate"]
+    assert len(flow.client.states[flow.chat]["turns"]) == 1
+    await flow.settled()
+
+
+async def test_a_message_queued_while_idle_starts_at_once(flow: Flow, calls: Calls) -> None:
+    mark = flow.mark()
+    echo = await flow.dispatch(pending_message("queued", "q-idle", "stream"))
+    assert "rejectionReason" not in echo
+    await flow.client.wait_for(lambda: len(flow.client.states[flow.chat]["turns"]) == 1)
+    turn = flow.client.states[flow.chat]["turns"][0]
+    await flow.ended(turn["id"])
+    types = flow.chat_types(mark)
+    assert types[:2] == ["chat/pendingMessageSet", "chat/turnStarted"]
+    assert flow.actions(mark, flow.chat)[1]["queuedMessageId"] == "q-idle"
+    assert types[-1] == "chat/turnComplete"
+    assert "queuedMessages" not in flow.client.states[flow.chat]
+    assert [c["args"]["prompt"]["Text"] for c in calls.calls("send")] == ["stream"]
+    await flow.settled()
+
+
+async def test_a_queued_message_removed_in_time_never_starts(flow: Flow, calls: Calls) -> None:
+    turn_id = await flow.start("gate")
+    request = await pending_request(flow)
+    assert "rejectionReason" not in await flow.dispatch(pending_message("queued", "q1", "tool"))
+    removed = {"type": "chat/pendingMessageRemoved", "kind": "queued", "id": "q1"}
+    assert "rejectionReason" not in await flow.dispatch(removed)
+    assert "rejectionReason" not in await flow.dispatch(yes(request))
+    await flow.ended(turn_id)
+    await flow.settled()
+    assert len(flow.client.states[flow.chat]["turns"]) == 1
+    assert [c["args"]["prompt"]["Text"] for c in calls.calls("send")] == ["gate"]
+
+
+async def test_a_turn_that_names_a_model_switches_it_first(flow: Flow, calls: Calls) -> None:
+    mark = flow.mark()
+    turn_id = str(uuid.uuid4())
+    action = {
+        "type": "chat/turnStarted",
+        "turnId": turn_id,
+        "startedAt": "2026-01-01T00:00:00.000Z",
+        "message": {
+            "text": "stream",
+            "origin": {"kind": "user"},
+            "model": {"id": "fake-deep", "config": {"effort": "high"}},
+        },
+    }
+    assert "rejectionReason" not in await flow.dispatch(action)
+    await flow.ended(turn_id)
+    assert [c["call"] for c in calls.calls() if c["call"] in ("set_model", "send")] == [
+        "set_model",
+        "send",
+    ]
+    assert calls.calls("set_model")[0]["args"] == {
+        "model": "fake-deep",
+        "effort": "high",
+        "context_size": "",
+    }
+    assert flow.actions(mark, flow.chat)[-1]["_meta"]["ahpBridge.model"] == "fake-deep"
+    selection = flow.client.states[flow.session]["_meta"]["ahpBridge.modelSelection"]
+    assert (selection["Model"], selection["Effort"]) == ("fake-deep", "high")
+    # a model or effort the provider does not offer is refused before anything is called
+    for model in ({"id": "no-such-model"}, {"id": "fake-deep", "config": {"effort": "low"}}):
+        echo = await flow.dispatch(
+            {
+                **action,
+                "turnId": str(uuid.uuid4()),
+                "message": {**action["message"], "model": model},
+            }
+        )
+        assert echo["rejectionReason"]
+    assert len(calls.calls("set_model")) == 1 and len(calls.calls("send")) == 1
+    await flow.settled()
+
+
+async def test_disposing_a_session_mid_turn_closes_the_conversation(
+    flow: Flow, calls: Calls
+) -> None:
+    turn_id = await flow.start("gate")
+    await pending_request(flow)
+    assert turn_id
+    assert await flow.client.request("disposeSession", {"channel": flow.session}) is None
+    await calls.wait(lambda: calls.returns("close"))
+    assert calls.returns("close")[0]["error"] is None
+    await flow.watcher.client.wait_for(
+        lambda: any(n["method"] == "root/sessionRemoved" for n in flow.watcher.client.notifications)
+    )
+    listed = await flow.client.request("listSessions", {"channel": ROOT})
+    assert flow.session not in [s["resource"] for s in listed["items"]]
+    # nothing the closing turn emitted reached a client after the channels went away
+    seq = flow.client.last_seq
+    assert await flow.client.request("ping", {"channel": ROOT}) is None
+    assert all(
+        e["serverSeq"] <= seq
+        for e in flow.client.envelopes
+        if e["channel"] in (flow.session, flow.chat)
+    )
+
+
+async def test_a_client_that_reconnects_mid_permission_answers_it(flow: Flow, calls: Calls) -> None:
+    other = await flow.join("client-2")
+    turn_id = await flow.start("permission")
+    request = await pending_request(flow, other)
+    last_seen = other.last_seq
+    await other.ws.aclose()
+    flow.clients.remove(other)
+    # the turn moves on without it: client-1 writes a draft meanwhile
+    draft = {"type": "chat/draftChanged", "draft": {"text": "x", "origin": {"kind": "user"}}}
+    assert "rejectionReason" not in await flow.dispatch(draft)
+    back = await flow.bridge.client("client-2", initialize=False)
+    result = await back.request(
+        "reconnect",
+        {
+            "channel": ROOT,
+            "clientId": "client-2",
+            "lastSeenServerSeq": last_seen,
+            "subscriptions": [flow.session, flow.chat],
+        },
+    )
+    assert result["type"] == "replay"
+    assert [e["action"]["type"] for e in result["actions"]] == ["chat/draftChanged"]
+    echo = await flow.dispatch(
+        {
+            "type": "chat/toolCallConfirmed",
+            "turnId": turn_id,
+            "toolCallId": request["toolCall"]["toolCallId"],
+            "approved": True,
+            "confirmed": "user-action",
+        },
+        client=back,
+    )
+    assert "rejectionReason" not in echo
+    await flow.ended(turn_id)
+    [responded] = calls.calls("respond")
+    assert responded["args"]["answer"] == {"decision": "allow-once"}
+    await flow.settled()
+
+
+async def test_a_queued_message_after_a_runtime_exit_reopens_the_conversation(
+    flow: Flow, calls: Calls
+) -> None:
+    mark = flow.mark()
+    turn_id = await flow.start("gate: exit")
+    request = await pending_request(flow)
+    assert "rejectionReason" not in await flow.dispatch(pending_message("queued", "after", "tool"))
+    assert "rejectionReason" not in await flow.dispatch(yes(request))
+
+    def two_turns() -> bool:
+        state = flow.client.states[flow.chat]
+        return not state.get("activeTurn") and len(state["turns"]) == 2
+
+    await flow.client.wait_for(two_turns)
+    first, second = flow.client.states[flow.chat]["turns"]
+    assert first["id"] == turn_id
+    assert (first["state"], first["error"]["errorType"]) == ("error", "providerExit")
+    assert (second["state"], second["message"]["text"]) == ("complete", "tool")
+    types = flow.chat_types(mark)
+    assert types[types.index("chat/error") + 1] == "chat/turnStarted"
+    opens = calls.calls("open")
+    assert len(opens) == 2
+    assert opens[1]["args"]["request"]["ConversationID"] == calls.returns("open")[0]["result"]
+    await flow.settled()
