@@ -1216,15 +1216,16 @@ async def test_a_queued_message_removed_in_time_never_starts(flow: Flow, calls: 
 async def test_a_turn_that_names_a_model_switches_it_first(flow: Flow, calls: Calls) -> None:
     mark = flow.mark()
     turn_id = str(uuid.uuid4())
+    message: dict[str, Any] = {
+        "text": "stream",
+        "origin": {"kind": "user"},
+        "model": {"id": "fake-deep", "config": {"effort": "high"}},
+    }
     action = {
         "type": "chat/turnStarted",
         "turnId": turn_id,
         "startedAt": "2026-01-01T00:00:00.000Z",
-        "message": {
-            "text": "stream",
-            "origin": {"kind": "user"},
-            "model": {"id": "fake-deep", "config": {"effort": "high"}},
-        },
+        "message": message,
     }
     assert "rejectionReason" not in await flow.dispatch(action)
     await flow.ended(turn_id)
@@ -1246,7 +1247,7 @@ async def test_a_turn_that_names_a_model_switches_it_first(flow: Flow, calls: Ca
             {
                 **action,
                 "turnId": str(uuid.uuid4()),
-                "message": {**action["message"], "model": model},
+                "message": {**message, "model": model},
             }
         )
         assert echo["rejectionReason"]
