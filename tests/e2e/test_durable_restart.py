@@ -151,7 +151,7 @@ async def finished(client: AhpClient, chat: str, turn_id: str) -> dict[str, Any]
     def find() -> dict[str, Any] | None:
         return next((t for t in client.states[chat]["turns"] if t["id"] == turn_id), None)
 
-    return await client.wait_for(find)  # type: ignore[no-any-return]
+    return await client.wait_for(find)
 
 
 async def new_session(client: AhpClient) -> tuple[str, str]:
