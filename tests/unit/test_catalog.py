@@ -40,7 +40,7 @@ def session(uri: str = "ahp-session:/a", *, modified: str = T1, **fields: object
         workdir="/w",
         created_at=T0,
         modified_at=modified,
-        **fields,  # type: ignore[arg-type]
+        **fields,
     )
 
 
