@@ -1,0 +1,294 @@
+"""Emit-to-client latency of streamed deltas, fake provider -> bridge -> 1/10/50 clients.
+
+Run: python bench/stream_latency.py [--quick] [--runs R] [--clients 1,10,50] [--rates ...]
+
+The bridge runs in its own process (`python bench/_common.py bridge`: the real `run_bridge`,
+with every provider wrapped so each delta's text starts with `@T<monotonic ns>;`, taken when
+the provider calls `emit`). The fake plays a bench script: one rule per rate, a text step of
+8-character chunks with `delay = 1/rate` (and `max`: no delay, as fast as the fake and the
+bridge go). Subscribers in the client process take the receive time when a whole frame has
+arrived; CLOCK_MONOTONIC is one clock for every process on the host, so receive minus stamp
+is the emit-to-client latency (it includes the client process's own scheduling, which with 50
+clients on one trio loop is part of the figure).
+
+The fake's pacing is a sleep after each delta, so it emits somewhat below the asked rate, and
+further below when the bridge's loop (which it shares) is busy: the figures use the rate it
+achieved. A run is *sustained* when every client received every delta, p99 latency stayed
+under 50 ms and latency did not grow through the turn (median of the last fifth of deltas at
+most 2x the first fifth's + 5 ms); the highest sustained rate is the highest achieved rate of
+a case whose runs were all sustained. The transport
+ceiling beside it is fanout.py's bare trio-websocket broadcast, per client. Figures only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import trio
+from _common import (
+    STAMP,
+    STEP_TIMEOUT,
+    BenchClient,
+    bridge_argv,
+    child_process,
+    clients,
+    machine_note,
+    median,
+    percentile,
+    ready_session,
+    table,
+    write_config,
+)
+from fanout import transport_ceiling
+
+CHUNK = "abcdefg "  # one 8-character delta before its stamp
+P99_LIMIT_MS = 50.0
+MAX_DELTAS = 2000
+END_TYPES = ("chat/turnComplete", "chat/turnCancelled", "chat/error")
+
+
+def rate_label(rate: int) -> str:
+    return "max" if rate == 0 else str(rate)
+
+
+def deltas_for(rate: int, seconds: float) -> int:
+    if rate == 0:
+        return MAX_DELTAS
+    return max(50, min(MAX_DELTAS, int(rate * seconds)))
+
+
+def bench_script(rates: list[int], seconds: float) -> str:
+    """The fake's script: prompt "rate R" streams deltas_for(R) chunks, 1/R seconds apart."""
+    lines = ['display_name = "Fake agent (stream latency bench)"']
+    for rate in rates:
+        delay = 0.0 if rate == 0 else 1.0 / rate
+        text = CHUNK * deltas_for(rate, seconds)
+        lines += [
+            "",
+            "[[prompts]]",
+            f'text = "rate {rate_label(rate)}"',
+            "[[prompts.steps]]",
+            'kind = "text"',
+            f'text = "{text}"',
+            f"chunk_size = {len(CHUNK)}",
+            f"delay = {delay!r}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+class Run:
+    """What one turn looked like from every client."""
+
+    def __init__(self, rate: int, expected: int, latencies: list[list[float]], emits: list[int]):
+        self.rate = rate
+        self.expected = expected
+        self.latencies = latencies
+        flat = [v for per_client in latencies for v in per_client]
+        self.p50 = percentile(flat, 50)
+        self.p99 = percentile(flat, 99)
+        fifth = max(1, expected // 5)
+        self.first = median([v for c in latencies for v in c[:fifth]])
+        self.last = median([v for c in latencies for v in c[-fifth:]])
+        span = (emits[-1] - emits[0]) / 1e9
+        self.achieved = (len(emits) - 1) / span if span > 0 else float("inf")
+        self.complete = all(len(c) == expected for c in latencies)
+
+    @property
+    def sustained(self) -> bool:
+        steady = self.last <= 2 * self.first + 5.0
+        return self.complete and self.p99 < P99_LIMIT_MS and steady
+
+
+def stamp_of(action: dict[str, Any]) -> int | None:
+    """The emit time carried by a streamed chunk, or None for other actions."""
+    kind = action["type"]
+    if kind == "chat/delta":
+        content = action["content"]
+    elif kind == "chat/responsePart" and action["part"].get("kind") == "markdown":
+        content = action["part"]["content"]
+    else:
+        return None
+    if not content.startswith(STAMP):
+        return None
+    return int(content[len(STAMP) : content.index(";")])
+
+
+async def stream_once(
+    driver: BenchClient, subs: list[BenchClient], chat: str, rate: int, seconds: float
+) -> Run:
+    """Start one turn at `rate` and collect every subscriber's latencies until it ends."""
+    expected = deltas_for(rate, seconds)
+    latencies: list[list[float]] = [[] for _ in subs]
+    emits: list[int] = []
+    ended: list[str] = []
+    remaining = [len(subs)]
+    done = trio.Event()
+
+    def handler_for(index: int) -> Callable[[dict[str, Any], int], None]:
+        mine = latencies[index]
+
+        def on_envelope(env: dict[str, Any], at: int) -> None:
+            if env["channel"] != chat:
+                return
+            action = env["action"]
+            stamp = stamp_of(action)
+            if stamp is not None:
+                mine.append((at - stamp) / 1e6)
+                if index == 0:
+                    emits.append(stamp)
+            elif action["type"] in END_TYPES:
+                ended.append(action["type"])
+                remaining[0] -= 1
+                if remaining[0] == 0:
+                    done.set()
+
+        return on_envelope
+
+    for index, sub in enumerate(subs):
+        sub.on_envelope = handler_for(index)
+    action = {
+        "type": "chat/turnStarted",
+        "turnId": str(uuid.uuid4()),
+        "startedAt": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+        "message": {"text": f"rate {rate_label(rate)}", "origin": {"kind": "user"}},
+    }
+    await driver.ws.send_message(driver.dispatch_frame(chat, action))
+    with trio.fail_after(STEP_TIMEOUT):
+        while not done.is_set():
+            closed = [s.closed for s in subs if s.closed is not None]
+            if closed:
+                raise RuntimeError(f"rate {rate_label(rate)}: clients closed: {closed[:3]}")
+            with trio.move_on_after(0.05):
+                await done.wait()
+    if set(ended) != {"chat/turnComplete"}:
+        raise RuntimeError(f"rate {rate_label(rate)}: the turn ended with {sorted(set(ended))}")
+    return Run(rate, expected, latencies, emits)
+
+
+async def measure(
+    counts: list[int], rates: list[int], runs: int, seconds: float
+) -> dict[tuple[int, int], list[Run]]:
+    results: dict[tuple[int, int], list[Run]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "stream.toml"
+        script.write_text(bench_script(rates, seconds))
+        config = write_config(Path(tmp), fake={"script": str(script), "time_scale": 1.0})
+        async with (
+            child_process(bridge_argv(config, timing=True), "ahp-bridge listening") as url,
+            clients(url, 1, "driver") as (driver,),
+        ):
+            await driver.initialize()
+            _, chat = await ready_session(driver)
+            driver.keep = False
+            for count in counts:
+                async with clients(url, count, f"watch{count}") as subs:
+                    for sub in subs:
+                        sub.keep = False
+                        await sub.initialize([chat])
+                    for rate in rates:
+                        for _ in range(runs):
+                            run = await stream_once(driver, subs, chat, rate, seconds)
+                            results.setdefault((count, rate), []).append(run)
+                            await trio.sleep(0.2)  # let both processes settle between turns
+    return results
+
+
+def parse_rates(value: str) -> list[int]:
+    rates = []
+    for part in value.split(","):
+        part = part.strip()
+        rates.append(0 if part == "max" else int(part))
+    if any(r < 0 or r > 10_000 for r in rates):
+        raise argparse.ArgumentTypeError("rates are deltas/s between 1 and 10000, or max")
+    return rates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="short turns, one run each")
+    parser.add_argument("--runs", type=int, help="turns per case (medians are reported)")
+    parser.add_argument("--clients", default="1,10,50", help="watcher counts, comma-separated")
+    parser.add_argument(
+        "--rates",
+        type=parse_rates,
+        default="50,100,200,400,1000,max",
+        help="deltas/s asked of the fake",
+    )
+    args = parser.parse_args()
+    runs = args.runs or (1 if args.quick else 3)
+    seconds = 0.6 if args.quick else 2.0
+    counts = [int(c) for c in args.clients.split(",") if c.strip()]
+    if not counts or min(counts) < 1 or max(counts) > 200 or runs < 1:
+        parser.error("--clients: counts between 1 and 200; --runs at least 1")
+    rates: list[int] = args.rates
+    print(machine_note())
+    print(
+        f"stream latency: {len(CHUNK)}-char deltas (+ the emit stamp), ~{seconds:g} s turns "
+        f"(at most {MAX_DELTAS} deltas), median of {runs} run(s) per case"
+    )
+    started = time.monotonic()
+    results = trio.run(measure, counts, rates, runs, seconds)
+    ceiling = trio.run(
+        transport_ceiling, counts, 400 if args.quick else 1000, 1 if args.quick else 3
+    )
+    rows = []
+    for count in counts:
+        for rate in rates:
+            case = results[(count, rate)]
+            rows.append(
+                [
+                    count,
+                    rate_label(rate),
+                    f"{median([r.achieved for r in case]):,.0f}",
+                    f"{median([r.p50 for r in case]):.2f}",
+                    f"{median([r.p99 for r in case]):.2f}",
+                    f"{median([r.first for r in case]):.2f}/{median([r.last for r in case]):.2f}",
+                    "yes" if all(r.sustained for r in case) else "no",
+                ]
+            )
+    headers = [
+        "clients",
+        "asked/s",
+        "emitted/s",
+        "p50 ms",
+        "p99 ms",
+        "first/last fifth ms",
+        "sustained",
+    ]
+    print(table(headers, rows))
+    print()
+    summary = []
+    for count in counts:
+        sustained = [
+            median([r.achieved for r in results[(count, rate)]])
+            for rate in rates
+            if all(r.sustained for r in results[(count, rate)])
+        ]
+        best = f"{max(sustained):,.0f}" if sustained else "none of the asked rates"
+        summary.append(
+            [
+                count,
+                best,
+                f"{ceiling[count] / count:,.0f}",
+                f"{ceiling[count]:,.0f}",
+            ]
+        )
+    headers = [
+        "clients",
+        "highest sustained deltas/s",
+        "bare ws ceiling env/s per client",
+        "bare ws total env/s",
+    ]
+    print(table(headers, summary))
+    print(f"({time.monotonic() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
