@@ -139,13 +139,24 @@ class ChatRuntime:
     def _on_event(self, event: agentapi.Event) -> None:
         if self._closed:
             return
-        self._apply_all(self.translator.translate(event))
+        emitted = self.translator.translate(event)
+        if event.kind == agentapi.EventKind.TITLE and not self._names_session():
+            # Another chat's title names that chat (its catalog entry), not the whole session.
+            emitted = [(c, a) for c, a in emitted if a.get("type") != "session/titleChanged"]
+        self._apply_all(emitted)
         if event.kind == agentapi.EventKind.EXIT:
             # The contract: after Exit the conversation is closed; the next prompt reopens it.
             if self.sink is not None:
                 self.sink.close()
             self.conversation = None
         self._start_queued_if_idle()
+
+    def _names_session(self) -> bool:
+        """The default chat's conversation names the session (as a client rename goes to it)."""
+        if not self.hub.store.has(self.session.uri):
+            return True
+        default = self.hub.store.state(self.session.uri).get("defaultChat")
+        return default is None or default == self.uri
 
     def _apply_all(self, emitted: list[tuple[str, dict[str, Any]]]) -> None:
         store = self.hub.store
