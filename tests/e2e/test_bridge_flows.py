@@ -1342,3 +1342,64 @@ async def test_a_queued_message_after_a_runtime_exit_reopens_the_conversation(
     assert len(opens) == 2
     assert opens[1]["args"]["request"]["ConversationID"] == calls.returns("open")[0]["result"]
     await flow.settled()
+
+
+# -- two chats in one session: the summary aggregates them ---------------------------------------
+
+
+async def test_a_second_chat_needing_input_raises_the_session_summary(
+    flow: Flow, calls: Calls
+) -> None:
+    second = f"ahp-chat:/{uuid.uuid4()}"
+    assert (
+        await flow.client.request("createChat", {"channel": flow.session, "chat": second}) is None
+    )
+    await flow.client.wait_for(
+        lambda: any(c["resource"] == second for c in flow.client.states[flow.session]["chats"])
+    )
+    await flow.client.subscribe(second)
+    main_chat, flow.chat = flow.chat, second
+    turn_id = await flow.start("permission")
+    request = await pending_request(flow)
+    assert request["chat"] == second
+    await flow.sync()
+    session = flow.client.states[flow.session]
+    assert session["defaultChat"] == main_chat
+    entries = {c["resource"]: c for c in session["chats"]}
+    assert entries[second]["status"] == st.INPUT_NEEDED
+    assert entries[main_chat]["status"] == st.IDLE
+    listed = await flow.client.request("listSessions", {"channel": ROOT})
+    [item] = [s for s in listed["items"] if s["resource"] == flow.session]
+    assert item["status"] & st.ACTIVITY_MASK == st.INPUT_NEEDED  # raised over the idle default
+    assert flow.watcher.summary(flow.session) == item
+    echo = await flow.dispatch(
+        {
+            "type": "chat/toolCallConfirmed",
+            "turnId": turn_id,
+            "toolCallId": request["toolCall"]["toolCallId"],
+            "approved": True,
+            "confirmed": "user-action",
+        }
+    )
+    assert "rejectionReason" not in echo
+    await flow.ended(turn_id)
+    await flow.sync()
+    listed = await flow.client.request("listSessions", {"channel": ROOT})
+    [item] = [s for s in listed["items"] if s["resource"] == flow.session]
+    assert item["status"] & st.ACTIVITY_MASK == st.IDLE
+    assert flow.watcher.summary(flow.session) == item
+    newest = max(c["modifiedAt"] for c in flow.client.states[flow.session]["chats"])
+    assert item["modifiedAt"] == newest
+    # both chats talk to their own conversations
+    assert len({r["result"] for r in calls.returns("open")}) == 2
+    # the second chat's provider title names that chat, not the whole session
+    title_turn = await flow.start("title")
+    await flow.ended(title_turn)
+    await flow.sync()
+    session = flow.client.states[flow.session]
+    entries = {c["resource"]: c for c in session["chats"]}
+    assert entries[second]["title"] == "Scripted title"
+    assert session["title"] == entries[main_chat]["title"] == ""
+    assert all("title" not in c for c in flow.watcher.changes(flow.session))
+    flow.chat = main_chat
+    await flow.settled()
