@@ -430,3 +430,33 @@ async def test_signed_out_without_a_model_provider(cli: CliServer) -> None:
             await provider.check()
         with pytest.raises(SignedOut):
             await provider.models()
+
+
+async def test_cancel_background_subagent(
+    provider: CopilotProvider, models: ModelServer, tmp_path: Path
+) -> None:
+    hold = Hold(threading.Event(), timeout=60)
+    task = {
+        "description": "Background work",
+        "prompt": "BG-SUBAGENT go",
+        "agent_type": "explore",
+        "name": "bg",
+        "mode": "background",
+    }
+    models.script("t-background", [ToolCall("task", task)], [Text("launched")])
+    models.script("BG-SUBAGENT", [Text("sub working "), hold, Text("sub done")])
+    conv, sink = await _open(provider, tmp_path)
+    await conv.send(Prompt(text="t-background"))
+    await trio.to_thread.run_sync(hold.started.wait, 30)
+    sub = (await sink.wait_for(lambda e: e.kind is EventKind.SUBAGENT)).subagent
+    assert sub is not None and sub.background and sub.status is SubagentStatus.RUNNING
+    with pytest.raises(AgentAPIError, match="no subagent"):
+        await conv.cancel_subagent("not-a-subagent")
+    await conv.cancel_subagent(sub.id)
+    await sink.wait_for(
+        lambda e: e.subagent is not None and e.subagent.status is SubagentStatus.CANCELLED
+    )
+    assert (await sink.turn_end()).state is TurnState.COMPLETED
+    hold.gate.set()
+    assert "launched" in [i.text for i in sink.items(ItemKind.ASSISTANT, agent="")]
+    await conv.close()
