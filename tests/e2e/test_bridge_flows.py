@@ -9,6 +9,7 @@ and, through a recording wrapper around the provider, which calls reached the pr
 
 from __future__ import annotations
 
+import copy
 import json
 import uuid
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from ahp_bridge.config import Settings
 from ahp_bridge.state import status as st
 from tests.e2e.conftest import Bridge, StartBridge
 from tests.e2e.test_host_core import comparable, new_session_uri
-from tests.support.ahp_client import AhpClient
+from tests.support.ahp_client import AhpClient, RpcFailure
 
 ROOT = "ahp-root://"
 SCRIPT = Path(__file__).parent / "scripts" / "bridge.toml"
@@ -1005,37 +1006,42 @@ async def test_usage_is_reported_on_the_turn(flow: Flow) -> None:
 
 
 async def test_fetch_turns_pages_older_turns_in(flow: Flow) -> None:
-    for _ in range(4):
-        await flow.ended(await flow.start("stream"))
+    page = 50  # the store's page size
+    total = page + 3
+    for i in range(total):
+        await flow.ended(await flow.start(f"hello {i}"))
+    all_ids = [t["id"] for t in flow.client.states[flow.chat]["turns"]]
+    assert len(all_ids) == total
     late = await flow.bridge.client("late")
     await late.subscribe(flow.session)
     snap = await late.subscribe(flow.chat, view={"turns": 1})
-    assert len(snap["state"]["turns"]) == 1
+    assert [t["id"] for t in snap["state"]["turns"]] == all_ids[-1:]
     cursor = snap["state"]["turnsNextCursor"]
-    assert cursor
     flow.clients.append(late)
-    frames_before = len(late.frames)
-    assert await late.request("fetchTurns", {"channel": flow.chat, "cursor": cursor}) == {}
-    # chat/turnsLoaded arrives before the answer to fetchTurns
-    tail = late.frames[frames_before:]
-    loaded_at = next(i for i, f in enumerate(tail) if f.get("method") == "action")
-    answer_at = next(i for i, f in enumerate(tail) if "result" in f)
-    assert loaded_at < answer_at
-    assert tail[loaded_at]["params"]["action"]["type"] == "chat/turnsLoaded"
-    state = late.states[flow.chat]
-    assert len(state["turns"]) == 4
-    assert "turnsNextCursor" not in state
-    assert [t["id"] for t in state["turns"]] == [
-        t["id"] for t in flow.client.states[flow.chat]["turns"]
-    ]
+    pages = []
+    while cursor:
+        frames_before = len(late.frames)
+        assert await late.request("fetchTurns", {"channel": flow.chat, "cursor": cursor}) == {}
+        # chat/turnsLoaded arrives before the answer to fetchTurns
+        tail = late.frames[frames_before:]
+        [loaded] = [f["params"]["action"] for f in tail if f.get("method") == "action"]
+        answer_at = next(i for i, f in enumerate(tail) if "result" in f)
+        assert tail[answer_at - 1]["params"]["action"] is loaded
+        assert loaded["type"] == "chat/turnsLoaded"
+        pages.append(len(loaded["turns"]))
+        cursor = late.states[flow.chat].get("turnsNextCursor")
+        assert cursor == loaded.get("turnsNextCursor")
+    assert pages == [page, total - 1 - page]
+    assert [t["id"] for t in late.states[flow.chat]["turns"]] == all_ids
     # turns keep coming to the windowed client too
-    await flow.ended(await flow.start("tool"))
-    await flow.ended(flow.client.states[flow.chat]["turns"][-1]["id"], late)
+    last = await flow.start("tool")
+    await flow.ended(last)
+    await flow.ended(last, late)
     await flow.settled()
     # a cursor the host never issued is refused
-    with pytest.raises(Exception) as err:
+    with pytest.raises(RpcFailure) as err:
         await late.request("fetchTurns", {"channel": flow.chat, "cursor": "9~1"})
-    assert getattr(err.value, "code", None) == -32602
+    assert err.value.code == -32602
 
 
 async def test_create_session_reports_progress(bridge: Bridge) -> None:
@@ -1284,6 +1290,7 @@ async def test_a_client_that_reconnects_mid_permission_answers_it(flow: Flow, ca
     turn_id = await flow.start("permission")
     request = await pending_request(flow, other)
     last_seen = other.last_seq
+    kept = copy.deepcopy(other.states)
     await other.ws.aclose()
     flow.clients.remove(other)
     # the turn moves on without it: client-1 writes a draft meanwhile
@@ -1301,6 +1308,11 @@ async def test_a_client_that_reconnects_mid_permission_answers_it(flow: Flow, ca
     )
     assert result["type"] == "replay"
     assert [e["action"]["type"] for e in result["actions"]] == ["chat/draftChanged"]
+    # the returning client rebuilds its view from what it kept plus the replay
+    back.states.update({ch: kept[ch] for ch in (flow.session, flow.chat)})
+    for envelope in result["actions"]:
+        back._on_envelope(envelope)
+    flow.clients.append(back)
     echo = await flow.dispatch(
         {
             "type": "chat/toolCallConfirmed",
