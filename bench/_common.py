@@ -87,9 +87,25 @@ def _toml_str(value: str) -> str:
     return orjson.dumps(value).decode()  # a JSON string is a valid TOML basic string
 
 
+class Child:
+    """A running child server: its ws:// URL and its CPU time so far."""
+
+    def __init__(self, url: str, pid: int) -> None:
+        self.url = url
+        self.pid = pid
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the process (Linux /proc; 0.0 where unavailable)."""
+        try:
+            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @asynccontextmanager
-async def child_process(argv: Sequence[str], ready_prefix: str) -> AsyncIterator[str]:
-    """Start `argv`, yield the ws:// URL from its first stdout line, terminate it on exit."""
+async def child_process(argv: Sequence[str], ready_prefix: str) -> AsyncIterator[Child]:
+    """Start `argv`, yield it with the ws:// URL of its first stdout line; stop it on exit."""
     with tempfile.TemporaryFile() as log:
         proc = await trio.lowlevel.open_process(
             list(argv), stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL
@@ -111,7 +127,7 @@ async def child_process(argv: Sequence[str], ready_prefix: str) -> AsyncIterator
                     raise RuntimeError(f"unexpected first line from {argv[1:3]}: {line!r}")
                 nursery.start_soon(_drain, proc.stdout)
                 try:
-                    yield line.rsplit(" ", 1)[-1].rstrip("/") + "/"
+                    yield Child(line.rsplit(" ", 1)[-1].rstrip("/") + "/", proc.pid)
                 finally:
                     nursery.cancel_scope.cancel()
         except BaseException:

@@ -28,6 +28,7 @@ import trio
 from _common import (
     STEP_TIMEOUT,
     BenchClient,
+    Child,
     bare_argv,
     bridge_argv,
     child_process,
@@ -48,9 +49,13 @@ Subscribe = Callable[[BenchClient, str], Awaitable[None]]
 
 
 class Result:
-    def __init__(self, rate: float, frame_bytes: int) -> None:
+    def __init__(self, rate: float, frame_bytes: int, cpu_us: float, client_us: float) -> None:
         self.rate = rate
         self.frame_bytes = frame_bytes
+        #: Server process CPU time per delivered envelope (its cost, whoever is the bottleneck).
+        self.cpu_us = cpu_us
+        #: The client process's CPU time per envelope (receiving and parsing, all clients).
+        self.client_us = client_us
 
 
 async def _subscribe_bridge(client: BenchClient, chat: str) -> None:
@@ -62,7 +67,7 @@ async def _subscribe_bare(client: BenchClient, chat: str) -> None:
 
 
 async def fan_out(
-    url: str,
+    server: Child,
     producer: BenchClient,
     chat: str,
     subscribe: Subscribe,
@@ -100,11 +105,13 @@ async def fan_out(
 
         return on_envelope
 
-    async with clients(url, count, tag) as subs:
+    async with clients(server.url, count, tag) as subs:
         for index, sub in enumerate(subs):
             sub.keep = False
             await subscribe(sub, chat)
             sub.on_envelope = handler_for(index)
+        cpu_before = server.cpu_seconds()
+        client_before = time.process_time()
         started = time.monotonic_ns()
         for frame in frames:
             await producer.ws.send_message(frame)
@@ -115,11 +122,14 @@ async def fan_out(
                     raise RuntimeError(f"{tag}: {closed or problems[:3]}")
                 with trio.move_on_after(0.05):
                     await done.wait()
+        cpu = server.cpu_seconds() - cpu_before
+        client_cpu = time.process_time() - client_before
     if problems:
         raise RuntimeError(f"{tag}: {problems[:3]}")
     elapsed = (max(finished) - started) / 1e9
     size = len(orjson.dumps({"jsonrpc": "2.0", "method": "action", "params": sample[0]}))
-    return Result(actions * count / elapsed, size)
+    delivered = actions * count
+    return Result(delivered / elapsed, size, cpu * 1e6 / delivered, client_cpu * 1e6 / delivered)
 
 
 async def measure(
@@ -130,10 +140,10 @@ async def measure(
     with tempfile.TemporaryDirectory() as tmp:
         config = write_config(Path(tmp), fake={"time_scale": 0.0})
         async with (
-            child_process(bridge_argv(config), "ahp-bridge listening") as bridge_url,
-            child_process(bare_argv(), "bare listening") as bare_url,
-            clients(bridge_url, 1, "producer") as (producer,),
-            clients(bare_url, 1, "bare-producer") as (bare_producer,),
+            child_process(bridge_argv(config), "ahp-bridge listening") as bridge_server,
+            child_process(bare_argv(), "bare listening") as bare_server,
+            clients(bridge_server.url, 1, "producer") as (producer,),
+            clients(bare_server.url, 1, "bare-producer") as (bare_producer,),
         ):
             producer.keep = False
             bare_producer.keep = False
@@ -145,7 +155,7 @@ async def measure(
                     if bridge:
                         results[count][0].append(
                             await fan_out(
-                                bridge_url,
+                                bridge_server,
                                 producer,
                                 chat,
                                 _subscribe_bridge,
@@ -156,7 +166,7 @@ async def measure(
                         )
                     results[count][1].append(
                         await fan_out(
-                            bare_url,
+                            bare_server,
                             bare_producer,
                             BARE_CHAT,
                             _subscribe_bare,
@@ -203,6 +213,8 @@ def main() -> None:
                 f"{b / count:,.0f}",
                 f"{t:,.0f}",
                 f"{b / t:.2f}",
+                f"{median([r.cpu_us for r in bridge]):.1f}/{median([r.cpu_us for r in bare]):.1f}",
+                f"{median([r.client_us for r in bridge]):.1f}",
                 f"{bridge[0].frame_bytes}/{bare[0].frame_bytes}",
             ]
         )
@@ -212,6 +224,8 @@ def main() -> None:
         "per client",
         "bare ws env/s",
         "bridge/bare",
+        "server CPU us/env (bridge/bare)",
+        "client CPU us/env",
         "frame B (bridge/bare)",
     ]
     print(table(headers, rows))

@@ -50,9 +50,10 @@ async def measure(runs: int) -> dict[int, list[Sample]]:
     with tempfile.TemporaryDirectory() as tmp:
         config = write_config(Path(tmp), fake={"time_scale": 0.0}, replay_log=MISSED)
         async with (
-            child_process(bridge_argv(config), "ahp-bridge listening") as url,
-            clients(url, 1, "producer") as (producer,),
+            child_process(bridge_argv(config), "ahp-bridge listening") as bridge,
+            clients(bridge.url, 1, "producer") as (producer,),
         ):
+            url = bridge.url
             await producer.initialize()
             session, chat = await ready_session(producer)
             producer.keep = False

@@ -181,9 +181,10 @@ async def measure(
         script.write_text(bench_script(rates, seconds))
         config = write_config(Path(tmp), fake={"script": str(script), "time_scale": 1.0})
         async with (
-            child_process(bridge_argv(config, timing=True), "ahp-bridge listening") as url,
-            clients(url, 1, "driver") as (driver,),
+            child_process(bridge_argv(config, timing=True), "ahp-bridge listening") as bridge,
+            clients(bridge.url, 1, "driver") as (driver,),
         ):
+            url = bridge.url
             await driver.initialize()
             _, chat = await ready_session(driver)
             driver.keep = False
