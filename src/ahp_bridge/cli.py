@@ -81,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
     ssub.add_parser("list", help="list every session")
     forget = ssub.add_parser("forget", help="remove one session from the catalog")
     forget.add_argument("uri")
+    imp = ssub.add_parser("import", help="add a provider's earlier conversations as sessions")
+    imp.add_argument("--provider", required=True, help="a provider that implements Importer")
+    imp.add_argument("--workdir", type=Path, required=True, help="their working directory")
+    imp.add_argument("--conversation", help="import only this conversation id")
     return parser
 
 

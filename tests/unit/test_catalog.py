@@ -8,6 +8,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -33,7 +34,7 @@ T1 = "2026-02-01T00:00:00.000Z"
 T2 = "2026-03-01T00:00:00.000Z"
 
 
-def session(uri: str = "ahp-session:/a", *, modified: str = T1, **fields: object) -> SessionRecord:
+def session(uri: str = "ahp-session:/a", *, modified: str = T1, **fields: Any) -> SessionRecord:
     return SessionRecord(
         uri=uri,
         provider="fake",
