@@ -21,8 +21,9 @@ client action                      plan
 ``chat/inputCompleted``            ``Respond``: accept -> ``answers`` (one list per question,
                                    from the merged answers), decline -> ``reject``, cancel ->
                                    ``cancel`` for an elicitation (``reject`` otherwise)
-``chat/pendingMessageSet``         steering -> ``Steer``; queued -> no call now (the host
-                                   starts it when idle, see ``next_queued_turn``)
+``chat/pendingMessageSet``         steering -> ``Steer``; queued -> no call now (checked as
+                                   the turn it will be; the host starts it when idle, see
+                                   ``next_queued_turn``)
 ``session/titleChanged``           ``SetTitle`` (no call when the provider cannot title)
 state-only actions (drafts, answer no call: the reducer is the whole effect
 drafts, queue edits, read/archive, (``NO_CALL_ACTIONS``)
@@ -44,7 +45,7 @@ import base64
 import binascii
 import posixpath
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -386,6 +387,9 @@ def _pending_message(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan
             raise _Refused("no turn is running to steer")
         return CallPlan((Steer(prompt),))
     if action.get("kind") == "queued":
+        # Checked now as the turn it will start: one the provider cannot take would sit at
+        # the head of the queue and stall every message behind it.
+        _turn_started(action, replace(ctx, session_ready=True, active_turn_id=None))
         return CallPlan()
     raise _Refused(f"unknown pending message kind {action.get('kind')!r}")
 
