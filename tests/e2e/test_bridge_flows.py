@@ -1415,3 +1415,26 @@ async def test_a_second_chat_needing_input_raises_the_session_summary(
     assert all("title" not in c for c in flow.watcher.changes(flow.session))
     flow.chat = main_chat
     await flow.settled()
+
+
+async def test_a_queued_message_the_provider_cannot_take_is_refused_up_front(
+    flow: Flow, calls: Calls
+) -> None:
+    turn_id = await flow.start("gate")
+    request = await pending_request(flow)
+    bad = pending_message("queued", "bad", "stream")
+    bad["message"]["model"] = {"id": "no-such-model"}
+    echo = await flow.dispatch(bad)
+    assert "no-such-model" in echo.get("rejectionReason", ""), echo
+    assert "rejectionReason" not in await flow.dispatch(pending_message("queued", "ok", "tool"))
+    assert "rejectionReason" not in await flow.dispatch(yes(request))
+
+    def two_turns() -> bool:
+        state = flow.client.states[flow.chat]
+        return not state.get("activeTurn") and len(state["turns"]) == 2
+
+    await flow.client.wait_for(two_turns)
+    assert flow.client.states[flow.chat]["turns"][0]["id"] == turn_id
+    assert "queuedMessages" not in flow.client.states[flow.chat]
+    assert [c["args"]["prompt"]["Text"] for c in calls.calls("send")] == ["gate", "tool"]
+    await flow.settled()
