@@ -26,6 +26,7 @@ from ahp_bridge.agentapi import (
     Model,
     OpenRequest,
     SignedOut,
+    TitleRequest,
     Unsupported,
 )
 
@@ -34,6 +35,7 @@ from .client import close_pipes, make_client, process_of
 from .conversation import CopilotConversation, clean_title
 from .options import PROTOCOL_VERSION, CopilotOptions, find_cli
 from .sdk_errors import is_not_found, is_signed_out, plain_error
+from .titler import run_title
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,7 @@ class CopilotProvider:
             questions=True,
             session_diff=True,
             history=True,
+            titles=True,
         )
 
     @property
@@ -287,6 +290,14 @@ class CopilotProvider:
                 ) from None
             raise AgentAPIError(plain_error("open the conversation", exc)) from None
         return conv
+
+    async def title(self, req: TitleRequest) -> str:
+        """agentapi Titler: the model's title for a Task's first message, as it came."""
+        client = await self._ensure_client()
+        text, usage = await self._loop.run(run_title(client, self._opts, req), cancel_on_abort=True)
+        if usage is not None and req.on_usage is not None:
+            req.on_usage(usage)
+        return text
 
     def _forget(self, conv: CopilotConversation) -> None:
         self._conversations.pop(id(conv), None)

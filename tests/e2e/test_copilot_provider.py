@@ -460,3 +460,38 @@ async def test_cancel_background_subagent(
     hold.gate.set()
     assert "launched" in [i.text for i in sink.items(ItemKind.ASSISTANT, agent="")]
     await conv.close()
+
+
+async def test_titler_uses_a_throwaway_session_without_tools(
+    provider: CopilotProvider, models: ModelServer, cli: CliServer, tmp_path: Path
+) -> None:
+    from ahp_bridge.agentapi import TitleRequest, Titler, UtilityUsage
+
+    assert isinstance(provider, Titler) and provider.capabilities().titles
+    models.script("TITLE-ME fix", [Text("Fix the flaky login test"), Usage(21, 6)])
+    seen: list[UtilityUsage] = []
+    state = cli.home / "copilot-home" / "session-state"
+    state.mkdir(parents=True, exist_ok=True)
+    before = {p.name for p in state.iterdir() if not p.name.startswith(".")}
+    title = await provider.title(
+        TitleRequest(
+            model="fake-model",
+            workdir=str(tmp_path),
+            text="TITLE-ME fix the flaky login test",
+            reply="I fixed it.",
+            on_usage=seen.append,
+        )
+    )
+    assert title == "Fix the flaky login test"
+    (req,) = models.chat_requests("TITLE-ME fix")
+    assert req.tool_names == []
+    system = [m for m in req.messages if m["role"] == "system"]
+    assert system and "short titles" in json.dumps(system)
+    assert "I fixed it." in req.last_user_text
+    assert [(u.input_tokens, u.output_tokens) for u in seen] == [(21, 6)]
+    after = {p.name for p in state.iterdir() if not p.name.startswith(".")}
+    assert after == before, "the throwaway session was deleted"
+
+    models.script("TITLE-ME broken", [HttpError(400, "no titles today")])
+    with pytest.raises(AgentAPIError, match="no titles today"):
+        await provider.title(TitleRequest(model="fake-model", text="TITLE-ME broken"))
