@@ -465,7 +465,7 @@ async def test_cancel_background_subagent(
 async def test_titler_uses_a_throwaway_session_without_tools(
     provider: CopilotProvider, models: ModelServer, cli: CliServer, tmp_path: Path
 ) -> None:
-    from ahp_bridge.agentapi import TitleRequest, Titler, UtilityUsage
+    from ahp_bridge.agentapi import Titler, TitleRequest, UtilityUsage
 
     assert isinstance(provider, Titler) and provider.capabilities().titles
     models.script("TITLE-ME fix", [Text("Fix the flaky login test"), Usage(21, 6)])
