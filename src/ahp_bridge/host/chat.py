@@ -227,6 +227,9 @@ class ChatRuntime:
     async def _run(self, calls: tuple[Call, ...], action: dict[str, Any]) -> None:
         """Run one action's planned calls in order; the first failure ends the plan."""
         for call in calls:
+            if isinstance(call, Send) and self._cancelled_before_sent(action):
+                self.translator.turn_not_sent()  # it never starts at the provider
+                break
             try:
                 conversation = await self._ensure_open()
                 await _execute(conversation, call)
@@ -247,6 +250,13 @@ class ChatRuntime:
                 self._after_success(call, action)
         self._start_queued_if_idle()
 
+    def _cancelled_before_sent(self, action: dict[str, Any]) -> bool:
+        """A client cancelled this turn while its send was still waiting in the queue."""
+        if action.get("type") != "chat/turnStarted" or not self.hub.store.has(self.uri):
+            return False
+        active = self.hub.store.state(self.uri).get("activeTurn") or {}
+        return bool(active.get("id") != action.get("turnId"))
+
     def _after_success(self, call: Call, action: dict[str, Any]) -> None:
         if isinstance(call, Steer) and action.get("type") == "chat/pendingMessageSet":
             self._remove_pending("steering", str(action.get("id")))
@@ -255,6 +265,8 @@ class ChatRuntime:
         if isinstance(call, Send | SetModel) and action.get("type") == "chat/turnStarted":
             if self.translator.active_turn_id == action.get("turnId"):
                 self._apply_all(self.translator.fail_turn(_error_type(exc), _message(exc)))
+            else:  # cancelled meanwhile: whatever it sent, nothing more comes of it
+                self.translator.turn_not_sent()
         elif isinstance(call, Steer) and action.get("type") == "chat/pendingMessageSet":
             self._remove_pending("steering", str(action.get("id")))
 

@@ -94,7 +94,9 @@ Content that arrives while no turn is active is dropped (AHP 0.7.0 has no place 
 parts outside a turn); providers report ``working`` first (see the Go contract). After a client
 cancelled a turn, the provider's late end of that turn and its late content are recognised and
 dropped until the provider reports ``working`` again, even when the client has started the next
-turn meanwhile. After ``fail_turn`` (a send that failed), a provider that did start the turn
+turn meanwhile; when the client cancelled before the provider reported ``working``, that late
+``working`` is the cancelled turn's own and is dropped too (the host calls ``turn_not_sent``
+when it never sent it). After ``fail_turn`` (a send that failed), a provider that did start the turn
 after all shows it as a provider-started turn.
 """
 
@@ -227,6 +229,8 @@ class EventTranslator:
         self._subagent_chat_uri = subagent_chat_uri or self._default_subagent_uri
         self._turn: _Turn | None = None
         self._stale_ends = 0
+        self._ghost = False
+        """A client cancelled a turn before its ``working``: that ``working`` starts nothing."""
         self._seed: Item | None = None
         self._pending: dict[str, _Pending] = {}
         self._subagents: set[str] = set()
@@ -291,6 +295,11 @@ class EventTranslator:
         self._turn = _Turn(id=turn_id, started_ms=started_at_ms, confirmed=False)
         self._seed = None
 
+    def turn_not_sent(self) -> None:
+        """The host never sent a turn a client cancelled first: expect nothing of it."""
+        self._ghost = False
+        self._stale_ends = max(0, self._stale_ends - 1)
+
     def fail_turn(self, error_type: str, message: str) -> list[Emitted]:
         """End the active turn with ``chat/error``, e.g. when ``send`` failed after acceptance."""
         if self._turn is None:
@@ -313,6 +322,7 @@ class EventTranslator:
             if turn is None or turn.id != action.get("turnId"):
                 return []
             self._stale_ends += 1
+            self._ghost = self._ghost or not turn.confirmed
             self._turn = None
             return self._clear_pending() + self._clear_activity()
         if kind == "chat/toolCallConfirmed":
@@ -380,6 +390,10 @@ class EventTranslator:
         if turn_event is None:
             return []
         if turn_event.state == TurnState.WORKING:
+            if self._ghost:  # the late start of the cancelled turn: its end is stale too
+                self._ghost = False
+                self._seed = None
+                return []
             self._stale_ends = 0
             if self._turn is not None:
                 self._turn.confirmed = True
@@ -387,6 +401,7 @@ class EventTranslator:
             return self._start_provider_turn()
         if self._stale_ends and (self._turn is None or not self._turn.confirmed):
             self._stale_ends -= 1
+            self._ghost = False  # it ended without ever reporting working
             return []
         if self._turn is None:
             return []
@@ -829,6 +844,7 @@ class EventTranslator:
 
     def _on_exit(self, event: Event) -> list[Emitted]:
         self._stale_ends = 0
+        self._ghost = False
         self._seed = None
         if self._turn is None:
             return self._clear_pending()
