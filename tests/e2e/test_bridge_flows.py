@@ -713,6 +713,39 @@ async def test_cancel_while_streaming(flow: Flow, calls: Calls) -> None:
     assert ends == ["chat/turnCancelled", "chat/turnComplete"]
 
 
+async def test_a_turn_cancelled_before_the_provider_saw_it_never_shows_up_again(
+    flow: Flow, calls: Calls
+) -> None:
+    """Start and cancel back to back, so the cancel lands before, during or after the send."""
+    for _ in range(5):
+        mark = flow.mark()
+        turn_id = str(uuid.uuid4())
+        started = {
+            "type": "chat/turnStarted",
+            "turnId": turn_id,
+            "startedAt": "2026-01-01T00:00:00.000Z",
+            "message": {"text": "stream: slow", "origin": {"kind": "user"}},
+        }
+        cancelled = {"type": "chat/turnCancelled", "turnId": turn_id, "duration": 0}
+        first = await flow.client.dispatch(flow.chat, started)
+        second = await flow.client.dispatch(flow.chat, cancelled)
+        for seq in (first, second):
+            assert "rejectionReason" not in await flow.client.echo_of(seq)
+        # the next turn is the only thing that follows
+        turn = await flow.ended(await flow.start("stream"))
+        assert turn["state"] == "complete"
+        assert flow.chat_types(mark) == [
+            "chat/turnStarted",
+            "chat/turnCancelled",
+            "chat/turnStarted",
+            *streamed("Hello from the fake, streamed in chunks."),
+            "chat/turnComplete",
+        ]
+    states = [t["state"] for t in flow.client.states[flow.chat]["turns"]]
+    assert states == ["cancelled", "complete"] * 5
+    await flow.settled()
+
+
 async def test_cancel_while_a_permission_waits_removes_the_request(
     flow: Flow, calls: Calls
 ) -> None:
