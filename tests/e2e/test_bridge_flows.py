@@ -1471,3 +1471,37 @@ async def test_a_queued_message_the_provider_cannot_take_is_refused_up_front(
     assert "queuedMessages" not in flow.client.states[flow.chat]
     assert [c["args"]["prompt"]["Text"] for c in calls.calls("send")] == ["gate", "tool"]
     await flow.settled()
+
+
+async def test_cancelling_a_turn_starts_the_next_queued_message(flow: Flow, calls: Calls) -> None:
+    mark = flow.mark()
+    turn_id = await flow.start("gate")
+    await pending_request(flow)
+    assert "rejectionReason" not in await flow.dispatch(pending_message("queued", "n", "stream"))
+    cancel = {"type": "chat/turnCancelled", "turnId": turn_id, "duration": 3}
+    assert "rejectionReason" not in await flow.dispatch(cancel)
+
+    def two_turns() -> bool:
+        state = flow.client.states[flow.chat]
+        return not state.get("activeTurn") and len(state["turns"]) == 2
+
+    await flow.client.wait_for(two_turns)
+    await flow.sync()
+    assert flow.chat_types(mark) == [
+        "chat/turnStarted",
+        "chat/inputRequested",
+        "chat/pendingMessageSet",
+        "chat/turnCancelled",
+        "chat/turnStarted",
+        *streamed("Hello from the fake, streamed in chunks."),
+        "chat/turnComplete",
+    ]
+    first, second = flow.client.states[flow.chat]["turns"]
+    assert (first["state"], second["state"]) == ("cancelled", "complete")
+    assert calls.names().count("respond") == 0
+    assert [c["call"] for c in calls.calls() if c["call"] in ("send", "cancel")] == [
+        "send",
+        "cancel",
+        "send",
+    ]
+    await flow.settled()
