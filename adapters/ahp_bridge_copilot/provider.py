@@ -25,6 +25,7 @@ from ahp_bridge.agentapi import (
     ConversationNotFound,
     Model,
     OpenRequest,
+    PreviousConversation,
     SignedOut,
     TitleRequest,
     Unsupported,
@@ -71,6 +72,7 @@ class CopilotProvider:
             session_diff=True,
             history=True,
             titles=True,
+            import_=True,
         )
 
     @property
@@ -290,6 +292,49 @@ class CopilotProvider:
                 ) from None
             raise AgentAPIError(plain_error("open the conversation", exc)) from None
         return conv
+
+    async def previous(self, workdir: str) -> list[PreviousConversation]:
+        """agentapi Importer: conversations recorded with exactly ``workdir`` ("" = all)."""
+        from copilot.client import SessionListFilter
+
+        client = await self._ensure_client()
+        filt = SessionListFilter(working_directory=workdir) if workdir else None
+        try:
+            sessions = await self._loop.run(client.list_sessions(filt), cancel_on_abort=True)
+        except Exception as exc:
+            raise AgentAPIError(plain_error("list the recorded conversations", exc)) from None
+        out = []
+        for meta in sessions:
+            cwd = meta.context.working_directory if meta.context else ""
+            if meta.is_remote or (workdir and cwd != workdir):
+                continue
+            out.append(
+                PreviousConversation(
+                    id=meta.session_id,
+                    title=meta.summary or "",
+                    workdir=cwd,
+                    created_at=meta.start_time,
+                    updated_at=meta.modified_time,
+                )
+            )
+        return out
+
+    async def in_use(self, ids: list[str]) -> list[str]:
+        """agentapi Importer: the ids another process holds open (never our own runtime)."""
+        from copilot.generated.rpc import SessionsCheckInUseRequest
+
+        if not ids:
+            return []
+        client = await self._ensure_client()
+        ours = {c.id() for c in self._conversations.values()}
+        try:
+            res = await self._loop.run(
+                client.rpc.sessions.check_in_use(SessionsCheckInUseRequest(list(ids))),
+                cancel_on_abort=True,
+            )
+        except Exception as exc:
+            raise AgentAPIError(plain_error("check which conversations are in use", exc)) from None
+        return [i for i in res.in_use if i not in ours]
 
     async def title(self, req: TitleRequest) -> str:
         """agentapi Titler: the model's title for a Task's first message, as it came."""

@@ -36,7 +36,7 @@ from ahp_bridge.agentapi import (
     ToolStatus,
     TurnState,
 )
-from tests.support.copilot_cli import CliServer, RecordingSink, cli_server, requires_cli
+from tests.support.copilot_cli import CLI_PATH, CliServer, RecordingSink, cli_server, requires_cli
 from tests.support.model_server import (
     Hold,
     HttpError,
@@ -495,3 +495,49 @@ async def test_titler_uses_a_throwaway_session_without_tools(
     models.script("TITLE-ME broken", [HttpError(400, "no titles today")])
     with pytest.raises(AgentAPIError, match="no titles today"):
         await provider.title(TitleRequest(model="fake-model", text="TITLE-ME broken"))
+
+
+async def test_importer_lists_recorded_conversations_and_foreign_locks(
+    provider: CopilotProvider, models: ModelServer, cli: CliServer, tmp_path: Path
+) -> None:
+    from ahp_bridge.agentapi import Importer
+
+    assert isinstance(provider, Importer) and provider.capabilities().import_
+    work = tmp_path / "project"
+    work.mkdir()
+    models.script("t-import", [Text("recorded")])
+    conv, sink = await _open(provider, work)
+    await _turn(conv, sink, "t-import first message")
+    conv_id = conv.id()
+    # Our own runtime's open conversation is never reported as in use.
+    assert await provider.in_use([conv_id]) == []
+    await conv.close()
+
+    listed = await provider.previous(str(work))
+    assert [p.id for p in listed] == [conv_id]
+    assert listed[0].workdir == str(work) and listed[0].created_at is not None
+    assert conv_id not in [p.id for p in await provider.previous(str(tmp_path / "elsewhere"))]
+    assert conv_id in [p.id for p in await provider.previous("")]
+
+    # Another Copilot process (a second provider spawning its own CLI on the same data
+    # directory) works in the conversation: now it is in use.
+    other_opts = {
+        "cli_path": str(CLI_PATH),
+        "env": {"HOME": str(cli.home)},
+        "data_dir": str(cli.home / "copilot-home"),
+        "byok": {"base_url": models.base_url, "model": "fake-model"},
+    }
+    hold = Hold(threading.Event())
+    models.script("t-held-elsewhere", [hold, Text("done elsewhere")])
+    async with create_provider(other_opts) as other:
+        held_sink = RecordingSink()
+        held = await other.open(
+            OpenRequest(conversation_id=conv_id, workdir=str(work), events=held_sink)
+        )
+        await held.send(Prompt(text="t-held-elsewhere"))
+        await trio.to_thread.run_sync(hold.started.wait, 30)
+        assert await provider.in_use([conv_id, "not-a-session"]) == [conv_id]
+        hold.gate.set()
+        await held_sink.turn_end()
+        await held.close()
+    assert await provider.in_use([conv_id]) == []
