@@ -1505,3 +1505,33 @@ async def test_cancelling_a_turn_starts_the_next_queued_message(flow: Flow, call
         "send",
     ]
     await flow.settled()
+
+
+async def test_a_subagent_shows_as_its_tool_call_and_stays_out_of_the_transcript(
+    flow: Flow,
+) -> None:
+    mark = flow.mark()
+    turn = await flow.ended(await flow.start("subagent"))
+    assert flow.chat_types(mark) == [
+        "chat/turnStarted",
+        "chat/toolCallStart",
+        "chat/toolCallReady",
+        "chat/toolCallContentChanged",
+        "chat/toolCallComplete",
+        "chat/responsePart",
+        "chat/turnComplete",
+    ]
+    ref = {
+        "type": "subagent",
+        "resource": "ahp-chat:/subagent/sa-1",
+        "title": "researcher",
+        "agentName": "researcher",
+        "description": "Looks things up",
+    }
+    assert flow.actions(mark, flow.chat)[3]["content"] == [ref]
+    [tool] = [p["toolCall"] for p in parts(turn) if p["kind"] == "toolCall"]
+    assert tool["status"] == "completed"
+    assert tool["content"] == [ref, {"type": "text", "text": "found it"}]
+    # the subagent's own text is not part of the main transcript
+    assert [p["content"] for p in parts(turn) if p["kind"] == "markdown"] == ["Done."]
+    await flow.settled()
