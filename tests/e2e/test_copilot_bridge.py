@@ -321,7 +321,7 @@ def session_flow(actions: list[dict[str, Any]]) -> list[str]:
 
 
 async def test_permission_approved_then_streamed_answer(
-    bridge: BridgeProcess, models: ModelServer
+    bridge: BridgeProcess, models: ModelServer, tmp_path: Path
 ) -> None:
     call_id = "call_bridge_approve"
     answer = "The command printed approved-output, all done."
@@ -393,6 +393,8 @@ async def test_permission_approved_then_streamed_answer(
         assert session[session_flow_index(session, "session/inputNeededSet")]["request"] == request
         removed = session[session_flow_index(session, "session/inputNeededRemoved")]
         assert removed["id"] == request["id"]
+        title = session[session_flow_index(session, "session/titleChanged")]
+        assert title["title"] == "e2e-approve: run echo"
 
         assert turn["state"] == "complete"
         tool_part, text_part = turn["responseParts"]
@@ -412,6 +414,12 @@ async def test_permission_approved_then_streamed_answer(
         await s.assert_mirrors_host()
 
     await assert_clean_shutdown(bridge, cli_pid)
+    for secret in (b"e2e-approve", b"approved-output", answer.encode()):
+        assert secret not in bridge.stderr, "prompt or output text in the bridge's logs"
+    # The provider kept the conversation under the bridge's --data-dir (its default data_dir).
+    state = tmp_path / "data" / "providers" / "copilot" / "session-state"
+    kept = [p for p in state.iterdir() if not p.name.startswith(".")]
+    assert len(kept) == 1 and kept[0].is_dir()
 
 
 async def test_permission_denied(
