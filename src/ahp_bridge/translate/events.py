@@ -331,10 +331,11 @@ class EventTranslator:
             pending = self._pending.pop(str(action.get("requestId")), None)
             return [] if pending is None else [self._removed(pending)]
         if kind == "session/titleChanged":
-            title = clean_line(str(action.get("title", "")))
-            if not title or title == self._title:
+            title = str(action.get("title", ""))
+            if not clean_line(title):
                 return []
-            self._title = title  # the catalog entry follows a rename as it follows the provider
+            self._title = clean_line(title)
+            # the catalog entry follows a rename as it follows the provider, word for word
             changes = {"chat": self.chat_uri, "changes": {"title": title}}
             return [self._session({"type": "session/chatUpdated", **changes})]
         return []
