@@ -1000,6 +1000,15 @@ async def test_client_title_reaches_the_provider(flow: Flow, calls: Calls, bridg
     assert echo["rejectionReason"]
     assert len(calls.calls("set_title")) == 1
     await flow.settled()
+    # a title with stray whitespace: the provider gets it cleaned, the catalog and the
+    # list show what the session shows
+    echo = await flow.dispatch(
+        {"type": "session/titleChanged", "title": " Second\tname "}, channel=flow.session
+    )
+    assert "rejectionReason" not in echo
+    await calls.wait(lambda: len(calls.returns("set_title")) == 2)
+    assert calls.calls("set_title")[1]["args"] == {"title": "Second name"}
+    await flow.settled()
 
 
 async def test_usage_is_reported_on_the_turn(flow: Flow) -> None:
