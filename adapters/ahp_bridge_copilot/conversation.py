@@ -31,12 +31,13 @@ from ahp_bridge.agentapi import (
     InteractionState,
     Prompt,
     SubmissionUncertain,
+    TodoList,
     Unsupported,
 )
 
 from .bridge import AsyncioThread
 from .history import rebuild_history
-from .mapping import APPROVE_ONCE, APPROVE_SESSION, EventMapper
+from .mapping import APPROVE_ONCE, APPROVE_SESSION, EventMapper, todo_rows
 from .sdk_errors import is_definite_rejection, plain_error
 
 if TYPE_CHECKING:
@@ -108,6 +109,7 @@ class CopilotConversation:
         self._exit_error = ""
         # Futures the SDK's question/elicitation handlers wait on; resolved at close.
         self._parked: set[asyncio.Future[Any]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
 
     # -- wiring (asyncio thread) ----------------------------------------------------------------
 
@@ -120,9 +122,31 @@ class CopilotConversation:
         if self._closed:
             return
         try:
-            self._emit_all(self._mapper.map(ev.to_dict()))
+            data = ev.to_dict()
+            self._emit_all(self._mapper.map(data))
+            if data.get("type") == "session.todos_changed":
+                self._spawn(self._refresh_todos())
         except Exception:
             log.exception("copilot: could not map a session event", extra={"type": _etype(ev)})
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _refresh_todos(self) -> None:
+        """The todo list lives in the session's SQL database; the event only says it changed."""
+        session = self._session
+        if session is None or self._closed:
+            return
+        try:
+            result = await session.rpc.plan.read_sql_todos()
+            todos = TodoList(known=True, todos=todo_rows(result.rows))
+        except Exception as exc:
+            log.warning("copilot: %s", plain_error("read the todo list", exc))
+            todos = TodoList(known=False)
+        if not self._closed:
+            self._sink.emit(Event(kind=EventKind.TODOS, todos=todos))
 
     def map_raw(self, data: dict[str, Any]) -> None:
         """Map an event already in wire shape (used for replays and the fault runtime)."""
@@ -159,6 +183,8 @@ class CopilotConversation:
         for fut in list(self._parked):
             if not fut.done():
                 fut.cancel()
+        for task in list(self._tasks):
+            task.cancel()
         self._on_closed(self)
 
     # -- helpers ----------------------------------------------------------------------------------

@@ -19,6 +19,10 @@ from ahp_bridge.agentapi import (
     ELICITATION_FORM,
     ELICITATION_URL,
     SUBAGENT_TRIGGER_SPAWN,
+    TODO_BLOCKED,
+    TODO_DONE,
+    TODO_IN_PROGRESS,
+    TODO_PENDING,
     Activity,
     Context,
     Delta,
@@ -42,6 +46,7 @@ from ahp_bridge.agentapi import (
     Subagent,
     SubagentRun,
     SubagentStatus,
+    Todo,
     TokenUsage,
     ToolCall,
     ToolStatus,
@@ -79,6 +84,7 @@ __all__ = [
     "EventMapper",
     "clip",
     "parse_time",
+    "todo_rows",
 ]
 
 
@@ -753,6 +759,31 @@ class EventMapper:
             at=at,
         )
         return [Event(kind=EventKind.SKILL, skill=load)]
+
+
+_TODO_STATUS = {
+    "pending": TODO_PENDING,
+    "todo": TODO_PENDING,
+    "in_progress": TODO_IN_PROGRESS,
+    "in-progress": TODO_IN_PROGRESS,
+    "done": TODO_DONE,
+    "completed": TODO_DONE,
+    "complete": TODO_DONE,
+    "blocked": TODO_BLOCKED,
+}
+
+
+def todo_rows(rows: Any) -> list[Todo]:
+    """agentapi Todos for the rows of the session's ``todos`` table (SDK rows or dicts)."""
+    out = []
+    for i, row in enumerate(rows or []):
+        get = row.get if isinstance(row, dict) else lambda k, r=row: getattr(r, k, None)
+        title = _str(get("title")) or _str(get("description"))
+        if not title:
+            continue
+        status = _TODO_STATUS.get(_str(get("status")).lower().strip(), TODO_PENDING)
+        out.append(Todo(id=_str(get("id")) or str(i), title=clip(title, 512), status=status))
+    return out
 
 
 def _exit_code(result: dict[str, Any], shell: dict[str, Any]) -> int | None:

@@ -541,3 +541,27 @@ async def test_importer_lists_recorded_conversations_and_foreign_locks(
         await held_sink.turn_end()
         await held.close()
     assert await provider.in_use([conv_id]) == []
+
+
+async def test_todos_are_read_from_the_session_database(
+    provider: CopilotProvider, models: ModelServer, tmp_path: Path
+) -> None:
+    insert = (
+        "INSERT INTO todos (id, title, status) VALUES "
+        "('t1', 'Write the tests', 'done'), ('t2', 'Fix the bug', 'in_progress')"
+    )
+    models.script(
+        "t-todos",
+        [ToolCall("sql", {"description": "Insert todos", "query": insert})],
+        [Text("planned")],
+    )
+    conv, sink = await _open(provider, tmp_path)
+    await conv.send(Prompt(text="t-todos"))  # the sql tool needs no permission
+    todos_ev = await sink.wait_for(lambda e: e.todos is not None and len(e.todos.todos) == 2)
+    assert todos_ev.todos is not None and todos_ev.todos.known
+    assert [(t.id, t.title, t.status) for t in todos_ev.todos.todos] == [
+        ("t1", "Write the tests", "done"),
+        ("t2", "Fix the bug", "in_progress"),
+    ]
+    assert (await sink.turn_end()).state is TurnState.COMPLETED
+    await conv.close()

@@ -418,3 +418,20 @@ def test_session_approval_is_remembered_per_request() -> None:
         mapper.map(raw)
         if raw["type"] == "permission.requested":
             assert mapper.session_approvals == {}
+
+
+def test_todo_rows() -> None:
+    from ahp_bridge_copilot.mapping import todo_rows
+
+    rows = [
+        {"id": "a", "title": "One", "status": "completed"},
+        {"id": "b", "description": "Two", "status": "BLOCKED"},
+        {"id": "c", "title": "Three", "status": "weird"},
+        {"id": "d"},
+    ]
+    assert [(t.id, t.title, t.status) for t in todo_rows(rows)] == [
+        ("a", "One", "done"),
+        ("b", "Two", "blocked"),
+        ("c", "Three", "pending"),
+    ]
+    assert todo_rows(None) == []
