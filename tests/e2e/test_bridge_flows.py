@@ -1544,3 +1544,31 @@ async def test_a_subagent_shows_as_its_tool_call_and_stays_out_of_the_transcript
     # the subagent's own text is not part of the main transcript
     assert [p["content"] for p in parts(turn) if p["kind"] == "markdown"] == ["Done."]
     await flow.settled()
+
+
+async def test_a_session_only_client_answers_from_the_input_needed_entry(
+    flow: Flow, calls: Calls
+) -> None:
+    watcher = await flow.bridge.client("session-only")
+    await watcher.subscribe(flow.session)
+    turn_id = await flow.start("permission")
+    request = await pending_request(flow, watcher)
+    # everything needed to answer is in the session's entry; the chat is never subscribed
+    await watcher.dispatch(
+        request["chat"],
+        {
+            "type": "chat/toolCallConfirmed",
+            "turnId": request["turnId"],
+            "toolCallId": request["toolCall"]["toolCallId"],
+            "approved": True,
+            "confirmed": "user-action",
+            "selectedOptionId": request["toolCall"]["options"][0]["id"],
+        },
+    )
+    await watcher.wait_for(lambda: not watcher.states[flow.session].get("inputNeeded"))
+    turn = await flow.ended(turn_id)
+    assert parts(turn)[-1]["content"] == "allowed"
+    [responded] = calls.calls("respond")
+    assert responded["args"]["answer"] == {"decision": "allow-once"}
+    assert all(e["channel"] == flow.session for e in watcher.envelopes)
+    await flow.settled()
