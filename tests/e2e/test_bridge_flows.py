@@ -262,6 +262,15 @@ def parts(turn: dict[str, Any]) -> list[dict[str, Any]]:
     return turn["responseParts"]
 
 
+def updated(actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The `changes` of the session/chatUpdated actions among `actions`."""
+    return [a["changes"] for a in actions if a["type"] == "session/chatUpdated"]
+
+
+TURN_SESSION = ["session/chatUpdated", "session/chatUpdated"]
+"""A turn without requests on the session channel: the chat goes InProgress, then Idle."""
+
+
 # -- streaming ---------------------------------------------------------------------------------
 
 
@@ -291,16 +300,13 @@ async def test_streaming_text(flow: Flow, calls: Calls) -> None:
     assert [(p["kind"], p["content"]) for p in parts(turn)] == [("markdown", text)]
     sends = calls.calls("send")
     assert [c["args"]["prompt"]["Text"] for c in sends] == ["stream"]
+    for client in flow.clients:
+        assert flow.types(mark, flow.session, client) == TURN_SESSION
+    assert [c["status"] for c in updated(flow.actions(mark, flow.session))] == [
+        st.IN_PROGRESS,
+        st.IDLE,
+    ]
     await flow.settled()
-
-
-def updated(actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The `changes` of the session/chatUpdated actions among `actions`."""
-    return [a["changes"] for a in actions if a["type"] == "session/chatUpdated"]
-
-
-TURN_SESSION = ["session/chatUpdated", "session/chatUpdated"]
-"""A turn without requests on the session channel: the chat goes InProgress, then Idle."""
 
 
 async def test_reasoning_then_text(flow: Flow) -> None:
@@ -584,6 +590,16 @@ async def test_elicitation_form(flow: Flow, calls: Calls) -> None:
         "chat/delta",
         "chat/turnComplete",
     ]
+    assert flow.session_types(mark) == [
+        "session/chatUpdated",  # InProgress
+        "session/chatUpdated",  # InputNeeded
+        "session/inputNeededSet",
+        "session/chatUpdated",  # the draft moved modifiedAt
+        "session/chatUpdated",  # InProgress again once completed
+        "session/inputNeededRemoved",
+        "session/chatUpdated",  # Idle
+    ]
+    assert updated(flow.actions(mark, flow.session))[2].keys() == {"modifiedAt"}
     [responded] = calls.calls("respond")
     assert responded["args"]["answer"] == {"answers": [["3"], ["Yes"]]}
     assert "".join(p["content"] for p in parts(turn) if p["kind"] == "markdown") == (
@@ -818,6 +834,7 @@ async def test_steering_reaches_the_running_turn(flow: Flow, calls: Calls) -> No
     ]
     removed = flow.actions(mark, flow.chat)[3]
     assert (removed["kind"], removed["id"]) == ("steering", "s1")
+    assert flow.session_types(mark) == QUESTION_SESSION  # steering needs no session action
     # the provider used it at its next step (a user item delivered as a steer)
     steer_items = [
         line["event"]["Item"]
@@ -929,6 +946,8 @@ async def test_runtime_exit_then_the_next_prompt_reopens_the_conversation(
     mark = flow.mark()
     turn = await flow.ended(await flow.start("exit"))
     assert flow.chat_types(mark) == ["chat/turnStarted", "chat/responsePart", "chat/error"]
+    assert flow.session_types(mark) == TURN_SESSION
+    assert updated(flow.actions(mark, flow.session))[-1]["status"] == st.ERROR
     assert flow.actions(mark, flow.chat)[-1]["error"] == {
         "errorType": "providerExit",
         "message": "scripted exit",
