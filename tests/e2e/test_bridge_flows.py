@@ -229,7 +229,9 @@ class Flow:
             assert entry.get(key) == chat.get(key), key
         assert entry.get("activity") in (None, "", chat.get("activity")), "activity"
         # root/sessionSummaryChanged keeps the watcher's list equal to listSessions
-        await self.watcher.client.request("ping", {"channel": ROOT})
+        watcher = self.watcher.client
+        root = await watcher.request("subscribe", {"channel": ROOT})
+        assert comparable(watcher.states[ROOT]) == comparable(root["snapshot"]["state"])
         listed = await self.client.request("listSessions", {"channel": ROOT})
         [item] = [s for s in listed["items"] if s["resource"] == self.session]
         assert self.watcher.summary(self.session) == item
