@@ -227,7 +227,7 @@ class ChatRuntime:
     async def _run(self, calls: tuple[Call, ...], action: dict[str, Any]) -> None:
         """Run one action's planned calls in order; the first failure ends the plan."""
         for call in calls:
-            if isinstance(call, Send) and self._cancelled_before_sent(action):
+            if isinstance(call, SetModel | Send) and self._cancelled_before_sent(action):
                 self.translator.turn_not_sent()  # it never starts at the provider
                 break
             try:
