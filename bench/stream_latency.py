@@ -4,21 +4,22 @@ Run: python bench/stream_latency.py [--quick] [--runs R] [--clients 1,10,50] [--
 
 The bridge runs in its own process (`python bench/_common.py bridge`: the real `run_bridge`,
 with every provider wrapped so each delta's text starts with `@T<monotonic ns>;`, taken when
-the provider calls `emit`). The fake plays a bench script: one rule per rate, a text step of
-8-character chunks with `delay = 1/rate` (and `max`: no delay, as fast as the fake and the
-bridge go). Subscribers in the client process take the receive time when a whole frame has
-arrived; CLOCK_MONOTONIC is one clock for every process on the host, so receive minus stamp
-is the emit-to-client latency (it includes the client process's own scheduling, which with 50
+the provider calls `emit`). The fake plays a bench script: one rule per rate, a text step
+of 8-character chunks with `delay = 1/rate`; above 400/s, bursts of chunks every 5 ms
+(trio's timers resolve about 1 ms); `max`: no delay, as fast as the fake and the bridge go.
+Subscribers in the client process take the receive time when a whole frame has arrived;
+CLOCK_MONOTONIC is one clock for every process on the host, so receive minus stamp is the
+emit-to-client latency (it includes the client process's own scheduling, which with 50
 clients on one trio loop is part of the figure).
 
-The fake's pacing is a sleep after each delta, so it emits somewhat below the asked rate, and
-further below when the bridge's loop (which it shares) is busy: the figures use the rate it
-achieved. A case is *sustained* when every client received every delta in every run, its median p99
-stayed under 50 ms and latency did not grow through the turn (median last-fifth latency at
-most 2x the first fifth's + 5 ms); the highest sustained rate is the highest achieved rate
-of a sustained case. Medians over runs damp the spikes other work on a shared machine causes.
-The transport ceiling beside it is fanout.py's bare trio-websocket broadcast, per client.
-Figures only; nothing is asserted about speed.
+The fake's pacing is a sleep after each delta or burst, so it emits below the asked rate,
+and further below when the bridge's loop (which it shares) is busy: the figures use the
+rate it achieved. A case is *sustained* when every client received every delta in every
+run, its median p99 stayed under 50 ms and latency did not grow through the turn (median
+last-fifth latency at most 2x the first fifth's + 5 ms); the highest sustained rate is the
+highest achieved rate of a sustained case. Medians over runs damp the spikes that other
+work on a shared machine causes. The transport ceiling beside it is fanout.py's bare
+trio-websocket broadcast, per client. Figures only; nothing is asserted about speed.
 """
 
 from __future__ import annotations
@@ -53,35 +54,61 @@ CHUNK = "abcdefg "  # one 8-character delta before its stamp
 P99_LIMIT_MS = 50.0
 MAX_DELTAS = 2000
 END_TYPES = ("chat/turnComplete", "chat/turnCancelled", "chat/error")
+#: Above this rate the fake streams in bursts, one every BURST_PERIOD seconds.
+BURST_ABOVE = 400
+BURST_PERIOD = 0.005
 
 
 def rate_label(rate: int) -> str:
     return "max" if rate == 0 else str(rate)
 
 
+def burst_for(rate: int) -> int:
+    """Deltas per burst: one up to BURST_ABOVE deltas/s, then enough per BURST_PERIOD."""
+    if rate == 0 or rate <= BURST_ABOVE:
+        return 1
+    return max(1, round(rate * BURST_PERIOD))
+
+
 def deltas_for(rate: int, seconds: float) -> int:
     if rate == 0:
         return MAX_DELTAS
-    return max(50, min(MAX_DELTAS, int(rate * seconds)))
+    burst = burst_for(rate)
+    count = max(50, min(MAX_DELTAS, int(rate * seconds)))
+    return count - count % burst
 
 
 def bench_script(rates: list[int], seconds: float) -> str:
-    """The fake's script: prompt "rate R" streams deltas_for(R) chunks, 1/R seconds apart."""
+    """The fake's script: prompt "rate R" streams deltas_for(R) chunks at about R per second.
+
+    Up to BURST_ABOVE/s each chunk follows a `delay` of 1/R (one text step). Faster rates
+    cannot be paced chunk by chunk (trio's timers resolve about 1 ms), so they stream in
+    bursts: text steps of `burst_for(R)` back-to-back chunks, each followed by a delay step
+    of BURST_PERIOD. `max` streams every chunk back to back.
+    """
     lines = ['display_name = "Fake agent (stream latency bench)"']
     for rate in rates:
-        delay = 0.0 if rate == 0 else 1.0 / rate
-        text = CHUNK * deltas_for(rate, seconds)
-        lines += [
-            "",
-            "[[prompts]]",
-            f'text = "rate {rate_label(rate)}"',
-            "[[prompts.steps]]",
-            'kind = "text"',
-            f'text = "{text}"',
-            f"chunk_size = {len(CHUNK)}",
-            f"delay = {delay!r}",
-        ]
+        count = deltas_for(rate, seconds)
+        burst = burst_for(rate)
+        lines += ["", "[[prompts]]", f'text = "rate {rate_label(rate)}"']
+        if burst == 1:
+            delay = 0.0 if rate == 0 else 1.0 / rate
+            lines += _text_step(CHUNK * count, delay)
+            continue
+        for _ in range(count // burst):
+            lines += _text_step(CHUNK * burst, 0.0)
+            lines += ["[[prompts.steps]]", 'kind = "delay"', f"seconds = {burst / rate!r}"]
     return "\n".join(lines) + "\n"
+
+
+def _text_step(text: str, delay: float) -> list[str]:
+    return [
+        "[[prompts.steps]]",
+        'kind = "text"',
+        f'text = "{text}"',
+        f"chunk_size = {len(CHUNK)}",
+        f"delay = {delay!r}",
+    ]
 
 
 class Run:
@@ -232,7 +259,7 @@ def main() -> None:
     parser.add_argument(
         "--rates",
         type=parse_rates,
-        default="50,100,200,400,1000,max",
+        default="50,100,200,400,1000,2000,max",
         help="deltas/s asked of the fake",
     )
     args = parser.parse_args()
