@@ -1593,3 +1593,34 @@ async def test_a_session_only_client_answers_from_the_input_needed_entry(
     assert responded["args"]["answer"] == {"decision": "allow-once"}
     assert all(e["channel"] == flow.session for e in watcher.envelopes)
     await flow.settled()
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"approved": True, "confirmed": "user-action", "selectedOptionId": "nope"}, "nope"),
+        ({"approved": True, "confirmed": "user-action", "selectedOptionId": "reject"}, "reject"),
+        ({"approved": False, "reason": "denied", "selectedOptionId": "allow-once"}, "allow-once"),
+        ({"approved": True, "confirmed": "user-action", "editedToolInput": "rm -rf /"}, "edited"),
+    ],
+    ids=["unknown-option", "deny-option-approves", "allow-option-denies", "edited-input"],
+)
+async def test_permission_answers_that_do_not_fit_never_reach_the_provider(
+    flow: Flow, calls: Calls, fields: dict[str, Any], reason: str
+) -> None:
+    turn_id = await flow.start("permission")
+    request = await pending_request(flow)
+    base = {
+        "type": "chat/toolCallConfirmed",
+        "turnId": turn_id,
+        "toolCallId": request["toolCall"]["toolCallId"],
+    }
+    echo = await flow.dispatch({**base, **fields})
+    assert reason in echo["rejectionReason"], echo
+    assert calls.calls("respond") == []
+    assert flow.client.states[flow.session]["inputNeeded"] == [request]
+    good = {**base, "approved": True, "confirmed": "user-action"}
+    assert "rejectionReason" not in await flow.dispatch(good)
+    turn = await flow.ended(turn_id)
+    assert parts(turn)[-1]["content"] == "allowed"
+    await flow.settled()
