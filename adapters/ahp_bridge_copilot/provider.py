@@ -8,6 +8,7 @@ EventExit and is closed; the next open starts a new CLI.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import subprocess
 from types import TracebackType
@@ -184,14 +185,43 @@ class CopilotProvider:
             self._cli_version = status.version
             if process is not None:
                 nursery.start_soon(self._watch_process, client, process)
+            else:
+                self._watch_connection(client, nursery)
             return client
 
     async def _watch_process(self, client: Any, process: subprocess.Popen[bytes]) -> None:
-        """EventExit for every conversation when the CLI exits while we still use it."""
+        """EventExit for every conversation when the CLI we started exits while in use."""
         code = await trio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
+        await self._runtime_lost(client, f"the Copilot CLI exited unexpectedly (exit code {code})")
+
+    def _watch_connection(self, client: Any, nursery: trio.Nursery) -> None:
+        """For a CLI we only connect to (cli_url): the SDK's own connection-closed callback.
+
+        The SDK calls ``on_close`` from its reader thread when the connection ends while it is
+        still running (not on our own stop); it emits nothing to sessions, so we chain onto it.
+        """
+        rpc = getattr(client, "_client", None)
+        if rpc is None:
+            return
+        token = trio.lowlevel.current_trio_token()
+        previous = rpc.on_close
+        error = f"the connection to the Copilot CLI at {self._opts.cli_url} was lost"
+
+        def start_lost() -> None:
+            if self._nursery is nursery:  # not after the provider shut down
+                nursery.start_soon(self._runtime_lost, client, error)
+
+        def closed() -> None:
+            if previous is not None:
+                previous()
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(start_lost)
+
+        rpc.on_close = closed
+
+    async def _runtime_lost(self, client: Any, error: str) -> None:
         if self._stopping or self._client is not client:
             return
-        error = f"the Copilot CLI exited unexpectedly (exit code {code})"
         log.warning("copilot: %s", error)
         async with self._client_lock:
             if self._client is client:

@@ -6,10 +6,12 @@ and malformed events.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from ahp_bridge_copilot import create_provider
 
 from ahp_bridge.agentapi import (
@@ -21,8 +23,14 @@ from ahp_bridge.agentapi import (
     Prompt,
     TurnState,
 )
-from tests.support.copilot_cli import CLI_PATH, RecordingSink, offline_env, requires_cli
-from tests.support.model_server import ModelServer, Text
+from tests.support.copilot_cli import (
+    CLI_PATH,
+    RecordingSink,
+    cli_server,
+    offline_env,
+    requires_cli,
+)
+from tests.support.model_server import Hold, ModelServer, Text
 
 FAULT_CLI = Path(__file__).resolve().parents[1] / "fixtures" / "copilot" / "fault_cli.py"
 
@@ -105,3 +113,24 @@ async def test_spawned_cli_lifecycle(tmp_path: Path) -> None:
             await conv.send(Prompt(text="after shutdown"))
         # State went to data_dir, and the conversation was kept, not deleted.
         assert (Path(env["COPILOT_HOME"]) / "session-state" / conv_id).is_dir()
+
+
+@requires_cli
+async def test_lost_connection_to_a_running_cli_emits_exit(tmp_path: Path) -> None:
+    """cli_url mode: the CLI server the provider connected to goes away mid-turn."""
+    hold = Hold(threading.Event())
+    with ModelServer() as models:
+        models.script("lost hello", [Text("partial"), hold])
+        with cli_server(tmp_path) as cli:
+            async with create_provider(cli.options(models.base_url)) as provider:
+                sink = RecordingSink()
+                conv = await provider.open(OpenRequest(workdir=str(tmp_path), events=sink))
+                await conv.send(Prompt(text="lost hello"))
+                await trio.to_thread.run_sync(hold.started.wait, 30)
+                cli.stop()
+                exit_event = await sink.wait_for(lambda e: e.kind is EventKind.EXIT)
+                hold.gate.set()
+                assert "connection to the Copilot CLI" in exit_event.error
+                assert [t.state for t in sink.turns()] == [TurnState.WORKING, TurnState.FAILED]
+                with pytest.raises(Closed):
+                    await conv.send(Prompt(text="again"))
