@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import subprocess
+import threading
 from types import TracebackType
 from typing import Any, Self
 
@@ -54,7 +55,9 @@ class CopilotProvider:
         self._client_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
         self._nursery_cm: Any = None
+        # Touched from trio and from the SDK thread (a conversation forgets itself on close).
         self._conversations: dict[int, CopilotConversation] = {}
+        self._conversations_lock = threading.Lock()
         self._stopping = False
 
     # -- identity -------------------------------------------------------------------------------
@@ -109,7 +112,7 @@ class CopilotProvider:
     async def shutdown(self) -> None:
         """Close every conversation (detach, never delete) and stop the CLI we started."""
         self._stopping = True
-        for conv in list(self._conversations.values()):
+        for conv in self._open_conversations():
             try:
                 await conv.close()
             except AgentAPIError as exc:
@@ -227,7 +230,7 @@ class CopilotProvider:
             if self._client is client:
                 self._client = None
                 self._process = None
-        for conv in list(self._conversations.values()):
+        for conv in self._open_conversations():
             self._loop.call_soon(conv.runtime_exited, error)
         await _quiet_stop(self._loop, client)
         close_pipes(client)
@@ -311,11 +314,12 @@ class CopilotProvider:
                 conv.attach(session)
                 return session
 
-        self._conversations[id(conv)] = conv
+        with self._conversations_lock:
+            self._conversations[id(conv)] = conv
         try:
             await self._loop.run(go())
         except Exception as exc:
-            self._conversations.pop(id(conv), None)
+            self._forget(conv)
             if req.conversation_id and is_not_found(exc):
                 raise ConversationNotFound(
                     f"no Copilot conversation {req.conversation_id!r}"
@@ -356,7 +360,7 @@ class CopilotProvider:
         if not ids:
             return []
         client = await self._ensure_client()
-        ours = {c.id() for c in self._conversations.values()}
+        ours = {c.id() for c in self._open_conversations()}
         try:
             res = await self._loop.run(
                 client.rpc.sessions.check_in_use(SessionsCheckInUseRequest(list(ids))),
@@ -375,7 +379,12 @@ class CopilotProvider:
         return text
 
     def _forget(self, conv: CopilotConversation) -> None:
-        self._conversations.pop(id(conv), None)
+        with self._conversations_lock:
+            self._conversations.pop(id(conv), None)
+
+    def _open_conversations(self) -> list[CopilotConversation]:
+        with self._conversations_lock:
+            return list(self._conversations.values())
 
 
 def _no_result(request: Any, invocation: Any) -> Any:
