@@ -30,6 +30,7 @@ from ahp_bridge.agentapi import (
     InteractionKind,
     InteractionState,
     Prompt,
+    SubagentStatus,
     SubmissionUncertain,
     TodoList,
     Unsupported,
@@ -342,7 +343,30 @@ class CopilotConversation:
         await self._run(go)
 
     async def prompt_subagent(self, agent_id: str, text: str) -> None:
-        raise Unsupported("Copilot subagents cannot be prompted from here")
+        from copilot.generated.rpc import TasksSendMessageRequest
+
+        async def go() -> None:
+            session = self._require_session()
+            sub = self._mapper.subagents.get(agent_id)
+            if sub is None:
+                raise AgentAPIError(f"no subagent {agent_id!r} in this conversation")
+            if sub.status is not SubagentStatus.IDLE:
+                raise AgentAPIError(f"subagent {agent_id!r} is {sub.status.value}, not idle")
+            self._mapper.note_subagent_prompt(agent_id)
+            try:
+                result = await session.rpc.tasks.send_message(
+                    TasksSendMessageRequest(id=agent_id, message=text)
+                )
+            except Exception as exc:
+                self._mapper.prompted.discard(agent_id)
+                if is_definite_rejection(exc):
+                    raise AgentAPIError(plain_error("prompt the subagent", exc)) from None
+                raise SubmissionUncertain(plain_error("prompt the subagent", exc)) from None
+            if not result.sent:
+                self._mapper.prompted.discard(agent_id)
+                raise AgentAPIError(f"the subagent refused the prompt: {result.error or 'busy'}")
+
+        await self._run(go)
 
     async def respond(self, interaction_id: str, answer: Answer) -> None:
         async def go() -> None:

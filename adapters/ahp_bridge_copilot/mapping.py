@@ -18,7 +18,9 @@ from ahp_bridge.agentapi import (
     DELIVERY_STEER,
     ELICITATION_FORM,
     ELICITATION_URL,
+    SUBAGENT_TRIGGER_AGENT,
     SUBAGENT_TRIGGER_SPAWN,
+    SUBAGENT_TRIGGER_USER,
     TODO_BLOCKED,
     TODO_DONE,
     TODO_IN_PROGRESS,
@@ -160,6 +162,10 @@ class EventMapper:
     """For each pending permission, what "approve for the session" remembers."""
     responded: dict[str, InteractionState] = field(default_factory=dict)
     subagents: dict[str, Subagent] = field(default_factory=dict)
+    multi_turn: set[str] = field(default_factory=set)
+    """Subagents that take follow-ups (background, multi-turn): they go idle, not completed."""
+    prompted: set[str] = field(default_factory=set)
+    """Idle subagents we sent a prompt to (their next run is the user's)."""
     steers: dict[str, _PendingSteer] = field(default_factory=dict)
     own_titles: list[str] = field(default_factory=list)
     last_prompt_tokens: int = 0
@@ -184,6 +190,9 @@ class EventMapper:
 
     def note_steer(self, message_id: str, text: str) -> None:
         self.steers[message_id] = _PendingSteer(text)
+
+    def note_subagent_prompt(self, agent_id: str) -> None:
+        self.prompted.add(agent_id)
 
     def note_response(self, interaction_id: str, state: InteractionState) -> None:
         """Our Respond was accepted; the completion event will carry this state."""
@@ -236,6 +245,14 @@ class EventMapper:
             delivery = DELIVERY_STEER
         if not agent and not self.turn.active:
             out.extend(self.begin_turn())
+        sub = self.subagents.get(agent) if agent else None
+        if sub is not None and sub.status is SubagentStatus.IDLE:
+            trigger = SUBAGENT_TRIGGER_USER if agent in self.prompted else SUBAGENT_TRIGGER_AGENT
+            self.prompted.discard(agent)
+            sub.start_run(at, trigger)
+            sub.status = SubagentStatus.RUNNING
+            sub.ended_at = None
+            out.append(Event(kind=EventKind.SUBAGENT, subagent=sub.snapshot()))
         item = Item(
             id=mid,
             kind=ItemKind.USER,
@@ -725,6 +742,8 @@ class EventMapper:
             return []
         sub.model = _str(d.get("model")) or sub.model
         sub.effort = _str(d.get("reasoningEffort")) or sub.effort
+        if d.get("multiTurn") is True and sub.background:
+            self.multi_turn.add(agent)
         return [Event(kind=EventKind.SUBAGENT, subagent=sub.snapshot())]
 
     def _subagent_ended(
@@ -738,6 +757,8 @@ class EventMapper:
             sub.error = clip(_str(d.get("error")) or "the subagent failed", 2048)
         elif d.get("cancelled") is True:
             sub.status = SubagentStatus.CANCELLED
+        elif agent in self.multi_turn:
+            sub.status = SubagentStatus.IDLE  # it takes follow-ups (PromptSubagent)
         else:
             sub.status = SubagentStatus.COMPLETED
         sub.ended_at = at
@@ -745,6 +766,22 @@ class EventMapper:
         sub.tokens = _int(d.get("totalTokens")) or sub.tokens
         sub.tool_calls = _int(d.get("totalToolCalls")) or sub.tool_calls
         sub.model = _str(d.get("model")) or sub.model
+        return [Event(kind=EventKind.SUBAGENT, subagent=sub.snapshot())]
+
+    def _notification(
+        self, ev: dict[str, Any], d: dict[str, Any], agent: str, at: Any
+    ) -> list[Event]:
+        """``agent_idle``: a multi-turn subagent finished a run (the CLI sends no completion
+        event for follow-up runs)."""
+        kind = _dict(d.get("kind"))
+        sub = self.subagents.get(_str(kind.get("agentId")))
+        if kind.get("type") != "agent_idle" or sub is None:
+            return []
+        if sub.status is not SubagentStatus.RUNNING:
+            return []
+        sub.status = SubagentStatus.IDLE
+        sub.ended_at = at
+        sub.retry = None
         return [Event(kind=EventKind.SUBAGENT, subagent=sub.snapshot())]
 
     def _skill(self, ev: dict[str, Any], d: dict[str, Any], agent: str, at: Any) -> list[Event]:
@@ -958,4 +995,5 @@ _HANDLERS = {
     "subagent.completed": EventMapper._subagent_ended,
     "subagent.failed": EventMapper._subagent_ended,
     "skill.invoked": EventMapper._skill,
+    "system.notification": EventMapper._notification,
 }

@@ -565,3 +565,49 @@ async def test_todos_are_read_from_the_session_database(
     ]
     assert (await sink.turn_end()).state is TurnState.COMPLETED
     await conv.close()
+
+
+async def test_prompt_an_idle_background_subagent(
+    provider: CopilotProvider, models: ModelServer, tmp_path: Path
+) -> None:
+    task = {
+        "description": "Chat helper",
+        "prompt": "CHAT-SUB start",
+        "agent_type": "general-purpose",
+        "name": "helper",
+        "mode": "background",
+    }
+    models.script("t-chat-sub", [ToolCall("task", task)], [Text("launched helper")])
+    models.script("CHAT-SUB", [Text("first run done")])
+    models.script("CHAT-FOLLOWUP", [Text("follow-up done")])
+    conv, sink = await _open(provider, tmp_path)
+    await conv.send(Prompt(text="t-chat-sub"))
+    idle = await sink.wait_for(
+        lambda e: e.subagent is not None and e.subagent.status is SubagentStatus.IDLE
+    )
+    assert idle.subagent is not None
+    agent_id = idle.subagent.id
+    await sink.turn_end()
+    with pytest.raises(AgentAPIError, match="no subagent"):
+        await conv.prompt_subagent("nobody", "hi")
+
+    start = len(sink.snapshot())
+    await conv.prompt_subagent(agent_id, "CHAT-FOLLOWUP please")
+
+    def again(kind: SubagentStatus) -> Any:
+        return lambda e: (
+            e.subagent is not None
+            and e.subagent.status is kind
+            and len(e.subagent.runs) == 2
+            and sink.snapshot().index(e) >= start
+        )
+
+    running = (await sink.wait_for(again(SubagentStatus.RUNNING))).subagent
+    assert running is not None and running.runs[-1].trigger == "user"
+    await sink.wait_for(again(SubagentStatus.IDLE))
+    texts = [i.text for i in sink.items(ItemKind.ASSISTANT, agent=agent_id)]
+    assert texts == ["first run done", "follow-up done"]
+    users = [i.text for i in sink.items(ItemKind.USER, agent=agent_id)]
+    assert users == ["CHAT-SUB start", "CHAT-FOLLOWUP please"]
+    await sink.turn_end(after=start)  # the CLI wakes the main agent with the result
+    await conv.close()

@@ -435,3 +435,39 @@ def test_todo_rows() -> None:
         ("c", "Three", "pending"),
     ]
     assert todo_rows(None) == []
+
+
+def test_multi_turn_background_subagent_goes_idle_and_runs_again() -> None:
+    mapper = EventMapper()
+    t = "2026-01-01T00:00:0{}Z"
+    mapper.map(
+        {
+            "type": "subagent.started",
+            "agentId": "a1",
+            "timestamp": t.format(1),
+            "data": {"toolCallId": "c1", "agentDisplayName": "bg", "executionMode": "background"},
+        }
+    )
+    mapper.map({"type": "subagent.configured", "agentId": "a1", "data": {"multiTurn": True}})
+    (done,) = mapper.map(
+        {"type": "subagent.completed", "agentId": "a1", "timestamp": t.format(2), "data": {}}
+    )
+    assert done.subagent is not None and done.subagent.status is SubagentStatus.IDLE
+    mapper.note_subagent_prompt("a1")
+    restarted, user = mapper.map(
+        {
+            "type": "user.message",
+            "agentId": "a1",
+            "timestamp": t.format(3),
+            "data": {"content": "more", "messageId": "m2"},
+        }
+    )
+    assert restarted.subagent is not None
+    assert restarted.subagent.status is SubagentStatus.RUNNING
+    assert [r.trigger for r in restarted.subagent.runs] == ["spawn", "user"]
+    assert restarted.subagent.runs[0].status is SubagentStatus.IDLE
+    assert user.item is not None and user.item.agent_id == "a1"
+    notice = {"type": "agent_idle", "agentId": "a1"}
+    (idle,) = mapper.map({"type": "system.notification", "data": {"kind": notice}})
+    assert idle.subagent is not None and idle.subagent.status is SubagentStatus.IDLE
+    assert mapper.map({"type": "system.notification", "data": {"kind": notice}}) == []
