@@ -17,6 +17,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ahp_bridge.agentapi import (
     AgentAPIError,
     Answer,
+    BackgroundTask,
+    BackgroundTaskInactive,
+    BackgroundTaskNotFound,
+    BackgroundTasks,
     Busy,
     Closed,
     Command,
@@ -111,6 +115,8 @@ class CopilotConversation:
         # Futures the SDK's question/elicitation handlers wait on; resolved at close.
         self._parked: set[asyncio.Future[Any]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks_refreshing = False
+        self._last_shells: BackgroundTasks | None = None
 
     # -- wiring (asyncio thread) ----------------------------------------------------------------
 
@@ -125,8 +131,13 @@ class CopilotConversation:
         try:
             data = ev.to_dict()
             self._emit_all(self._mapper.map(data))
-            if data.get("type") == "session.todos_changed":
+            etype = data.get("type")
+            if etype == "session.todos_changed":
                 self._spawn(self._refresh_todos())
+            elif etype == "session.background_tasks_changed" and not self._tasks_refreshing:
+                # Sent often and without data: one re-read at a time is enough.
+                self._tasks_refreshing = True
+                self._spawn(self._refresh_background_tasks())
         except Exception:
             log.exception("copilot: could not map a session event", extra={"type": _etype(ev)})
 
@@ -134,6 +145,53 @@ class CopilotConversation:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _read_background_tasks(self) -> BackgroundTasks:
+        session = self._require_session()
+        try:
+            listing = await session.rpc.tasks.list()
+        except Exception as exc:
+            log.warning("copilot: %s", plain_error("read the background tasks", exc))
+            last = self._last_shells.tasks if self._last_shells else []
+            return BackgroundTasks(known=False, tasks=list(last))
+        shells = [t for t in listing.tasks if getattr(t, "type", "") == "shell"]
+        snapshot = BackgroundTasks(known=True, tasks=[_shell_task(t) for t in shells])
+        self._last_shells = snapshot
+        return snapshot
+
+    async def _refresh_background_tasks(self) -> None:
+        try:
+            await asyncio.sleep(0)  # let a burst of change events arrive first
+            self._tasks_refreshing = False
+            if self._closed:
+                return
+            snapshot = await self._read_background_tasks()
+        finally:
+            self._tasks_refreshing = False
+        if not self._closed:
+            self._sink.emit(Event(kind=EventKind.BACKGROUND_TASKS, background_tasks=snapshot))
+
+    async def cancel_background_task(self, task_id: str) -> BackgroundTasks:
+        """agentapi BackgroundTaskController: stop one background shell process."""
+        from copilot.generated.rpc import TasksCancelRequest
+
+        async def go() -> BackgroundTasks:
+            session = self._require_session()
+            current = await self._read_background_tasks()
+            task = next((t for t in current.tasks if t.id == task_id), None)
+            if current.known and task is None:
+                raise BackgroundTaskNotFound(f"no background shell task {task_id!r}")
+            if task is not None and task.status != "running":
+                raise BackgroundTaskInactive(f"background shell task {task_id!r} is {task.status}")
+            try:
+                result = await session.rpc.tasks.cancel(TasksCancelRequest(id=task_id))
+            except Exception as exc:
+                raise AgentAPIError(plain_error("stop the background task", exc)) from None
+            if not result.cancelled:
+                raise BackgroundTaskInactive(f"background shell task {task_id!r} is not running")
+            return await self._read_background_tasks()
+
+        return await self._run(go)
 
     async def _refresh_todos(self) -> None:
         """The todo list lives in the session's SQL database; the event only says it changed."""
@@ -555,6 +613,18 @@ def _file_diff(change: Any) -> FileDiff:
         patch=change.diff or "",
         before=(getattr(contents, "before", None) or "") if contents else "",
         after=(getattr(contents, "after", None) or "") if contents else "",
+    )
+
+
+def _shell_task(t: Any) -> BackgroundTask:
+    status = str(getattr(t.status, "value", t.status))
+    return BackgroundTask(
+        id=t.id,
+        description=t.description or "",
+        command=t.command,
+        status=status,
+        started_at=t.started_at,
+        ended_at=t.completed_at,
     )
 
 

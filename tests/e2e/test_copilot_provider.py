@@ -611,3 +611,45 @@ async def test_prompt_an_idle_background_subagent(
     assert users == ["CHAT-SUB start", "CHAT-FOLLOWUP please"]
     await sink.turn_end(after=start)  # the CLI wakes the main agent with the result
     await conv.close()
+
+
+async def test_background_shell_tasks_are_reported_and_can_be_stopped(
+    provider: CopilotProvider, models: ModelServer, tmp_path: Path
+) -> None:
+    from ahp_bridge.agentapi import (
+        BackgroundTaskController,
+        BackgroundTaskInactive,
+        BackgroundTaskNotFound,
+        Conversation,
+    )
+
+    models.script(
+        "t-shell-bg",
+        [ToolCall("bash", {"command": "sleep 120", "description": "Sleep", "mode": "async"})],
+        [Text("sleeping in the background")],
+    )
+    conv, sink = await _open(provider, tmp_path)
+    assert isinstance(conv, BackgroundTaskController) and isinstance(conv, Conversation)
+    await conv.send(Prompt(text="t-shell-bg"))
+    inter = await sink.pending_interaction()
+    await conv.respond(inter.id, Answer(decision="approve-once"))
+    ev = await sink.wait_for(
+        lambda e: (
+            e.background_tasks is not None
+            and any(
+                t.command == "sleep 120" and t.status == "running" for t in e.background_tasks.tasks
+            )
+        )
+    )
+    assert ev.background_tasks is not None and ev.background_tasks.known
+    (task,) = [t for t in ev.background_tasks.tasks if t.command == "sleep 120"]
+    with pytest.raises(BackgroundTaskNotFound):
+        await conv.cancel_background_task("no-such-task")
+    after = await conv.cancel_background_task(task.id)
+    assert after.known
+    assert all(t.status != "running" for t in after.tasks if t.id == task.id)
+    with pytest.raises((BackgroundTaskInactive, BackgroundTaskNotFound)):
+        await conv.cancel_background_task(task.id)
+    # The CLI holds the turn open while its background work runs; stopped, the turn ends.
+    assert (await sink.turn_end()).state is TurnState.COMPLETED
+    await conv.close()
