@@ -138,8 +138,9 @@ class CopilotConversation:
                 # Sent often and without data: one re-read at a time is enough.
                 self._tasks_refreshing = True
                 self._spawn(self._refresh_background_tasks())
-        except Exception:
-            log.exception("copilot: could not map a session event", extra={"type": _etype(ev)})
+        except Exception as exc:
+            # Only the event type and the error class: messages can quote event data (prompts).
+            log.error("copilot: could not map a %s event (%s)", _etype(ev), type(exc).__name__)
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
