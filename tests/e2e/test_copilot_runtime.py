@@ -15,12 +15,14 @@ import trio
 from ahp_bridge_copilot import create_provider
 
 from ahp_bridge.agentapi import (
+    AgentAPIError,
     CLIIncompatible,
     Closed,
     EventKind,
     ItemKind,
     OpenRequest,
     Prompt,
+    SubmissionUncertain,
     TurnState,
 )
 from tests.support.copilot_cli import (
@@ -134,3 +136,24 @@ async def test_lost_connection_to_a_running_cli_emits_exit(tmp_path: Path) -> No
                 assert [t.state for t in sink.turns()] == [TurnState.WORKING, TurnState.FAILED]
                 with pytest.raises(Closed):
                     await conv.send(Prompt(text="again"))
+
+
+async def test_send_outcome_unknown_when_the_runtime_dies_before_answering(tmp_path: Path) -> None:
+    async with create_provider(fault_options("die_on_send", tmp_path)) as provider:
+        sink = RecordingSink()
+        conv = await provider.open(OpenRequest(workdir=str(tmp_path), events=sink))
+        with pytest.raises(SubmissionUncertain, match=r"exited|lost"):
+            await conv.send(Prompt(text="hello"))
+        await sink.wait_for(lambda e: e.kind is EventKind.EXIT)
+        assert all(t.state is not TurnState.WORKING for t in sink.turns())
+
+
+async def test_send_refused_by_the_runtime_is_a_plain_error(tmp_path: Path) -> None:
+    async with create_provider(fault_options("reject_send", tmp_path)) as provider:
+        sink = RecordingSink()
+        conv = await provider.open(OpenRequest(workdir=str(tmp_path), events=sink))
+        with pytest.raises(AgentAPIError, match="could not send the prompt: nope") as info:
+            await conv.send(Prompt(text="hello"))
+        assert not isinstance(info.value, SubmissionUncertain)
+        assert sink.turns() == []  # no turn started
+        await conv.close()
