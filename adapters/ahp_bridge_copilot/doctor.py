@@ -12,6 +12,8 @@ import asyncio
 import os
 import subprocess
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -83,6 +85,7 @@ def report(options: Mapping[str, Any]) -> list[Line]:
         lines.append(
             (True, f"using your own model provider at {opts.byok.base_url}; no sign-in needed", "")
         )
+        lines.append(_byok_reachable(opts))
     elif signed_in:
         lines.append((True, f"signed in to GitHub Copilot{f' as {login}' if login else ''}", ""))
     else:
@@ -119,6 +122,36 @@ def _secrets(opts: CopilotOptions) -> list[Line]:
                 (False, f"byok.api_key_env names ${name}, which is not set", f"export {name}=...")
             )
     return out
+
+
+def _byok_reachable(opts: CopilotOptions) -> Line:
+    """GET <base_url>/models: the endpoint answers (any HTTP status counts as reachable)."""
+    assert opts.byok is not None
+    url = opts.byok.base_url + "/models"
+    headers = {}
+    key = opts.byok_api_key()
+    if opts.byok.api_key_env and key:
+        headers["Authorization"] = f"Bearer {key}"
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            status = resp.status
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return (
+            False,
+            f"the model provider at {opts.byok.base_url} does not answer ({reason})",
+            "start it, or fix byok.base_url in [providers.copilot]",
+        )
+    if status >= 400:
+        return (
+            False,
+            f"the model provider at {opts.byok.base_url} answered /models with HTTP {status}",
+            "check byok.base_url and the API key in byok.api_key_env",
+        )
+    return (True, f"the model provider at {opts.byok.base_url} answers", "")
 
 
 def _data_dir(path: Path) -> Line:

@@ -12,6 +12,7 @@ import pytest
 from ahp_bridge_copilot.doctor import report
 
 from tests.support.copilot_cli import CLI_PATH, offline_env, requires_cli
+from tests.support.model_server import ModelServer
 
 FAULT_CLI = Path(__file__).resolve().parents[1] / "fixtures" / "copilot" / "fault_cli.py"
 SECRET = "ghp_doctor-secret-value-0123456789"
@@ -83,11 +84,18 @@ def test_real_cli_with_byok_is_healthy(tmp_path: Path) -> None:
         "data_dir": env["COPILOT_HOME"],
         "byok": {"base_url": "http://127.0.0.1:9/v1", "model": "m"},
     }
-    lines = report(opts)
-    assert failing(lines) == []
+    (bad,) = failing(report(opts))  # nothing listens on 127.0.0.1:9
+    assert "does not answer" in bad[1] and "byok.base_url" in bad[2]
+    with ModelServer() as models:
+        base_url = models.base_url
+        opts["byok"] = {"base_url": base_url, "model": "m"}
+        lines = report(opts)
+        assert failing(lines) == []
+        assert [r.path for r in models.requests] == ["/v1/models"]
     whats = " | ".join(w for _, w, _ in lines)
     assert "1.0.102 (the tested release)" in whats
     assert "speaks protocol 3" in whats and "no sign-in needed" in whats
+    assert f"the model provider at {base_url} answers" in whats
     # Without a model provider or token, the offline CLI is signed out.
     del opts["byok"]
     (bad,) = failing(report(opts))
