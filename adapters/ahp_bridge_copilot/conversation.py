@@ -42,7 +42,7 @@ from ahp_bridge.agentapi import (
 
 from .bridge import AsyncioThread
 from .history import rebuild_history
-from .mapping import APPROVE_ONCE, APPROVE_SESSION, EventMapper, todo_rows
+from .mapping import APPROVE_ONCE, APPROVE_SESSION, EventMapper, todo_rows, usage_from_metrics
 from .sdk_errors import is_definite_rejection, plain_error
 
 if TYPE_CHECKING:
@@ -132,7 +132,9 @@ class CopilotConversation:
             data = ev.to_dict()
             self._emit_all(self._mapper.map(data))
             etype = data.get("type")
-            if etype == "session.todos_changed":
+            if etype == "session.idle" and not data.get("agentId"):
+                self._spawn(self._refresh_usage())
+            elif etype == "session.todos_changed":
                 self._spawn(self._refresh_todos())
             elif etype == "session.background_tasks_changed" and not self._tasks_refreshing:
                 # Sent often and without data: one re-read at a time is enough.
@@ -193,6 +195,20 @@ class CopilotConversation:
             return await self._read_background_tasks()
 
         return await self._run(go)
+
+    async def _refresh_usage(self) -> None:
+        """After each turn: the conversation's AI units so far (EventUsage), when known."""
+        session = self._session
+        if session is None or self._closed:
+            return
+        try:
+            metrics = await session.rpc.usage.get_metrics()
+            usage = usage_from_metrics(metrics.to_dict())
+        except Exception as exc:
+            log.warning("copilot: %s", plain_error("read the usage", exc))
+            return
+        if usage is not None and not self._closed:
+            self._sink.emit(Event(kind=EventKind.USAGE, usage=usage))
 
     async def _refresh_todos(self) -> None:
         """The todo list lives in the session's SQL database; the event only says it changed."""

@@ -87,6 +87,7 @@ __all__ = [
     "clip",
     "parse_time",
     "todo_rows",
+    "usage_from_metrics",
 ]
 
 
@@ -796,6 +797,28 @@ class EventMapper:
             at=at,
         )
         return [Event(kind=EventKind.SKILL, skill=load)]
+
+
+def usage_from_metrics(metrics: dict[str, Any]) -> Usage | None:
+    """The conversation's AI units from ``session.usage.getMetrics`` (wire dict).
+
+    None when the runtime reports no AI credits (``aiCreditsStatus: unavailable``, as with your
+    own model provider) or no total: an unknown cost is not reported as zero.
+    """
+    if metrics.get("aiCreditsStatus") == "unavailable":
+        return None
+    total = metrics.get("totalNanoAiu")
+    if not isinstance(total, int | float) or isinstance(total, bool):
+        parts = [
+            m.get("totalNanoAiu")
+            for m in _dict(metrics.get("modelMetrics")).values()
+            if isinstance(m, dict)
+        ]
+        nums = [p for p in parts if isinstance(p, int | float) and not isinstance(p, bool)]
+        if not nums:
+            return None
+        total = sum(nums)
+    return Usage(ai_units=float(total) / 1e9)
 
 
 _TODO_STATUS = {

@@ -471,3 +471,16 @@ def test_multi_turn_background_subagent_goes_idle_and_runs_again() -> None:
     (idle,) = mapper.map({"type": "system.notification", "data": {"kind": notice}})
     assert idle.subagent is not None and idle.subagent.status is SubagentStatus.IDLE
     assert mapper.map({"type": "system.notification", "data": {"kind": notice}}) == []
+
+
+def test_usage_from_metrics() -> None:
+    from ahp_bridge_copilot.mapping import usage_from_metrics
+
+    assert usage_from_metrics({"aiCreditsStatus": "unavailable", "totalNanoAiu": 0.0}) is None
+    assert usage_from_metrics({"modelMetrics": {}}) is None
+    usage = usage_from_metrics({"totalNanoAiu": 1_500_000_000})
+    assert usage is not None and usage.ai_units == 1.5
+    summed = usage_from_metrics(
+        {"modelMetrics": {"a": {"totalNanoAiu": 1e9}, "b": {"totalNanoAiu": 2e9}, "c": {}}}
+    )
+    assert summed is not None and summed.ai_units == 3.0
