@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import functools
 import itertools
 import math
@@ -108,7 +109,11 @@ async def child_process(argv: Sequence[str], ready_prefix: str) -> AsyncIterator
     """Start `argv`, yield it with the ws:// URL of its first stdout line; stop it on exit."""
     with tempfile.TemporaryFile() as log:
         proc = await trio.lowlevel.open_process(
-            list(argv), stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL
+            list(argv),
+            stdout=subprocess.PIPE,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
         )
         assert proc.stdout is not None
         try:
@@ -146,6 +151,13 @@ async def child_process(argv: Sequence[str], ready_prefix: str) -> AsyncIterator
                     proc.kill()
                     await proc.wait()
                 await proc.stdout.aclose()
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: get SIGTERM when the benchmark dies (Linux), never linger."""
+    if sys.platform == "linux":
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 async def _drain(stream: trio.abc.ReceiveStream) -> None:

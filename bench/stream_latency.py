@@ -242,13 +242,19 @@ async def measure(
 
 
 def parse_rates(value: str) -> list[int]:
+    """`50,100,max` -> [50, 100, 0] (0 is `max`: no pacing)."""
     rates = []
     for part in value.split(","):
         part = part.strip()
-        rates.append(0 if part == "max" else int(part))
-    if any(r < 0 or r > 10_000 for r in rates):
-        raise argparse.ArgumentTypeError("rates are deltas/s between 1 and 10000, or max")
-    return rates
+        if part == "max":
+            rates.append(0)
+            continue
+        if not part.isdigit() or not 1 <= int(part) <= 10_000:
+            raise argparse.ArgumentTypeError(
+                f"{part!r}: rates are deltas/s between 1 and 10000, or max"
+            )
+        rates.append(int(part))
+    return list(dict.fromkeys(rates))
 
 
 def main() -> None:
