@@ -207,6 +207,8 @@ class BenchClient:
         self.on_envelope: EnvelopeHandler | None = None
         self.envelopes: list[dict[str, Any]] = []
         self.keep = True
+        #: Error frames no request waits for, and rejections of this client's actions.
+        self.errors: list[dict[str, Any]] = []
         self.closed: str | None = None
         self.changed = trio.Event()
 
@@ -219,6 +221,8 @@ class BenchClient:
                 frame = orjson.loads(text)
                 if frame.get("method") == "action":
                     env = frame["params"]
+                    if env.get("rejectionReason") is not None:
+                        self.errors.append({"rejected": env["rejectionReason"]})
                     if self.on_envelope is not None:
                         self.on_envelope(env, received)
                     if self.keep:
@@ -227,12 +231,16 @@ class BenchClient:
                         self.changed = trio.Event()
                 elif "id" in frame and frame["id"] in self._waiters:
                     self._waiters.pop(frame["id"]).send_nowait((text, received))
+                elif "error" in frame:
+                    self.errors.append(frame["error"])  # e.g. a refused notification
         except ConnectionClosed as exc:
             reason = exc.reason
             self.closed = f"{reason.code} {reason.reason}" if reason is not None else "closed"
             self.changed.set()
 
-    async def send_request(self, method: str, params: dict[str, Any]) -> tuple[int, Any]:
+    async def send_request(
+        self, method: str, params: dict[str, Any]
+    ) -> tuple[int, trio.MemoryReceiveChannel[tuple[str, int]]]:
         """Send a request; returns (send time ns, a receive channel for (text, recv ns))."""
         msg_id = next(self._ids)
         send, recv = trio.open_memory_channel[tuple[str, int]](1)

@@ -118,8 +118,8 @@ async def fan_out(
         with trio.fail_after(STEP_TIMEOUT):
             while not done.is_set():
                 closed = [s.closed for s in subs if s.closed is not None]
-                if closed or problems:
-                    raise RuntimeError(f"{tag}: {closed or problems[:3]}")
+                if closed or problems or producer.errors:
+                    raise RuntimeError(f"{tag}: {closed or problems[:3] or producer.errors[:3]}")
                 with trio.move_on_after(0.05):
                     await done.wait()
         cpu = server.cpu_seconds() - cpu_before

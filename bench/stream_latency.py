@@ -203,8 +203,9 @@ async def stream_once(
     with trio.fail_after(STEP_TIMEOUT):
         while not done.is_set():
             closed = [s.closed for s in subs if s.closed is not None]
-            if closed:
-                raise RuntimeError(f"rate {rate_label(rate)}: clients closed: {closed[:3]}")
+            if closed or driver.errors:
+                detail = f"clients closed: {closed[:3]}" if closed else driver.errors[:3]
+                raise RuntimeError(f"rate {rate_label(rate)}: {detail}")
             with trio.move_on_after(0.05):
                 await done.wait()
     if set(ended) != {"chat/turnComplete"}:
