@@ -23,8 +23,10 @@ from ahp_bridge.agentapi import (
     Capabilities,
     CLIIncompatible,
     Closed,
+    ContextSize,
     Conversation,
     ConversationNotFound,
+    Media,
     Model,
     OpenRequest,
     PreviousConversation,
@@ -395,8 +397,27 @@ def _no_result(request: Any, invocation: Any) -> Any:
 
 
 def _model(info: Any) -> Model:
+    """An agentapi Model for the SDK's ModelInfo: efforts, image support and prompt budget."""
     efforts = [str(getattr(e, "value", e)) for e in (info.supported_reasoning_efforts or [])]
-    return Model(id=info.id, name=info.name or info.id, efforts=efforts)
+    caps = getattr(info, "capabilities", None)
+    supports = getattr(caps, "supports", None)
+    limits = getattr(caps, "limits", None)
+    media = None
+    if supports is not None:
+        vision = getattr(limits, "vision", None)
+        media = Media(
+            images=bool(supports.vision),
+            pdf=False,
+            max_images=(vision.max_prompt_images or 0) if vision else 0,
+            types=list(vision.supported_media_types or []) if vision else [],
+        )
+    sizes = []
+    budget = getattr(limits, "max_prompt_tokens", None) if limits is not None else None
+    if budget:
+        sizes.append(ContextSize(id="default", tokens=int(budget)))
+    return Model(
+        id=info.id, name=info.name or info.id, efforts=efforts, context_sizes=sizes, media=media
+    )
 
 
 async def _quiet_force_stop(client: Any) -> None:

@@ -179,3 +179,31 @@ def test_error_wording() -> None:
         plain_error("send", ProcessExitedError("gone")) == "could not send: the Copilot CLI exited"
     )
     assert "did not answer" in plain_error("x", TimeoutError())
+
+
+def test_model_info_mapping() -> None:
+    from ahp_bridge_copilot.provider import _model
+    from copilot.client import ModelInfo
+
+    info = ModelInfo.from_dict(
+        {
+            "id": "gpt-5",
+            "name": "GPT-5",
+            "capabilities": {
+                "supports": {"vision": True, "reasoningEffort": True},
+                "limits": {
+                    "max_prompt_tokens": 128000,
+                    "vision": {
+                        "supported_media_types": ["image/png"],
+                        "max_prompt_images": 5,
+                    },
+                },
+            },
+            "supportedReasoningEfforts": ["low", "high"],
+        }
+    )
+    model = _model(info)
+    assert (model.id, model.name, model.efforts) == ("gpt-5", "GPT-5", ["low", "high"])
+    assert [(c.id, c.tokens) for c in model.context_sizes] == [("default", 128000)]
+    assert model.media is not None and model.media.images and model.media.max_images == 5
+    assert model.media.types == ["image/png"]
