@@ -248,6 +248,42 @@ async def test_after_a_restart_sessions_are_listed_and_restored_on_subscribe(
         assert [p["content"] for p in turn["responseParts"]] == ["Answered."]
 
 
+async def test_a_client_reconnecting_after_a_restart_gets_snapshots_not_a_wrong_replay(
+    settings: Settings,
+) -> None:
+    async with bridge(settings) as running:
+        client = await running.client("loyal")
+        start = client.last_seq
+        uri, chat = await create_session(client)
+        await prompt(client, chat, "before")
+        last_seen = client.last_seq
+    async with bridge(settings) as running:
+        # As many new actions as the first run made: a store counting again from where the
+        # first one started would now have reused `last_seen` for an unrelated action.
+        other = await running.client("other")
+        start_again = other.last_seq
+        assert start_again > last_seen
+        _, other_chat = await create_session(other)
+        while other.last_seq - start_again <= last_seen - start:
+            await prompt(other, other_chat, "filler")
+        back = await open_client(running.nursery, running.url, "loyal")
+        running.clients.append(back)
+        result = await back.request(
+            "reconnect",
+            {
+                "channel": ROOT,
+                "clientId": "loyal",
+                "lastSeenServerSeq": last_seen,
+                "subscriptions": [ROOT, uri, chat],
+            },
+        )
+        assert result["type"] == "snapshot"
+        snapshots = {s["resource"]: s for s in result["snapshots"]}
+        assert set(snapshots) == {ROOT, uri, chat}
+        assert texts(snapshots[chat]["state"]["turns"]) == ["before"]
+        assert all(s["fromSeq"] > last_seen for s in snapshots.values())
+
+
 async def test_a_session_never_reopened_can_be_disposed_and_stays_gone(
     settings: Settings,
 ) -> None:

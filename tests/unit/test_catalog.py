@@ -17,7 +17,9 @@ from ahp_bridge.config import Settings
 from ahp_bridge.host.catalog import (
     DB_NAME,
     FAILED,
+    MIGRATIONS,
     READY,
+    RUN_SEQ_SPAN,
     SCHEMA_VERSION,
     AsyncCatalog,
     Catalog,
@@ -84,14 +86,42 @@ def test_reopening_keeps_the_records_and_does_not_migrate_again(tmp_path: Path) 
         second.close()
 
 
+def test_a_version_1_catalog_is_migrated_keeping_its_sessions(tmp_path: Path) -> None:
+    with sqlite3.connect(tmp_path / DB_NAME) as conn:
+        for statement in MIGRATIONS[0]:
+            conn.execute(statement)
+        conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        conn.execute("INSERT INTO schema_version VALUES (1)")
+        conn.execute(
+            "INSERT INTO sessions (uri, provider, workdir, created_at, modified_at)"
+            " VALUES ('ahp-session:/v1', 'fake', '/w', ?, ?)",
+            (T0, T1),
+        )
+    catalog = Catalog.open(tmp_path)
+    try:
+        assert catalog.version == SCHEMA_VERSION == 2
+        assert [r.uri for r in catalog.sessions()] == ["ahp-session:/v1"]
+        assert [catalog.next_run(), catalog.next_run()] == [1, 2]
+    finally:
+        catalog.close()
+
+
+def test_runs_are_counted_across_opens(tmp_path: Path) -> None:
+    for expected in (1, 2, 3):
+        catalog = Catalog.open(tmp_path)
+        assert catalog.next_run() == expected
+        catalog.close()
+
+
 def test_a_newer_schema_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
     Catalog.open(tmp_path).close()
     with sqlite3.connect(tmp_path / DB_NAME) as conn:
         conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
-    with pytest.raises(CatalogError, match=r"schema version 2, written by a newer ahp-bridge"):
+    newer = SCHEMA_VERSION + 1
+    with pytest.raises(CatalogError, match=rf"schema version {newer}, written by a newer ahp-b"):
         Catalog.open(tmp_path)
     with sqlite3.connect(tmp_path / DB_NAME) as conn:
-        assert conn.execute("SELECT version FROM schema_version").fetchone()[0] == 2
+        assert conn.execute("SELECT version FROM schema_version").fetchone()[0] == newer
     # The failed open released the lock: fixing the version makes the catalog usable again.
     with sqlite3.connect(tmp_path / DB_NAME) as conn:
         conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
@@ -235,6 +265,7 @@ async def test_open_catalog_applies_the_retention(tmp_path: Path) -> None:
     now = 1_767_225_600_000 + 10 * 86_400_000  # 2026-01-11
     kept = await open_catalog(tmp_path, retention_days=5, now_ms=now)
     assert [r.uri for r in kept.catalog.sessions()] == ["ahp-session:/new"]
+    assert (kept.run_number, kept.first_seq) == (1, RUN_SEQ_SPAN)
     kept.catalog.close()
     forever = await open_catalog(tmp_path, retention_days=0, now_ms=now * 10)
     assert [r.uri for r in forever.catalog.sessions()] == ["ahp-session:/new"]

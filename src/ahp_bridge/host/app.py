@@ -53,7 +53,9 @@ async def run_bridge(
     catalog = await open_catalog(
         settings.data_dir(), retention_days=settings.bridge.retention_days, now_ms=clock.now_ms()
     )
-    store = Store(log_limit=settings.server.replay_log, clock=clock.now_iso)
+    store = Store(
+        log_limit=settings.server.replay_log, clock=clock.now_iso, first_seq=catalog.first_seq
+    )
     hub = Hub(store)
     sessions = SessionManager(
         hub,

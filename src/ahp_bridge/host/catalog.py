@@ -92,7 +92,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """,
         "CREATE INDEX chats_by_session ON chats(session_uri)",
     ),
+    (
+        # How many times a bridge has started on this catalog: serverSeq of run n starts at
+        # n * RUN_SEQ_SPAN, so numbers from an earlier run are never reused.
+        "CREATE TABLE runs (count INTEGER NOT NULL)",
+        "INSERT INTO runs (count) VALUES (0)",
+    ),
 )
+#: serverSeq numbers each run of the bridge may use (2^33; 2^20 runs stay below 2^53).
+RUN_SEQ_SPAN = 1 << 33
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -391,6 +399,13 @@ class Catalog:
             self._conn.execute("DELETE FROM chats WHERE session_uri = ?", (uri,))
             return self._conn.execute("DELETE FROM sessions WHERE uri = ?", (uri,)).rowcount > 0
 
+    def next_run(self) -> int:
+        """Count one more start of a bridge on this catalog; the new count (1 for the first)."""
+        with self._tx():
+            self._conn.execute("UPDATE runs SET count = count + 1")
+            row = self._conn.execute("SELECT count FROM runs").fetchone()
+            return int(row[0])
+
     def forget_older_than(self, cutoff: str) -> list[str]:
         """Forget sessions last modified before `cutoff` (ISO 8601, UTC 'Z'); their URIs."""
         with self._tx():
@@ -517,8 +532,11 @@ class AsyncCatalog:
     the host stops are finished before the connection closes.
     """
 
-    def __init__(self, catalog: Catalog, *, queue: int = 100_000) -> None:
+    def __init__(self, catalog: Catalog, *, queue: int = 100_000, run: int = 0) -> None:
         self.catalog = catalog
+        #: This bridge run's number (see `Catalog.next_run`); its serverSeq starts at first_seq.
+        self.run_number = run
+        self.first_seq = run * RUN_SEQ_SPAN
         self._limiter = trio.CapacityLimiter(1)
         self._send, self._recv = trio.open_memory_channel[_Job](queue)
 
@@ -911,9 +929,10 @@ async def open_catalog(data_dir: Path, *, retention_days: int, now_ms: int) -> A
     Raises CatalogError when the bridge must not start (corrupt, locked, newer schema).
     """
 
-    def work() -> Catalog:
+    def work() -> tuple[Catalog, int]:
         catalog = Catalog.open(data_dir)
         try:
+            run = catalog.next_run()
             cutoff = retention_cutoff(now_ms, retention_days)
             if cutoff is not None:
                 forgotten = catalog.forget_older_than(cutoff)
@@ -922,6 +941,7 @@ async def open_catalog(data_dir: Path, *, retention_days: int, now_ms: int) -> A
         except BaseException:
             catalog.close()
             raise
-        return catalog
+        return catalog, run
 
-    return AsyncCatalog(await trio.to_thread.run_sync(work))
+    catalog, run = await trio.to_thread.run_sync(work)
+    return AsyncCatalog(catalog, run=run)

@@ -32,14 +32,17 @@ class Store:
         log_limit: int = 10_000,
         clock: Callable[[], str],
         turns_page_size: int = 50,
+        first_seq: int = 0,
     ) -> None:
+        """`first_seq`: where serverSeq starts; a restarted host starts above every number an
+        earlier run issued, so a client's old `lastSeenServerSeq` never matches a new action."""
         if log_limit < 1:
             raise ValueError("log_limit must be at least 1")
         if turns_page_size < 1:
             raise ValueError("turns_page_size must be at least 1")
         self._clock = clock
         self._page = turns_page_size
-        self._seq = 0
+        self._seq = first_seq
         self._log: deque[Envelope] = deque(maxlen=log_limit)
         self._states: dict[str, dict[str, Any]] = {}
         self._kinds: dict[str, str] = {}
