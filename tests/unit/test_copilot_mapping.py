@@ -484,3 +484,31 @@ def test_usage_from_metrics() -> None:
         {"modelMetrics": {"a": {"totalNanoAiu": 1e9}, "b": {"totalNanoAiu": 2e9}, "c": {}}}
     )
     assert summed is not None and summed.ai_units == 3.0
+
+
+def test_recorded_background_subagent_idle_and_follow_up() -> None:
+    raws = load("bg_subagent")
+    follow = next(
+        i
+        for i, r in enumerate(raws)
+        if r["type"] == "user.message" and r["data"]["content"] == "BGFOLLOW please"
+    )
+    mapper = EventMapper()
+    events = [e for raw in raws[:follow] for e in mapper.map(raw)]
+    mapper.note_subagent_prompt(raws[follow]["agentId"])
+    events += [e for raw in raws[follow:] for e in mapper.map(raw)]
+    statuses = [e.subagent.status for e in events if e.subagent is not None]
+    # started, configured, first run done (idle), follow-up (running), idle again
+    assert statuses[0] is SubagentStatus.RUNNING
+    assert statuses[-3:] == [SubagentStatus.IDLE, SubagentStatus.RUNNING, SubagentStatus.IDLE]
+    final = [e.subagent for e in events if e.subagent is not None][-1]
+    assert final.background and [r.trigger for r in final.runs] == ["spawn", "user"]
+    texts = [i.text for i in items(events, ItemKind.ASSISTANT) if i.agent_id == final.id]
+    assert texts == ["first run done", "follow-up done"]
+    # The CLI wakes the main agent after each subagent run: two turns, both completed.
+    assert turn_states(events) == [
+        TurnState.WORKING,
+        TurnState.COMPLETED,
+        TurnState.WORKING,
+        TurnState.COMPLETED,
+    ]
