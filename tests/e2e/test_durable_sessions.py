@@ -284,6 +284,21 @@ async def test_a_client_reconnecting_after_a_restart_gets_snapshots_not_a_wrong_
         assert all(s["fromSeq"] > last_seen for s in snapshots.values())
 
 
+async def test_initial_subscriptions_restore_what_they_name(settings: Settings) -> None:
+    async with bridge(settings) as running:
+        client = await running.client()
+        _, chat = await create_session(client)
+        await prompt(client, chat, "remember me")
+    async with bridge(settings) as running:
+        client = await open_client(running.nursery, running.url, "fresh")
+        running.clients.append(client)
+        result = await client.initialize([ROOT, chat, "ahp-chat:/never-existed"])
+        snapshots = {s["resource"]: s["state"] for s in result["snapshots"]}
+        assert set(snapshots) == {ROOT, chat}
+        assert texts(snapshots[chat]["turns"]) == ["remember me"]
+        assert snapshots[ROOT]["activeSessions"] == 1
+
+
 async def test_a_session_never_reopened_can_be_disposed_and_stays_gone(
     settings: Settings,
 ) -> None:
