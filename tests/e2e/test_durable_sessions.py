@@ -299,6 +299,39 @@ async def test_initial_subscriptions_restore_what_they_name(settings: Settings) 
         assert snapshots[ROOT]["activeSessions"] == 1
 
 
+async def test_a_session_that_cannot_be_restored_stays_listed_with_the_reason(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with bridge(settings) as running:
+        client = await running.client()
+        first, _ = await create_session(client)
+        second, _ = await create_session(client)
+
+    async def unreadable(*args: Any) -> Any:
+        raise OSError("the record is unreadable")
+
+    def broken(self: Any, record: Any) -> Any:
+        if record.uri == second:
+            raise RuntimeError("unexpected")
+        return real(self, record)
+
+    real = catalog_module.SessionCatalog._unrestorable
+    monkeypatch.setattr(catalog_module, "read_history", unreadable)
+    monkeypatch.setattr(catalog_module.SessionCatalog, "_unrestorable", broken)
+    async with bridge(settings) as running:
+        client = await running.client()
+        one = (await client.subscribe(first))["state"]
+        assert one["lifecycle"] == "creationFailed"
+        assert one["creationError"]["errorType"] == "OSError"
+        assert "the record is unreadable" in one["creationError"]["message"]
+        two = (await client.subscribe(second))["state"]
+        assert two["lifecycle"] == "creationFailed"
+        assert "could not be restored: unexpected" in two["creationError"]["message"]
+        listed = (await client.request("listSessions", {"channel": ROOT}))["items"]
+        assert {s["resource"] for s in listed} == {first, second}
+        assert all(s["status"] & 2 for s in listed)  # SessionStatus.Error
+
+
 async def test_a_session_never_reopened_can_be_disposed_and_stays_gone(
     settings: Settings,
 ) -> None:

@@ -772,8 +772,9 @@ class SessionCatalog:
         done = self._restoring[uri] = trio.Event()
         try:
             await self._restore(record)
-        except Exception:
+        except Exception as exc:
             log.exception("session restore failed", session=uri)
+            self._show_failed(record, exc)
         finally:
             self.dormant.pop(uri, None)
             for chat in record.chats:
@@ -864,6 +865,37 @@ class SessionCatalog:
                 self.catalog.submit(Catalog.update_chat, chat.uri, active_turn="")
         manager._active_sessions_changed()
         log.info("session restored", session=record.uri, chats=len(opened), failed=bool(error))
+
+    def _show_failed(self, record: SessionRecord, exc: Exception) -> None:
+        """A restore that broke unexpectedly: the session stays listed, with the error."""
+        from ahp_bridge.host.sessions import Session
+
+        manager = self.manager
+        if record.uri in manager.sessions or manager.hub.store.has(record.uri):
+            return
+        state: dict[str, Any] = {
+            "provider": record.provider,
+            "title": record.title,
+            "status": st.ERROR,
+            "lifecycle": "creationFailed",
+            "creationError": {
+                "errorType": type(exc).__name__,
+                "message": f"the session could not be restored: {exc or type(exc).__name__}",
+            },
+            "activeClients": [],
+            "chats": [],
+        }
+        manager.hub.store.create(record.uri, "session", state)
+        session = Session(
+            record.uri,
+            record.provider,
+            record.created_at,
+            list(record.working_directories),
+            record.workdir,
+        )
+        manager.sessions[record.uri] = session
+        session.announced = manager.summary(session)
+        manager._active_sessions_changed()
 
     def _unrestorable(self, record: SessionRecord) -> dict[str, Any] | None:
         if record.provider not in self.manager.providers:
