@@ -253,6 +253,8 @@ async def test_sigkill_mid_turn_then_restart_loses_no_session(
         assert session_state["lifecycle"] == "ready"
         assert session_state["defaultChat"] == chat
         assert session_state["title"] == "Durable demo"
+        (entry,) = session_state["chats"]
+        assert (entry["resource"], entry["title"]) == (chat, "Durable demo")
 
         # A new prompt works on the reopened conversation.
         again = await start_turn(client, chat, "and again")

@@ -711,6 +711,12 @@ class SessionCatalog:
             elif kind == "chat/titleChanged":
                 self._chat_touched(chat, title=str(action.get("title") or ""))
             return
+        changes = action.get("changes")
+        if kind == "session/chatUpdated" and isinstance(changes, dict) and "title" in changes:
+            chat_uri = action.get("chat")
+            if isinstance(chat_uri, str) and chat_uri in self.manager.chats:
+                self.catalog.submit(Catalog.update_chat, chat_uri, title=str(changes["title"]))
+            return
         if kind == "session/titleChanged" and envelope.channel in self.manager.sessions:
             now = self.manager.clock.now_iso()
             self.catalog.submit(
