@@ -23,7 +23,7 @@ from ahp_bridge_fake.transcript import Transcript
 
 from ahp_bridge import agentapi, providers
 from ahp_bridge.config import Settings
-from ahp_bridge.host import catalog as catalog_module
+from ahp_bridge.host import durable_sessions as durable
 from ahp_bridge.host.app import run_bridge
 from ahp_bridge.host.catalog import Catalog, CatalogError
 from ahp_bridge.host.catalog_cli import run_sessions_command
@@ -194,7 +194,7 @@ async def test_after_a_restart_sessions_are_listed_and_restored_on_subscribe(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The fake is a HistoryPager: its record is read back in windows of 7 items.
-    monkeypatch.setattr(catalog_module, "HISTORY_PAGE", 7)
+    monkeypatch.setattr(durable, "HISTORY_PAGE", 7)
     async with bridge(settings) as running:
         client = await running.client()
         uri, chat = await create_session(client, workingDirectories=["file:///tmp/project"])
@@ -315,9 +315,9 @@ async def test_a_session_that_cannot_be_restored_stays_listed_with_the_reason(
             raise RuntimeError("unexpected")
         return real(self, record)
 
-    real = catalog_module.SessionCatalog._unrestorable
-    monkeypatch.setattr(catalog_module, "read_history", unreadable)
-    monkeypatch.setattr(catalog_module.SessionCatalog, "_unrestorable", broken)
+    real = durable.SessionCatalog._unrestorable
+    monkeypatch.setattr(durable, "read_history", unreadable)
+    monkeypatch.setattr(durable.SessionCatalog, "_unrestorable", broken)
     async with bridge(settings) as running:
         client = await running.client()
         one = (await client.subscribe(first))["state"]

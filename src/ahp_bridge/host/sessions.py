@@ -24,8 +24,9 @@ import structlog
 import trio
 
 from ahp_bridge import agentapi, providers
-from ahp_bridge.host.catalog import IMPORT_CONFIG_KEY, AsyncCatalog, SessionCatalog
+from ahp_bridge.host.catalog import AsyncCatalog
 from ahp_bridge.host.chat import ChatRuntime, HostClock
+from ahp_bridge.host.durable_sessions import IMPORT_CONFIG_KEY, SessionCatalog
 from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.summaries import aggregate, chat_summary_changes
 from ahp_bridge.protocol import errors as E

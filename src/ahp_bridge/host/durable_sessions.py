@@ -1,0 +1,390 @@
+"""Durable sessions in the running host: what the session manager records and restores.
+
+The session manager records each session before it is announced and each chat's provider
+conversation before the chat is published; this module observes applied actions to keep
+titles, modification times and each chat's running turn recorded (see `catalog.py` for the
+store). After a restart, sessions from the catalog stay *dormant*: listed from their record,
+not in the store, until a request names them or one of their chats. Restoring one reopens
+each chat's conversation by id, reads its record (whole, through a HistoryPager when the
+provider has one), rebuilds the completed turns (`translate.history`), ends the turn that
+was running when the bridge stopped as interrupted, and puts session and chats in the store.
+A session that cannot be restored stays listed, in creationFailed with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import structlog
+import trio
+
+from ahp_bridge import agentapi
+from ahp_bridge.host.catalog import (
+    FAILED,
+    READY,
+    AsyncCatalog,
+    Catalog,
+    ChatRecord,
+    SessionRecord,
+)
+from ahp_bridge.state import status as st
+from ahp_bridge.state.envelope import Envelope
+from ahp_bridge.translate.history import mark_interrupted, turns_from_history
+
+if TYPE_CHECKING:
+    from ahp_bridge.host.chat import ChatRuntime
+    from ahp_bridge.host.sessions import Session, SessionManager
+
+log = structlog.get_logger(__name__)
+
+#: `createSession` config key naming a provider conversation to open as the new session.
+IMPORT_CONFIG_KEY = "ahpBridge.importConversation"
+
+#: Items read per HistoryPager window when a reopened chat's record is read.
+HISTORY_PAGE = 200
+
+_TURN_ENDS = frozenset({"chat/turnComplete", "chat/turnCancelled", "chat/error"})
+#: Lifecycle channels a request may name, by method: params keys holding one URI or a list.
+_NAMED_CHANNELS: dict[str, tuple[str, ...]] = {
+    "subscribe": ("channel",),
+    "fetchTurns": ("channel",),
+    "createChat": ("channel",),
+    "disposeChat": ("channel",),
+    "initialize": ("initialSubscriptions",),
+    "reconnect": ("subscriptions",),
+}
+
+
+class SessionCatalog:
+    """What the session manager asks of the catalog: record, observe, list and restore.
+
+    Sessions from an earlier run stay *dormant* (listed from their record, not in the store)
+    until a request names them or one of their chats; `restore` then reopens each chat's
+    conversation by id, rebuilds its turns from the provider's history (a turn that was
+    running when the record was written ends as interrupted) and puts them in the store.
+    """
+
+    def __init__(self, catalog: AsyncCatalog, manager: SessionManager) -> None:
+        self.catalog = catalog
+        self.manager = manager
+        self.dormant: dict[str, SessionRecord] = {}
+        self._chat_owner: dict[str, str] = {}
+        self._restoring: dict[str, trio.Event] = {}
+        manager.hub.observers.append(self.observe)
+
+    async def load(self) -> None:
+        for record in await self.catalog.call(Catalog.sessions):
+            self.dormant[record.uri] = record
+            for chat in record.chats:
+                self._chat_owner[chat.uri] = record.uri
+
+    def known(self, uri: str) -> bool:
+        """A session or chat URI the catalog holds that is not restored yet."""
+        return uri in self.dormant or uri in self._chat_owner
+
+    # -- recording -----------------------------------------------------------------------------
+
+    async def session_created(self, session: Session) -> None:
+        """Record a new session before it is announced (raises when it cannot be)."""
+        await self.catalog.call(
+            Catalog.add_session,
+            SessionRecord(
+                uri=session.uri,
+                provider=session.provider,
+                workdir=session.workdir,
+                created_at=session.created_at,
+                modified_at=session.created_at,
+                working_directories=list(session.working_directories),
+                import_conversation=session.import_conversation,
+            ),
+        )
+
+    async def chat_opened(
+        self, session: Session, chat: ChatRuntime, *, default: bool
+    ) -> list[dict[str, Any]] | None:
+        """Record a chat's conversation before it is published; for a conversation that
+        already has a record (an imported one), also the turns it holds."""
+        now = self.manager.clock.now_iso()
+        record = ChatRecord(chat.uri, chat.conversation_id, now, now)
+        await self.catalog.call(Catalog.add_chat, session.uri, record, default=default)
+        if default and session.import_conversation and chat.conversation is not None:
+            history = await read_history(chat.entry.provider, chat.conversation, session.workdir)
+            return turns_from_history(history)
+        return None
+
+    def creation_failed(self, uri: str, message: str) -> None:
+        self.catalog.submit(Catalog.update_session, uri, status=FAILED, error=message)
+
+    def session_disposed(self, uri: str) -> None:
+        self.catalog.submit(Catalog.forget, uri)
+
+    def chat_disposed(self, uri: str) -> None:
+        self.catalog.submit(Catalog.remove_chat, uri)
+
+    def observe(self, envelope: Envelope) -> None:
+        """Keep titles, modification times and the running turn of each chat recorded."""
+        action = envelope.action
+        kind = action.get("type")
+        chat = self.manager.chats.get(envelope.channel)
+        if chat is not None:
+            if kind == "chat/turnStarted":
+                running = {
+                    "id": action.get("turnId"),
+                    "startedAt": action.get("startedAt"),
+                    "text": (action.get("message") or {}).get("text", ""),
+                }
+                self._chat_touched(chat, active_turn=json.dumps(running))
+            elif kind in _TURN_ENDS:
+                self._chat_touched(chat, active_turn="")
+            elif kind == "chat/titleChanged":
+                self._chat_touched(chat, title=str(action.get("title") or ""))
+            return
+        changes = action.get("changes")
+        if kind == "session/chatUpdated" and isinstance(changes, dict) and "title" in changes:
+            chat_uri = action.get("chat")
+            if isinstance(chat_uri, str) and chat_uri in self.manager.chats:
+                self.catalog.submit(Catalog.update_chat, chat_uri, title=str(changes["title"]))
+            return
+        if kind == "session/titleChanged" and envelope.channel in self.manager.sessions:
+            now = self.manager.clock.now_iso()
+            self.catalog.submit(
+                Catalog.update_session,
+                envelope.channel,
+                title=str(action.get("title") or ""),
+                modified_at=now,
+            )
+
+    def _chat_touched(self, chat: ChatRuntime, **fields: Any) -> None:
+        now = self.manager.clock.now_iso()
+        self.catalog.submit(Catalog.update_chat, chat.uri, modified_at=now, **fields)
+        self.catalog.submit(Catalog.update_session, chat.session.uri, modified_at=now)
+
+    # -- listing -------------------------------------------------------------------------------
+
+    def summaries(self) -> list[dict[str, Any]]:
+        """Session summaries of the dormant sessions (what listSessions shows for them)."""
+        out = []
+        for record in self.dormant.values():
+            if record.uri in self.manager.sessions:
+                continue
+            failed = record.status != READY
+            newest = max([record.modified_at, *(c.modified_at for c in record.chats)])
+            summary: dict[str, Any] = {
+                "resource": record.uri,
+                "provider": record.provider,
+                "title": record.title,
+                "status": st.ERROR if failed else st.IDLE,
+                "createdAt": record.created_at,
+                "modifiedAt": newest,
+            }
+            if record.working_directories:
+                summary["workingDirectories"] = list(record.working_directories)
+            out.append(summary)
+        return out
+
+    # -- restoring -----------------------------------------------------------------------------
+
+    async def restore_named(self, method: str, params: Any) -> None:
+        """Restore the dormant sessions a request names (by session or chat URI)."""
+        if not self.dormant or not isinstance(params, dict):
+            return
+        for key in _NAMED_CHANNELS.get(method, ()):
+            value = params.get(key)
+            for uri in value if isinstance(value, list) else [value]:
+                if isinstance(uri, str) and self.known(uri):
+                    await self.restore(self._chat_owner.get(uri, uri))
+
+    async def restore(self, uri: str) -> None:
+        """Bring one dormant session into the store (once; concurrent callers wait for it)."""
+        pending = self._restoring.get(uri)
+        if pending is not None:
+            await pending.wait()
+            return
+        record = self.dormant.get(uri)
+        if record is None:
+            return
+        done = self._restoring[uri] = trio.Event()
+        try:
+            await self._restore(record)
+        except Exception as exc:
+            log.exception("session restore failed", session=uri)
+            self._show_failed(record, exc)
+        finally:
+            self.dormant.pop(uri, None)
+            for chat in record.chats:
+                self._chat_owner.pop(chat.uri, None)
+            del self._restoring[uri]
+            done.set()
+
+    def forget_dormant(self, uri: str) -> bool:
+        """disposeSession of a session that was never restored: forget it without reopening."""
+        record = self.dormant.pop(uri, None)
+        if record is None:
+            return False
+        for chat in record.chats:
+            self._chat_owner.pop(chat.uri, None)
+        self.session_disposed(uri)
+        return True
+
+    async def _restore(self, record: SessionRecord) -> None:
+        from ahp_bridge.host.sessions import Session
+
+        manager = self.manager
+        session = Session(
+            record.uri,
+            record.provider,
+            record.created_at,
+            list(record.working_directories),
+            record.workdir,
+        )
+        session.import_conversation = record.import_conversation
+        opened: list[tuple[ChatRuntime, ChatRecord, list[dict[str, Any]]]] = []
+        error = self._unrestorable(record)
+        for chat_record in record.chats if error is None else []:
+            try:
+                chat, turns = await self._reopen(session, chat_record)
+            except agentapi.ConversationNotFound as exc:
+                message = (
+                    f"the provider no longer has conversation {chat_record.conversation_id!r} "
+                    f"({exc}); the session cannot be reopened"
+                )
+                if chat_record.uri != record.default_chat:
+                    log.warning("chat not restored", chat=chat_record.uri, error=str(exc))
+                    continue
+                error = {"errorType": "conversationNotFound", "message": message}
+            except Exception as exc:
+                message = f"reopening the provider conversation failed: {exc or type(exc)}"
+                if chat_record.uri != record.default_chat:
+                    log.warning("chat not restored", chat=chat_record.uri, error=str(exc))
+                    continue
+                error = {"errorType": type(exc).__name__, "message": message}
+            else:
+                opened.append((chat, chat_record, turns))
+                continue
+            break
+        if error is not None:
+            for chat, _, _ in opened:
+                await chat.close()
+            opened = []
+        state: dict[str, Any] = {
+            "provider": record.provider,
+            "title": record.title,
+            "status": st.ERROR if error is not None else st.IDLE,
+            "lifecycle": "ready" if error is None else "creationFailed",
+            "activeClients": [],
+            "chats": [],
+        }
+        if error is not None:
+            state["creationError"] = error
+        if record.working_directories:
+            state["workingDirectories"] = list(record.working_directories)
+        manager.hub.store.create(record.uri, "session", state)
+        manager.sessions[record.uri] = session
+        session.announced = next(
+            (s for s in self.summaries() if s["resource"] == record.uri), manager.summary(session)
+        )
+        for chat, chat_record, turns in opened:
+            manager._publish_chat(
+                session,
+                chat,
+                turns=turns,
+                title=chat_record.title,
+                modified_at=chat_record.modified_at,
+            )
+            if chat_record.uri == record.default_chat:
+                manager.hub.apply(
+                    record.uri, {"type": "session/defaultChatChanged", "defaultChat": chat.uri}
+                )
+            if chat_record.active_turn:
+                self.catalog.submit(Catalog.update_chat, chat.uri, active_turn="")
+        manager._active_sessions_changed()
+        log.info("session restored", session=record.uri, chats=len(opened), failed=bool(error))
+
+    def _show_failed(self, record: SessionRecord, exc: Exception) -> None:
+        """A restore that broke unexpectedly: the session stays listed, with the error."""
+        from ahp_bridge.host.sessions import Session
+
+        manager = self.manager
+        if record.uri in manager.sessions or manager.hub.store.has(record.uri):
+            return
+        state: dict[str, Any] = {
+            "provider": record.provider,
+            "title": record.title,
+            "status": st.ERROR,
+            "lifecycle": "creationFailed",
+            "creationError": {
+                "errorType": type(exc).__name__,
+                "message": f"the session could not be restored: {exc or type(exc).__name__}",
+            },
+            "activeClients": [],
+            "chats": [],
+        }
+        manager.hub.store.create(record.uri, "session", state)
+        session = Session(
+            record.uri,
+            record.provider,
+            record.created_at,
+            list(record.working_directories),
+            record.workdir,
+        )
+        manager.sessions[record.uri] = session
+        session.announced = manager.summary(session)
+        manager._active_sessions_changed()
+
+    def _unrestorable(self, record: SessionRecord) -> dict[str, Any] | None:
+        if record.provider not in self.manager.providers:
+            return {
+                "errorType": "providerNotFound",
+                "message": f"provider {record.provider!r} is not served by this bridge",
+            }
+        if record.status == FAILED:
+            return {"errorType": "creationFailed", "message": record.error or "creation failed"}
+        if not record.chats or not record.default_chat:
+            return {
+                "errorType": "interrupted",
+                "message": "the bridge stopped before this session's conversation was opened",
+            }
+        return None
+
+    async def _reopen(
+        self, session: Session, record: ChatRecord
+    ) -> tuple[ChatRuntime, list[dict[str, Any]]]:
+        chat = self.manager._new_chat(session, record.uri, title=record.title)
+        await chat.open(conversation_id=record.conversation_id)
+        try:
+            assert chat.conversation is not None
+            history = await read_history(chat.entry.provider, chat.conversation, session.workdir)
+        except BaseException:
+            await chat.close()
+            raise
+        turns = mark_interrupted(turns_from_history(history), record.running_turn())
+        return chat, turns
+
+
+async def read_history(
+    provider: agentapi.Provider, conversation: agentapi.Conversation, workdir: str
+) -> agentapi.History:
+    """A conversation's record; the main agent's items read whole through a HistoryPager
+    when the provider has one (a plain read may shorten a large record)."""
+    history = await conversation.history()
+    if not isinstance(provider, agentapi.HistoryPager):
+        return history
+    items: list[agentapi.Item] = []
+    anchor = ""
+    while True:
+        window = await provider.read_history_window(
+            agentapi.WindowRequest(
+                conversation_id=conversation.id(),
+                workdir=workdir,
+                item_id=anchor,
+                before=HISTORY_PAGE,
+            )
+        )
+        chunk = window.items[: window.at] if anchor else window.items
+        items[:0] = chunk
+        if window.start or not chunk:
+            break
+        anchor = chunk[0].id
+    others = [item for item in history.items if item.agent_id]
+    return history.model_copy(update={"items": items + others, "truncated": False})
