@@ -332,6 +332,29 @@ async def test_a_session_that_cannot_be_restored_stays_listed_with_the_reason(
         assert all(s["status"] & 2 for s in listed)  # SessionStatus.Error
 
 
+async def test_a_provider_that_never_answers_does_not_hold_the_client_forever(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with bridge(settings) as running:
+        client = await running.client()
+        uri, _ = await create_session(client)
+
+    async def hanging(*args: Any) -> Any:
+        await trio.sleep_forever()
+
+    monkeypatch.setattr(durable, "read_history", hanging)
+    monkeypatch.setattr(durable, "REOPEN_TIMEOUT", 0.2)
+    async with bridge(settings) as running:
+        client = await running.client()
+        state = (await client.subscribe(uri))["state"]
+        assert state["lifecycle"] == "creationFailed"
+        assert state["creationError"] == {
+            "errorType": "TimeoutError",
+            "message": "reopening the provider conversation failed: "
+            "the provider did not reopen the conversation within 0.2 s",
+        }
+
+
 async def test_a_session_never_reopened_can_be_disposed_and_stays_gone(
     settings: Settings,
 ) -> None:

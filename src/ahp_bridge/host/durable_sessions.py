@@ -43,6 +43,9 @@ IMPORT_CONFIG_KEY = "ahpBridge.importConversation"
 
 #: Items read per HistoryPager window when a reopened chat's record is read.
 HISTORY_PAGE = 200
+#: Seconds a provider gets to reopen one conversation and return its record; the request
+#: that named the session waits that long at most, then sees it in creationFailed.
+REOPEN_TIMEOUT = 60.0
 
 _TURN_ENDS = frozenset({"chat/turnComplete", "chat/turnCancelled", "chat/error"})
 #: Lifecycle channels a request may name, by method: params keys holding one URI or a list.
@@ -351,10 +354,18 @@ class SessionCatalog:
         self, session: Session, record: ChatRecord
     ) -> tuple[ChatRuntime, list[dict[str, Any]]]:
         chat = self.manager._new_chat(session, record.uri, title=record.title)
-        await chat.open(conversation_id=record.conversation_id)
         try:
-            assert chat.conversation is not None
-            history = await read_history(chat.entry.provider, chat.conversation, session.workdir)
+            with trio.fail_after(REOPEN_TIMEOUT):
+                await chat.open(conversation_id=record.conversation_id)
+                assert chat.conversation is not None
+                history = await read_history(
+                    chat.entry.provider, chat.conversation, session.workdir
+                )
+        except trio.TooSlowError:
+            await chat.close()
+            raise TimeoutError(
+                f"the provider did not reopen the conversation within {REOPEN_TIMEOUT:g} s"
+            ) from None
         except BaseException:
             await chat.close()
             raise
