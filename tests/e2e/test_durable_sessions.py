@@ -486,10 +486,26 @@ async def test_import_lists_and_opens_a_providers_earlier_conversations(
 async def test_create_session_can_import_a_conversation_by_id(
     settings: Settings, importing: Callable[..., ImportingFake], tmp_path: Path
 ) -> None:
-    conv = await earlier_conversation(settings.data_dir(), tmp_path, "imported prompt", "")
+    conv = await earlier_conversation(settings.data_dir(), tmp_path, "imported prompt", "Old")
+    here = {"channel": ROOT, "provider": "fake", "workingDirectory": tmp_path.as_uri()}
     async with bridge(settings) as running:
         client = await running.client()
-        uri, chat = await create_session(client, config={"ahpBridge.importConversation": conv})
+        # resolveSessionConfig offers the provider's conversations for that directory.
+        offer = await client.request("resolveSessionConfig", here)
+        wire_adapter("ResolveSessionConfigResult").validate_python(offer)
+        prop = offer["schema"]["properties"]["ahpBridge.importConversation"]
+        assert (prop["type"], prop["enum"], prop["enumLabels"]) == ("string", [conv], ["Old"])
+        elsewhere = {**here, "workingDirectory": (tmp_path / "other").as_uri()}
+        none = await client.request("resolveSessionConfig", elsewhere)
+        assert none["schema"]["properties"] == {}
+        uri, chat = await create_session(
+            client,
+            workingDirectories=[tmp_path.as_uri()],
+            config={"ahpBridge.importConversation": prop["enum"][0]},
+        )
+        # Once it is a session it is no longer offered.
+        again = await client.request("resolveSessionConfig", here)
+        assert again["schema"]["properties"] == {}
         assert texts(client.states[chat]["turns"]) == ["imported prompt"]
         await prompt(client, chat, "next")
         assert texts(client.states[chat]["turns"]) == ["imported prompt", "next"]

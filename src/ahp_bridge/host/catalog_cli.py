@@ -8,8 +8,8 @@ alone. `import --provider NAME --workdir DIR` asks a provider that implements
 directory and adds each (not already a session, not held open by another process) as a
 session; the bridge lists them at its next start and, like any session of an earlier run,
 reopens the conversation and rebuilds its turns from the provider's history when a client
-subscribes. (A client that knows a conversation id can do the same live through
-`createSession` with `config: {"ahpBridge.importConversation": ID}`.)
+subscribes. (Clients can do the same live: `resolveSessionConfig` offers the importable
+conversations as the `ahpBridge.importConversation` config value of `createSession`.)
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
 import structlog
 import trio
@@ -30,6 +31,7 @@ from ahp_bridge.host.catalog import (
 )
 from ahp_bridge.state import status as st
 from ahp_bridge.state.envelope import Envelope
+from ahp_bridge.translate._wire import clean_line
 from ahp_bridge.translate.history import mark_interrupted, turns_from_history
 
 if TYPE_CHECKING:
@@ -43,6 +45,8 @@ IMPORT_CONFIG_KEY = "ahpBridge.importConversation"
 
 #: Items read per HistoryPager window when a reopened chat's record is read.
 HISTORY_PAGE = 200
+#: Seconds a provider gets to list its earlier conversations for resolveSessionConfig.
+IMPORT_LIST_TIMEOUT = 10.0
 #: Seconds a provider gets to reopen one conversation and return its record; the request
 #: that named the session waits that long at most, then sees it in creationFailed.
 REOPEN_TIMEOUT = 60.0
@@ -162,6 +166,45 @@ class SessionCatalog:
         now = self.manager.clock.now_iso()
         self.catalog.submit(Catalog.update_chat, chat.uri, modified_at=now, **fields)
         self.catalog.submit(Catalog.update_session, chat.session.uri, modified_at=now)
+
+    # -- importing -----------------------------------------------------------------------------
+
+    async def offer_imports(self, params: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        """resolveSessionConfig: offer the provider's own earlier conversations for the working
+        directory (Importer) as `ahpBridge.importConversation`, a createSession config value.
+
+        Conversations that are already sessions, or held open by another process, are left out;
+        a provider without Importer, or one that fails to answer, adds nothing.
+        """
+        manager = self.manager
+        name = params.get("provider") or next(iter(manager.providers), "")
+        entry = manager.providers.get(name)
+        if entry is None or not isinstance(entry.provider, agentapi.Importer):
+            return result
+        directory = params.get("workingDirectory")
+        workdir = _path_of(directory) if isinstance(directory, str) else manager.workdir
+        try:
+            with trio.fail_after(IMPORT_LIST_TIMEOUT):
+                previous = await entry.provider.previous(workdir)
+                ids = [p.id for p in previous]
+                busy = set(await entry.provider.in_use(ids)) if ids else set()
+        except Exception as exc:
+            log.warning("importable conversations not listed", provider=name, error=repr(exc))
+            return result
+        known = {chat.conversation_id for chat in manager.chats.values()}
+        known |= {c.conversation_id for r in self.dormant.values() for c in r.chats}
+        known |= {r.import_conversation for r in self.dormant.values()}
+        offered = [p for p in previous if p.id not in known and p.id not in busy]
+        if offered:
+            result["schema"]["properties"][IMPORT_CONFIG_KEY] = {
+                "type": "string",
+                "title": "Continue a conversation",
+                "description": f"Open one of {name}'s earlier conversations in this directory "
+                "as the new session, with its turns",
+                "enum": [p.id for p in offered],
+                "enumLabels": [clean_line(p.title) or p.id for p in offered],
+            }
+        return result
 
     # -- listing -------------------------------------------------------------------------------
 
@@ -399,3 +442,9 @@ async def read_history(
         anchor = chunk[0].id
     others = [item for item in history.items if item.agent_id]
     return history.model_copy(update={"items": items + others, "truncated": False})
+
+
+def _path_of(uri: str) -> str:
+    """A filesystem path for a working-directory URI (`file:///x` or a plain path)."""
+    parts = urlsplit(uri)
+    return unquote(parts.path) if parts.scheme == "file" else uri

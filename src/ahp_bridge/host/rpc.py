@@ -307,8 +307,10 @@ class RpcHandler:
     def completions(self, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
         return {"items": []}
 
-    def resolve_session_config(self, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
-        return {"schema": {"type": "object", "properties": {}}, "values": {}}
+    def resolve_session_config(self, conn: Connection, params: dict[str, Any]) -> Any:
+        result: dict[str, Any] = {"schema": {"type": "object", "properties": {}}, "values": {}}
+        durable = getattr(self.sessions, "durable", None)  # offers importable conversations
+        return durable.offer_imports(params, result) if durable is not None else result
 
     def authenticate(self, conn: Connection, params: dict[str, Any]) -> None:
         raise RpcError(
