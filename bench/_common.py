@@ -136,10 +136,13 @@ async def child_process(argv: Sequence[str], ready_prefix: str) -> AsyncIterator
                 finally:
                     nursery.cancel_scope.cancel()
         except BaseException:
-            if proc.poll() is not None:
-                log.seek(0)
-                tail = log.read()[-6000:].decode(errors="replace")
-                print(f"{argv[1:3]} exited ({proc.returncode}):\n{tail}", file=sys.stderr)
+            # The child logs warnings and errors only: show them with the failure.
+            with trio.move_on_after(1):
+                await proc.wait()  # a crashed server may still be exiting
+            state = "running" if proc.returncode is None else f"exited {proc.returncode}"
+            log.seek(0)
+            tail = log.read()[-6000:].decode(errors="replace")
+            print(f"{argv[1:3]} ({state}), its stderr:\n{tail}", file=sys.stderr)
             raise
         finally:
             with trio.CancelScope(shield=True):
