@@ -106,9 +106,14 @@ class Child:
 
 @asynccontextmanager
 async def child_process(argv: Sequence[str], ready_prefix: str) -> AsyncIterator[Child]:
-    """Start `argv`, yield it with the ws:// URL of its first stdout line; stop it on exit."""
+    """Start `argv`, yield it with the ws:// URL of its first stdout line; stop it on exit.
+
+    The child is forked from this (the main) thread with PR_SET_PDEATHSIG, so it is
+    terminated if the benchmark dies without cleaning up. (trio's `open_process` forks from
+    a worker thread, whose exit would count as the parent's death.)
+    """
     with tempfile.TemporaryFile() as log:
-        proc = await trio.lowlevel.open_process(
+        proc = subprocess.Popen(
             list(argv),
             stdout=subprocess.PIPE,
             stderr=log,
@@ -116,29 +121,29 @@ async def child_process(argv: Sequence[str], ready_prefix: str) -> AsyncIterator
             preexec_fn=_die_with_parent,
         )
         assert proc.stdout is not None
+        stdout = trio.lowlevel.FdStream(os.dup(proc.stdout.fileno()))
+        proc.stdout.close()
         try:
             async with trio.open_nursery() as nursery:
                 buffer = b""
                 with trio.fail_after(30):
                     while b"\n" not in buffer:
-                        chunk = await proc.stdout.receive_some(4096)
+                        chunk = await stdout.receive_some(4096)
                         if not chunk:
-                            log.seek(0)
-                            tail = log.read()[-2000:].decode(errors="replace")
-                            raise RuntimeError(f"{argv[1:3]} exited before it listened:\n{tail}")
+                            raise RuntimeError(f"{argv[1:3]} exited before it listened")
                         buffer += chunk
                 line = buffer.split(b"\n", 1)[0].decode()
                 if not line.startswith(ready_prefix):
                     raise RuntimeError(f"unexpected first line from {argv[1:3]}: {line!r}")
-                nursery.start_soon(_drain, proc.stdout)
+                nursery.start_soon(_drain, stdout)
                 try:
                     yield Child(line.rsplit(" ", 1)[-1].rstrip("/") + "/", proc.pid)
                 finally:
                     nursery.cancel_scope.cancel()
         except BaseException:
             # The child logs warnings and errors only: show them with the failure.
-            with trio.move_on_after(1):
-                await proc.wait()  # a crashed server may still be exiting
+            with trio.CancelScope(shield=True):
+                await _wait(proc, 1.0)  # a crashed server may still be exiting
             state = "running" if proc.returncode is None else f"exited {proc.returncode}"
             log.seek(0)
             tail = log.read()[-6000:].decode(errors="replace")
@@ -146,18 +151,23 @@ async def child_process(argv: Sequence[str], ready_prefix: str) -> AsyncIterator
             raise
         finally:
             with trio.CancelScope(shield=True):
-                if proc.returncode is None:
+                if proc.poll() is None:
                     proc.send_signal(signal.SIGTERM)
-                    with trio.move_on_after(10):
-                        await proc.wait()
-                if proc.returncode is None:
+                    await _wait(proc, 10.0)
+                if proc.poll() is None:
                     proc.kill()
-                    await proc.wait()
-                await proc.stdout.aclose()
+                    await _wait(proc, 10.0)
+                await stdout.aclose()
+
+
+async def _wait(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    with trio.move_on_after(timeout):
+        while proc.poll() is None:
+            await trio.sleep(0.02)
 
 
 def _die_with_parent() -> None:
-    """In the child, before exec: get SIGTERM when the benchmark dies (Linux), never linger."""
+    """In the child, before exec: get SIGTERM when the forking thread dies (Linux)."""
     if sys.platform == "linux":
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
