@@ -1551,9 +1551,10 @@ async def test_a_subagent_shows_as_its_tool_call_and_stays_out_of_the_transcript
         "chat/responsePart",
         "chat/turnComplete",
     ]
+    sub_chat = f"{flow.chat}/subagent/sa-1"
     ref = {
         "type": "subagent",
-        "resource": "ahp-chat:/subagent/sa-1",
+        "resource": sub_chat,
         "title": "researcher",
         "agentName": "researcher",
         "description": "Looks things up",
@@ -1564,6 +1565,28 @@ async def test_a_subagent_shows_as_its_tool_call_and_stays_out_of_the_transcript
     assert tool["content"] == [ref, {"type": "text", "text": "found it"}]
     # the subagent's own text is not part of the main transcript
     assert [p["content"] for p in parts(turn) if p["kind"] == "markdown"] == ["Done."]
+    # ... it is in the subagent's own read-only chat, listed in the session
+    entry = next(c for c in flow.client.states[flow.session]["chats"] if c["resource"] == sub_chat)
+    assert entry["interactivity"] == "read-only"
+    assert entry["origin"] == {"kind": "tool", "chat": flow.chat, "toolCallId": tool["toolCallId"]}
+    snapshot = await flow.client.subscribe(sub_chat)
+    [sub_turn] = snapshot["state"]["turns"]
+    assert sub_turn["state"] == "complete"
+    assert [p["content"] for p in sub_turn["responseParts"] if p["kind"] == "markdown"] == [
+        "found it"
+    ]
+    # nobody can post into it
+    seq = await flow.client.dispatch(
+        sub_chat,
+        {
+            "type": "chat/turnStarted",
+            "turnId": "t-sub",
+            "startedAt": "2026-01-01T00:00:00.000Z",
+            "message": {"text": "hi", "origin": {"kind": "user"}},
+        },
+    )
+    echo = await flow.client.echo_of(seq)
+    assert "read-only" in echo["rejectionReason"]
     await flow.settled()
 
 

@@ -15,12 +15,14 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import structlog
 import trio
 
 from ahp_bridge import agentapi
 from ahp_bridge.host.sinks import ChatSink
+from ahp_bridge.state import status as st
 from ahp_bridge.translate.commands import (
     Call,
     Cancel,
@@ -78,8 +80,14 @@ class ChatRuntime:
         self.conversation_id = ""
         self.sink: ChatSink | None = None
         self.translator = EventTranslator(
-            uri, session.uri, new_id=lambda: str(uuid.uuid4()), now_ms=manager.clock.now_ms
+            uri,
+            session.uri,
+            new_id=lambda: str(uuid.uuid4()),
+            now_ms=manager.clock.now_ms,
+            subagent_chat_uri=self.subagent_uri,
         )
+        #: One translator per subagent, each building that subagent's read-only chat.
+        self._subagents: dict[str, EventTranslator] = {}
         self._send, self._recv = trio.open_memory_channel[Job](CALL_QUEUE)
         self._closed = False
 
@@ -136,9 +144,57 @@ class ChatRuntime:
 
     # -- provider -> clients -------------------------------------------------------------------
 
+    def subagent_uri(self, agent_id: str) -> str:
+        """The read-only chat of one subagent of this chat's conversation (unique per chat)."""
+        return f"{self.uri}/subagent/{quote(agent_id, safe='')}"
+
+    def subagent_uris(self) -> list[str]:
+        return [self.subagent_uri(agent_id) for agent_id in self._subagents]
+
+    def _open_subagent_chat(self, subagent: agentapi.Subagent) -> None:
+        """Create the read-only chat a subagent's transcript streams into (session/chatAdded)."""
+        uri = self.subagent_uri(subagent.id)
+        store = self.hub.store
+        if store.has(uri) or not store.has(self.session.uri):
+            return
+        parent_chat = (
+            self.subagent_uri(subagent.parent_agent_id) if subagent.parent_agent_id else self.uri
+        )
+        state: dict[str, Any] = {
+            "resource": uri,
+            "title": subagent.name or "Subagent",
+            "status": st.IDLE,
+            "modifiedAt": self.manager.clock.now_iso(),
+            "turns": [],
+            "interactivity": "read-only",
+        }
+        if subagent.parent_tool_call_id:
+            state["origin"] = {
+                "kind": "tool",
+                "chat": parent_chat,
+                "toolCallId": subagent.parent_tool_call_id,
+            }
+        store.create(uri, "chat", state)
+        self._subagents[subagent.id] = EventTranslator(
+            uri,
+            self.session.uri,
+            new_id=lambda: str(uuid.uuid4()),
+            now_ms=self.manager.clock.now_ms,
+            subagent_chat_uri=self.subagent_uri,
+            agent_id=subagent.id,
+        )
+        self.manager.subagent_chats[uri] = self
+        summary = {k: v for k, v in state.items() if k != "turns"}
+        self.hub.apply(self.session.uri, {"type": "session/chatAdded", "summary": summary})
+
     def _on_event(self, event: agentapi.Event) -> None:
         if self._closed:
             return
+        sub = event.subagent if event.kind == agentapi.EventKind.SUBAGENT else None
+        if sub is not None and sub.id and sub.id not in self._subagents:
+            self._open_subagent_chat(sub)
+        for translator in self._subagents.values():
+            self._apply_all(translator.translate(event))
         emitted = self.translator.translate(event)
         if event.kind == agentapi.EventKind.TITLE and not self._names_session():
             # Another chat's title names that chat (its catalog entry), not the whole session.

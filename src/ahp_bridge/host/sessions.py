@@ -100,6 +100,8 @@ class SessionManager:
         self.providers: dict[str, ProviderEntry] = {}
         self.sessions: dict[str, Session] = {}
         self.chats: dict[str, ChatRuntime] = {}
+        #: Read-only chats of subagents, by URI, with the chat whose conversation feeds them.
+        self.subagent_chats: dict[str, ChatRuntime] = {}
         self._nursery: trio.Nursery | None = None
         self._token: trio.lowlevel.TrioToken | None = None
         hub.observers.append(self._observe)
@@ -348,6 +350,9 @@ class SessionManager:
         self.chats.pop(chat.uri, None)
         self.nursery.start_soon(chat.close)
         self._forget_channel(chat.uri)
+        for uri in chat.subagent_uris():
+            self.subagent_chats.pop(uri, None)
+            self._forget_channel(uri)
 
     def _forget_channel(self, uri: str) -> None:
         if self.hub.store.has(uri):
@@ -467,23 +472,24 @@ class SessionManager:
 
     def _observe(self, envelope: Envelope) -> None:
         """Keep chat entries and the session list in sync with chat and session state."""
-        chat = self.chats.get(envelope.channel)
+        channel = envelope.channel
+        chat = self.chats.get(channel) or self.subagent_chats.get(channel)
         if chat is not None:
             session_uri = chat.session.uri
-            if not self.hub.store.has(session_uri) or not self.hub.store.has(chat.uri):
+            if not self.hub.store.has(session_uri) or not self.hub.store.has(channel):
                 return
             entries = self.hub.store.state(session_uri).get("chats") or []
-            entry = next((c for c in entries if c.get("resource") == chat.uri), None)
+            entry = next((c for c in entries if c.get("resource") == channel), None)
             if entry is None:
                 return
-            changes = chat_summary_changes(entry, self.hub.store.state(chat.uri))
+            changes = chat_summary_changes(entry, self.hub.store.state(channel))
             # No 0.7.0 action changes ChatState.title, so the entry's title is the translator's
             # (session/chatUpdated{title}); mirroring the chat's would flip it back.
             changes.pop("title", None)
             if changes:
                 self.hub.apply(
                     session_uri,
-                    {"type": "session/chatUpdated", "chat": chat.uri, "changes": changes},
+                    {"type": "session/chatUpdated", "chat": channel, "changes": changes},
                 )
             return
         session = self.sessions.get(envelope.channel)
@@ -524,6 +530,10 @@ class SessionManager:
         chat = self.chats.get(channel)
         if chat is not None:
             chat.client_action(conn, action, origin)
+            return
+        if channel in self.subagent_chats:
+            reason = "a subagent's chat is read-only: talk to the agent in its parent chat"
+            self.hub.reject(conn, channel, action, origin, reason)
             return
         session = self.sessions.get(channel)
         if session is not None and action.get("type") == "session/titleChanged":
