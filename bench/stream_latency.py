@@ -119,6 +119,8 @@ class Run:
         self.expected = expected
         self.latencies = latencies
         flat = [v for per_client in latencies for v in per_client]
+        if not all(latencies) or len(emits) < 2:
+            raise RuntimeError(f"rate {rate_label(rate)}: a client received no stamped deltas")
         self.p50 = percentile(flat, 50)
         self.p99 = percentile(flat, 99)
         fifth = max(1, expected // 5)
