@@ -18,6 +18,7 @@ from ahp_bridge_copilot import create_provider
 
 from ahp_bridge.agentapi import OpenRequest, Provider
 from ahp_bridge.conformance import CHECKS, Check, Outcome, Prompts, Target, run_check
+from tests.conformance.test_remote import served
 from tests.support.copilot_cli import CliServer, cli_server, requires_cli
 from tests.support.model_server import Hold, ModelServer, Text, ToolCall
 
@@ -73,4 +74,11 @@ async def test_copilot_keeps_the_contract(copilot: Target, check: Check) -> None
     result = await run_check(copilot, check)
     # Not applicable only where the suite allows it: no prompt makes the CLI exit (an
     # optional scenario), and optional protocols the adapter does not implement.
+    assert result.outcome is not Outcome.FAIL, result.line()
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=[c.name for c in CHECKS])
+async def test_copilot_served_over_grpc_keeps_the_contract(copilot: Target, check: Check) -> None:
+    """The same checks with the Copilot provider behind the gRPC hop (serve-provider + remote)."""
+    result = await run_check(served(copilot), check)
     assert result.outcome is not Outcome.FAIL, result.line()

@@ -21,21 +21,27 @@ from ahp_bridge.agentapi import Provider
 from ahp_bridge.conformance import CHECKS, Check, Outcome, Target, fake_target, run_check
 
 
-def served_fake() -> Target:
-    """The fake's Target, its provider reached over gRPC."""
-    fake = fake_target()
+def served(target: Target) -> Target:
+    """`target` with its provider served over gRPC on a Unix socket and reached remotely."""
 
     @asynccontextmanager
     async def factory() -> AsyncIterator[Provider]:
         with tempfile.TemporaryDirectory(prefix="ahp-conformance-") as tmp:
             listen = f"unix:{Path(tmp) / 'agentapi.sock'}"
             async with trio.open_nursery() as nursery:
-                address = await nursery.start(serve, fake.factory(), listen)
+                address = await nursery.start(serve, target.factory(), listen)
                 async with remote_provider({"address": address}) as provider:
                     yield provider
                 nursery.cancel_scope.cancel()
 
-    return Target("remote(fake)", factory, fake.open_request, fake.prompts, fake.timeout)
+    return Target(
+        f"remote({target.name})", factory, target.open_request, target.prompts, target.timeout
+    )
+
+
+def served_fake() -> Target:
+    """The fake's Target, its provider reached over gRPC."""
+    return served(fake_target())
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=[c.name for c in CHECKS])
