@@ -235,7 +235,7 @@ class ChatRuntime:
             permissions=self.translator.pending_permissions(),
             inputs=inputs,
             input_answers={rid: synced_answers(state, rid) for rid in inputs},
-            can_set_title=self.entry.provider.capabilities().titles,
+            can_set_title=self.entry.capabilities.titles,
             workdir=self.session.workdir,
         )
 

@@ -50,6 +50,8 @@ class ProviderEntry:
     name: str
     provider: agentapi.Provider
     models: list[agentapi.Model] = field(default_factory=list)
+    #: Read once at start: the planner consults it on every client action (hot path).
+    capabilities: agentapi.Capabilities = field(default_factory=agentapi.Capabilities)
 
 
 @dataclass
@@ -117,7 +119,7 @@ class SessionManager:
                     name, self._options.get(name, {})
                 )
                 await stack.enter_async_context(provider)
-                self.providers[name] = ProviderEntry(name, provider)
+                self.providers[name] = ProviderEntry(name, provider, [], provider.capabilities())
             self._nursery = await stack.enter_async_context(trio.open_nursery())
             self._token = trio.lowlevel.current_trio_token()
             for entry in self.providers.values():
@@ -147,7 +149,7 @@ class SessionManager:
         agents = []
         for entry in self.providers.values():
             provider = entry.provider
-            caps = provider.capabilities()
+            caps = entry.capabilities
             agents.append(
                 {
                     "provider": entry.name,
