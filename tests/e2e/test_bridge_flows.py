@@ -201,7 +201,10 @@ class Flow:
     def types(
         self, since: dict[str, int], channel: str, client: AhpClient | None = None
     ) -> list[str]:
-        return [a["type"] for a in self.actions(since, channel, client)]
+        """Action types, with each run of streamed text shown once: the bridge may merge a
+        burst of deltas into one action (see translate/coalesce.py), so how many there are
+        depends on timing, never what they add up to (the tests check the text)."""
+        return collapse_streams([a["type"] for a in self.actions(since, channel, client)])
 
     def chat_types(self, since: dict[str, int]) -> list[str]:
         return self.types(since, self.chat)
@@ -254,10 +257,19 @@ async def flow(bridge: Bridge) -> Flow:
     return flow
 
 
+def collapse_streams(types: list[str]) -> list[str]:
+    """Each run of `chat/delta` or `chat/reasoning` as one entry."""
+    out: list[str] = []
+    for kind in types:
+        if not (out and kind == out[-1] and kind in ("chat/delta", "chat/reasoning")):
+            out.append(kind)
+    return out
+
+
 def streamed(text: str, chunk: int = 8) -> list[str]:
     """The chat actions of one streamed text step: its first chunk opens the part."""
     chunks = max(1, -(-len(text) // chunk))
-    return ["chat/responsePart", *["chat/delta"] * (chunks - 1)]
+    return ["chat/responsePart", *(["chat/delta"] if chunks > 1 else [])]
 
 
 def parts(turn: dict[str, Any]) -> list[dict[str, Any]]:
@@ -287,7 +299,7 @@ async def test_streaming_text(flow: Flow, calls: Calls) -> None:
     expected = [
         "chat/turnStarted",
         "chat/responsePart",
-        *["chat/delta"] * (len(chunks) - 1),
+        *(["chat/delta"] if len(chunks) > 1 else []),
         "chat/turnComplete",
     ]
     for client in flow.clients:
@@ -296,7 +308,7 @@ async def test_streaming_text(flow: Flow, calls: Calls) -> None:
     assert actions[0]["turnId"] == turn_id
     assert actions[1]["part"]["kind"] == "markdown"
     assert actions[1]["part"]["content"] == chunks[0]
-    assert [a["content"] for a in actions[2:-1]] == chunks[1:]
+    assert "".join(a["content"] for a in actions[2:-1]) == "".join(chunks[1:])
     assert {a["partId"] for a in actions[2:-1]} == {actions[1]["part"]["id"]}
     assert turn["state"] == "complete"
     assert [(p["kind"], p["content"]) for p in parts(turn)] == [("markdown", text)]
@@ -318,16 +330,15 @@ async def test_reasoning_then_text(flow: Flow) -> None:
         "chat/turnStarted",
         "chat/responsePart",
         "chat/reasoning",
-        "chat/reasoning",
-        "chat/reasoning",
         "chat/responsePart",
         "chat/turnComplete",
     ]
     actions = flow.actions(mark, flow.chat)
     reasoning_id = actions[1]["part"]["id"]
     assert actions[1]["part"]["kind"] == "reasoning"
-    assert {a["partId"] for a in actions[2:5]} == {reasoning_id}
-    assert actions[5]["part"]["kind"] == "markdown"
+    streamed_reasoning = [a for a in actions if a["type"] == "chat/reasoning"]
+    assert {a["partId"] for a in streamed_reasoning} == {reasoning_id}
+    assert actions[-2]["part"]["kind"] == "markdown"
     assert [(p["kind"], p["content"]) for p in parts(turn)] == [
         ("reasoning", "Thinking it over carefully."),
         ("markdown", "Decided."),

@@ -264,7 +264,14 @@ async def copilot_session(url: str) -> AsyncIterator[Session]:
 
 
 def types(actions: list[dict[str, Any]]) -> list[str]:
-    return [a["type"] for a in actions]
+    """Action types, each run of streamed deltas once: the bridge may merge a burst of the
+    CLI's deltas into one action, so their number depends on timing (the text is checked)."""
+    out: list[str] = []
+    for action in actions:
+        kind = action["type"]
+        if not (out and kind == out[-1] and kind in ("chat/delta", "chat/reasoning")):
+            out.append(kind)
+    return out
 
 
 def tool_messages(request: RecordedRequest) -> list[dict[str, Any]]:
@@ -365,15 +372,13 @@ async def test_permission_approved_then_streamed_answer(
             "chat/toolCallComplete",
             "chat/responsePart",
             "chat/delta",
-            "chat/delta",
-            "chat/delta",
             "chat/usage",
             "chat/turnComplete",
         ]
         assert chat[0]["message"] == {"text": "e2e-approve: run echo", "origin": {"kind": "user"}}
         permission_prefix(chat, "turn-approve", call_id)
         assert chat[5] == approve
-        complete, part, deltas, usage, end = chat[6], chat[7], chat[8:11], chat[11], chat[12]
+        complete, part, deltas, usage, end = chat[6], chat[7], chat[8:-2], chat[-2], chat[-1]
         assert complete["toolCallId"] == call_id
         assert complete["result"]["success"] is True
         (content,) = complete["result"]["content"]

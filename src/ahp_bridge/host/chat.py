@@ -23,6 +23,7 @@ import trio
 from ahp_bridge import agentapi
 from ahp_bridge.host.sinks import ChatSink
 from ahp_bridge.state import status as st
+from ahp_bridge.translate.coalesce import coalesce
 from ahp_bridge.translate.commands import (
     Call,
     Cancel,
@@ -95,7 +96,7 @@ class ChatRuntime:
 
     async def open(self, conversation_id: str) -> None:
         """Open (or reopen by id) the provider conversation behind this chat."""
-        sink = ChatSink(self._on_event, self.manager.token)
+        sink = ChatSink(self._on_events, self.manager.token)
         request = agentapi.OpenRequest(
             session_id=self.session.uri.removeprefix("ahp-session:/"),
             conversation_id=conversation_id,
@@ -186,6 +187,24 @@ class ChatRuntime:
         self.manager.subagent_chats[uri] = self
         summary = {k: v for k, v in state.items() if k != "turns"}
         self.hub.apply(self.session.uri, {"type": "session/chatAdded", "summary": summary})
+
+    def _on_events(self, events: list[agentapi.Event]) -> None:
+        """A batch from the sink: runs of deltas are translated together and coalesced."""
+        burst: list[tuple[str, dict[str, Any]]] = []
+        for event in events:
+            if self._closed:
+                return
+            if event.kind == agentapi.EventKind.DELTA:
+                for translator in self._subagents.values():
+                    burst.extend(translator.translate(event))
+                burst.extend(self.translator.translate(event))
+                continue
+            self._apply_all(coalesce(burst))
+            burst = []
+            self._on_event(event)
+            if event.kind == agentapi.EventKind.EXIT:
+                return  # the conversation is closed: nothing after its exit counts
+        self._apply_all(coalesce(burst))
 
     def _on_event(self, event: agentapi.Event) -> None:
         if self._closed:
