@@ -148,8 +148,12 @@ def summarize(case: list[Run]) -> dict[str, Any]:
     }
 
 
-def stamp_of(action: dict[str, Any]) -> int | None:
-    """The emit time carried by a streamed chunk, or None for other actions."""
+def stamps_of(action: dict[str, Any]) -> list[int] | None:
+    """The emit times carried by a streamed action, or None for other actions.
+
+    The bridge merges a burst of deltas to one part into one action (translate/coalesce.py),
+    so one action can carry several chunks, each with its own stamp; each counts as one delta.
+    """
     kind = action["type"]
     if kind == "chat/delta":
         content = action["content"]
@@ -159,7 +163,7 @@ def stamp_of(action: dict[str, Any]) -> int | None:
         return None
     if not content.startswith(STAMP):
         return None
-    return int(content[len(STAMP) : content.index(";")])
+    return [int(piece[: piece.index(";")]) for piece in content.split(STAMP)[1:]]
 
 
 async def stream_once(
@@ -180,11 +184,12 @@ async def stream_once(
             if env["channel"] != chat:
                 return
             action = env["action"]
-            stamp = stamp_of(action)
-            if stamp is not None:
-                mine.append((at - stamp) / 1e6)
-                if index == 0:
-                    emits.append(stamp)
+            stamps = stamps_of(action)
+            if stamps is not None:
+                for stamp in stamps:
+                    mine.append((at - stamp) / 1e6)
+                    if index == 0:
+                        emits.append(stamp)
             elif action["type"] in END_TYPES:
                 ended.append(action["type"])
                 remaining[0] -= 1
