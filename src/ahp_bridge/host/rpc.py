@@ -1,9 +1,11 @@
 """Routing of JSON-RPC requests and notifications to the host's handlers.
 
 Every 0.7.0 method is known here; params are validated against the wire models before any
-handler runs, so handlers read plain dicts that already have the right shape. Handlers are
-synchronous: nothing a client asks for waits on a provider (session creation finishes in the
-background and reports through `session/ready`), which keeps each connection's replies in order.
+handler runs, so handlers read plain dicts that already have the right shape. Requests are
+handled one at a time per connection, which keeps its replies in order, so nothing a client
+asks for waits on a provider turn: session creation finishes in the background and reports
+through `session/ready`. Only two waits exist: `createSession` records the session in the
+catalog before it answers, and a request naming a session from an earlier run restores it first.
 """
 
 from __future__ import annotations
@@ -100,7 +102,7 @@ class RpcHandler:
 
     async def handle_request(self, conn: Connection, req: jsonrpc.Request) -> None:
         try:
-            durable = getattr(self.sessions, "durable", None)  # sessions from an earlier run
+            durable = self.sessions.durable  # sessions from an earlier run
             if durable is not None and (conn.initialized or req.method in _PRE_INIT):
                 await durable.restore_named(req.method, req.params)
             result = self._call(conn, req.method, req.params)
@@ -309,7 +311,7 @@ class RpcHandler:
 
     def resolve_session_config(self, conn: Connection, params: dict[str, Any]) -> Any:
         result: dict[str, Any] = {"schema": {"type": "object", "properties": {}}, "values": {}}
-        durable = getattr(self.sessions, "durable", None)  # offers importable conversations
+        durable = self.sessions.durable  # offers importable conversations
         return durable.offer_imports(params, result) if durable is not None else result
 
     def authenticate(self, conn: Connection, params: dict[str, Any]) -> None:
