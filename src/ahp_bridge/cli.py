@@ -145,15 +145,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
     async def main_task() -> None:
         async with trio.open_nursery() as nursery:
-
-            async def on_signals() -> None:
-                with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for signum in signals:
-                        log.info("shutting down", signal=signal.Signals(signum).name)
-                        nursery.cancel_scope.cancel()
-                        return
-
-            nursery.start_soon(on_signals)
+            nursery.start_soon(_cancel_on_signal, nursery.cancel_scope)
             port = await nursery.start(run_bridge, settings)
             print(
                 f"ahp-bridge listening on ws://{_url_host(settings.server.host)}:{port}", flush=True
@@ -174,6 +166,15 @@ def _leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+async def _cancel_on_signal(scope: trio.CancelScope) -> None:
+    """Shut down cleanly on the first SIGINT or SIGTERM."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            log.info("shutting down", signal=signal.Signals(signum).name)
+            scope.cancel()
+            return
 
 
 def _url_host(host: str) -> str:
@@ -203,14 +204,7 @@ def _serve_provider(args: argparse.Namespace, settings: Settings) -> int:
 
     async def main_task() -> None:
         async with trio.open_nursery() as nursery:
-
-            async def on_signals() -> None:
-                with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for _ in signals:
-                        nursery.cancel_scope.cancel()
-                        return
-
-            nursery.start_soon(on_signals)
+            nursery.start_soon(_cancel_on_signal, nursery.cancel_scope)
             address = await nursery.start(
                 functools.partial(serve_grpc, provider, args.listen, token=token)
             )

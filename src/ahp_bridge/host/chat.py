@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -23,6 +22,7 @@ import trio
 from ahp_bridge import agentapi
 from ahp_bridge.host.sinks import ChatSink
 from ahp_bridge.state import status as st
+from ahp_bridge.translate import iso_from_ms
 from ahp_bridge.translate.coalesce import coalesce
 from ahp_bridge.translate.commands import (
     Call,
@@ -60,9 +60,7 @@ class HostClock:
         return time.time_ns() // 1_000_000
 
     def now_iso(self) -> str:
-        ms = self.now_ms()
-        moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+        return iso_from_ms(self.now_ms())
 
 
 Job = Callable[[], Awaitable[None]]

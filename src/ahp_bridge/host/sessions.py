@@ -31,6 +31,7 @@ from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.summaries import aggregate, chat_summary_changes
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
+from ahp_bridge.protocol.jsonrpc import notification_frame
 from ahp_bridge.protocol.uris import ROOT, is_session_uri
 from ahp_bridge.state import status as st
 from ahp_bridge.state.store import Envelope
@@ -247,21 +248,14 @@ class SessionManager:
     ) -> None:
         def progress(step: int, message: str) -> None:
             if progress_token is not None and not conn.closed:
-                conn.send(
-                    orjson.dumps(
-                        {
-                            "jsonrpc": "2.0",
-                            "method": "root/progress",
-                            "params": {
-                                "channel": ROOT,
-                                "progressToken": progress_token,
-                                "progress": step,
-                                "total": 2,
-                                "message": message,
-                            },
-                        }
-                    ).decode()
-                )
+                params = {
+                    "channel": ROOT,
+                    "progressToken": progress_token,
+                    "progress": step,
+                    "total": 2,
+                    "message": message,
+                }
+                conn.send(notification_frame("root/progress", params))
 
         progress(0, "opening the provider conversation")
         chat_uri = f"ahp-chat:/{uuid.uuid4()}"

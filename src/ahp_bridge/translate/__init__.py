@@ -7,6 +7,7 @@
 ``history``: a provider-recorded History -> AHP Turns for a chat reopened after a restart.
 """
 
+from ._wire import iso_from_ms
 from .commands import (
     Call,
     CallPlan,
@@ -46,6 +47,7 @@ __all__ = [
     "answer_from_input",
     "confirmation_options",
     "input_request",
+    "iso_from_ms",
     "message_prompt",
     "model_info",
     "next_queued_turn",
