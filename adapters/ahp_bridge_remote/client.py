@@ -313,10 +313,16 @@ UNFORWARDED_CAPABILITIES = frozenset(
 
 _OPTIONS = ("address", "token", "connect_timeout")
 
+#: Options a host gives every provider; the served provider keeps its own data, so unused here.
+_HOST_OPTIONS = ("data_dir",)
+
 
 def create_provider(options: Mapping[str, Any]) -> RemoteProvider:
-    """Entry point ``remote``: options address (required), token, connect_timeout."""
-    unknown = sorted(set(options) - set(_OPTIONS))
+    """Entry point ``remote``: options address (required), token, connect_timeout.
+
+    ``data_dir``, which the bridge passes to every provider, is accepted and unused.
+    """
+    unknown = sorted(set(options) - set(_OPTIONS) - set(_HOST_OPTIONS))
     if unknown:
         raise ValueError(f"unknown remote provider option(s): {', '.join(unknown)}")
     address = options.get("address")

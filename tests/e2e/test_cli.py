@@ -207,3 +207,58 @@ async def test_conformance_subcommand_reports_and_sets_the_exit_code() -> None:
         check=False,
     )
     assert bad.returncode != 0
+
+
+async def test_serve_provider_and_the_remote_provider_connect_through_the_cli(
+    tmp_path: Path,
+) -> None:
+    socket = tmp_path / "fake.sock"
+    server = await trio.lowlevel.open_process(
+        [
+            sys.executable,
+            "-m",
+            "ahp_bridge.cli",
+            "serve-provider",
+            "--provider",
+            "fake",
+            "--listen",
+            f"unix:{socket}",
+            "--option",
+            f"data_dir={tmp_path / 'fake'}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert server.stdout is not None
+        with trio.fail_after(30):
+            line = b""
+            while not line.endswith(b"\n"):
+                line += await server.stdout.receive_some(1)
+        assert line.startswith(b"ahp-bridge serving provider fake on unix:")
+        process, url = await start_cli(
+            "--provider",
+            "remote",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            str(tmp_path / "bridge"),
+            env={"AHP_BRIDGE__PROVIDERS__REMOTE__ADDRESS": f"unix:{socket}"},
+        )
+        async with trio.open_nursery() as nursery:
+            client = await open_client(nursery, url, "remote-cli")
+            await client.initialize(["ahp-root://"])
+            [agent] = client.states["ahp-root://"]["agents"]
+            assert agent["provider"] == "remote"
+            assert [m["id"] for m in agent["models"]] == ["fake-fast", "fake-deep"]
+            session = f"ahp-session:/{uuid.uuid4()}"
+            await client.request("createSession", {"channel": session, "provider": "remote"})
+            await client.subscribe(session)
+            await client.wait_for(lambda: client.states[session].get("lifecycle") == "ready")
+            await client.close()
+            nursery.cancel_scope.cancel()
+        code, _ = await stop(process, signal.SIGTERM)
+        assert code == 0
+    finally:
+        code, err = await stop(server, signal.SIGTERM)
+    assert code == 0, err.decode()
