@@ -1,4 +1,13 @@
-"""Protocol version negotiation (strict SemVer, 0.x caret = same minor)."""
+"""Protocol version negotiation, case by case against docs/specification/versioning.md (1.0.0).
+
+The rules under test (upstream microsoft/agent-host-protocol, versioning.md, "Negotiation"): the
+server selects the highest SemVer entry within a supported caret-compatible range and returns
+that exact offered string; hosts accept ``>=1.0.0 <2.0.0`` or ``>=0.9.0 <0.10.0`` regardless of
+offer order (this host also keeps ``0.7.x``); no fit is ``-32005`` with ``supportedVersions``;
+malformed versions (not three non-negative integers without leading zeros, or with pre-release
+or build metadata) are an explicit error. Upstream's ``types/test-cases/version-negotiation.json``
+was not readable from here, so the cases are written from that text.
+"""
 
 from __future__ import annotations
 
@@ -8,60 +17,94 @@ from ahp_bridge.protocol.versions import (
     SUPPORTED_VERSIONS,
     MalformedVersion,
     UnsupportedVersion,
+    line_of,
     negotiate,
+    negotiate_line,
     parse_version,
 )
 
 
-def test_supported_versions() -> None:
-    assert SUPPORTED_VERSIONS == ("0.7.0",)
+def test_supported_versions_name_all_three_lines() -> None:
+    assert SUPPORTED_VERSIONS == (">=1.0.0 <2.0.0", ">=0.9.0 <0.10.0", ">=0.7.0 <0.8.0")
 
 
 @pytest.mark.parametrize(
-    ("offered", "chosen"),
+    ("offered", "chosen", "line"),
     [
-        (["0.7.0"], "0.7.0"),
-        (["0.7.3"], "0.7.3"),
-        (["1.0.0", "0.9.0", "0.7.1"], "0.7.1"),
-        (["0.7.0", "0.7.2", "0.7.1"], "0.7.2"),
-        (["0.6.0", "0.7.0", "0.5.2"], "0.7.0"),
-        (["0.7.10", "0.7.9"], "0.7.10"),
+        # What today's clients send (ahp-versions.md §3).
+        (["1.0.0", "0.9.0"], "1.0.0", "1.0"),  # VS Code, npm 1.0.0, agent-host-protocol-ui
+        (["0.9.0", "1.0.0"], "1.0.0", "1.0"),  # offer order does not matter
+        (["0.7.0"], "0.7.0", "0.7"),  # VS Code 1.131
+        (["1.1.0"], "1.1.0", "1.0"),  # a newer 1.x client (TS MultiHostClient at HEAD)
+        (["1.0.0", "1.1.0"], "1.1.0", "1.0"),  # highest in range, echoed exactly
+        (["0.9.0", "0.7.0", "0.6.0", "0.5.2", "0.5.1"], "0.9.0", "0.9"),  # 0.9-synced VS Code
+        (["1.0.0", "0.8.0", "0.7.0", "0.6.0"], "1.0.0", "1.0"),  # a VS Code dev build
+        (["0.9.3"], "0.9.3", "0.9"),
+        (["0.7.3", "0.7.10"], "0.7.10", "0.7"),  # numeric, not lexical, comparison
+        (["0.6.0", "0.7.0", "0.5.2"], "0.7.0", "0.7"),
+        (["2.0.0", "1.9.9"], "1.9.9", "1.0"),  # 2.x is outside the caret range
+        (["0.8.0", "0.9.0"], "0.9.0", "0.9"),  # 0.8 is not served (breaking against 0.9)
+        (["10.0.0", "0.7.1"], "0.7.1", "0.7"),
     ],
 )
-def test_picks_the_highest_compatible_offer(offered: list[str], chosen: str) -> None:
+def test_picks_the_highest_supported_offer(offered: list[str], chosen: str, line: str) -> None:
+    assert negotiate_line(offered) == (chosen, line)
     assert negotiate(offered) == chosen
 
 
 @pytest.mark.parametrize(
-    "offered", [["1.0.0", "0.9.0"], ["0.6.0", "0.5.2", "0.5.1"], ["0.8.0"], ["7.0.0"], []]
+    "offered", [["0.6.0", "0.5.2", "0.5.1"], ["0.8.0"], ["2.0.0"], ["0.10.0"], ["0.1.0"], []]
 )
-def test_no_compatible_offer(offered: list[str]) -> None:
+def test_no_supported_offer(offered: list[str]) -> None:
     with pytest.raises(UnsupportedVersion) as err:
         negotiate(offered)
-    assert err.value.supported == ["0.7.0"]
+    assert err.value.supported == list(SUPPORTED_VERSIONS)
     assert err.value.offered == offered
 
 
 @pytest.mark.parametrize(
     "bad",
-    ["0.7", "0.7.0-beta.1", "0.7.0+build", "v0.7.0", "07.0.0", "0.07.0", " 0.7.0", "", 7, None],
+    [
+        "0.7",
+        "1",
+        "1.0.0-beta.1",
+        "1.0.0+build",
+        "v1.0.0",
+        "01.0.0",
+        "1.00.0",
+        "1.0.00",
+        " 1.0.0",
+        "1.0.0 ",
+        "-1.0.0",
+        "",
+        7,
+        None,
+        1.0,
+    ],
 )
 def test_malformed_versions_are_an_explicit_error(bad: object) -> None:
     with pytest.raises(MalformedVersion):
-        negotiate(["0.7.0", bad])
+        negotiate(["1.0.0", bad])
     with pytest.raises(MalformedVersion):
         parse_version(bad)
 
 
 def test_offered_must_be_a_list_not_a_string() -> None:
     with pytest.raises(MalformedVersion):
-        negotiate("0.7.0")
+        negotiate("1.0.0")
 
 
-def test_major_caret_for_1x_supported_versions() -> None:
-    assert negotiate(["1.4.2", "1.0.0", "2.0.0"], supported=("1.1.0",)) == "1.4.2"
-    with pytest.raises(UnsupportedVersion):
-        negotiate(["2.0.0"], supported=("1.1.0",))
+@pytest.mark.parametrize(
+    ("version", "line"),
+    [((1, 0, 0), "1.0"), ((1, 42, 7), "1.0"), ((0, 9, 0), "0.9"), ((0, 7, 5), "0.7")],
+)
+def test_line_of(version: tuple[int, int, int], line: str) -> None:
+    assert line_of(version) == line
+
+
+@pytest.mark.parametrize("version", [(0, 8, 0), (2, 0, 0), (0, 10, 0), (0, 0, 1)])
+def test_line_of_unsupported(version: tuple[int, int, int]) -> None:
+    assert line_of(version) is None
 
 
 def test_parse_version() -> None:

@@ -2404,7 +2404,9 @@ class MessageChatAttachment(WireModel):
     ] = None
     type: Annotated[Literal['chat'], Field(description='判別欄位')]
     resource: Annotated[str, Field(description='被參照聊天的 URI。')]
-    endTurn: Annotated[str, Field(description='被參照轉錄中包含的最後一個已完成回合。')]
+    endTurn: Annotated[
+        str | None, Field(description='被參照轉錄中包含的最後一個已完成回合。')
+    ] = None
 
 
 class ResourceReponsePart(WireModel):
@@ -2497,7 +2499,9 @@ class ToolCallParameterFields(WireModel):
     invocationMessage: Annotated[
         str | StringOrMarkdown1, Field(description='描述工具將執行什麼的訊息')
     ]
-    toolInput: Annotated[str | None, Field(description='原始工具輸入')] = None
+    toolInput: Annotated[str | ContentRef | None, Field(description='原始工具輸入')] = (
+        None
+    )
 
 
 class ToolCallStreamingState(WireModel):
@@ -3254,7 +3258,9 @@ class ChatToolCallReadyAction(WireModel):
         str | StringOrMarkdown1,
         Field(description='描述工具將執行之動作或所需確認的訊息'),
     ]
-    toolInput: Annotated[str | None, Field(description='原始工具輸入')] = None
+    toolInput: Annotated[str | ContentRef | None, Field(description='原始工具輸入')] = (
+        None
+    )
     confirmationTitle: Annotated[
         str | StringOrMarkdown1 | None,
         Field(
@@ -3686,7 +3692,9 @@ class ToolCallPendingConfirmationState(WireModel):
     invocationMessage: Annotated[
         str | StringOrMarkdown1, Field(description='描述工具將執行什麼的訊息')
     ]
-    toolInput: Annotated[str | None, Field(description='原始工具輸入')] = None
+    toolInput: Annotated[str | ContentRef | None, Field(description='原始工具輸入')] = (
+        None
+    )
     status: Literal['pending-confirmation']
     confirmationTitle: Annotated[
         str | StringOrMarkdown1 | None,
@@ -3734,7 +3742,9 @@ class ToolCallRunningState(WireModel):
     invocationMessage: Annotated[
         str | StringOrMarkdown1, Field(description='描述工具將執行什麼的訊息')
     ]
-    toolInput: Annotated[str | None, Field(description='原始工具輸入')] = None
+    toolInput: Annotated[str | ContentRef | None, Field(description='原始工具輸入')] = (
+        None
+    )
     confirmed: Annotated[
         Literal['not-needed', 'user-action', 'setting'],
         Field(description='工具如何被確認執行'),
@@ -3784,7 +3794,9 @@ class ToolCallAuthRequiredState(WireModel):
     invocationMessage: Annotated[
         str | StringOrMarkdown1, Field(description='描述工具將執行什麼的訊息')
     ]
-    toolInput: Annotated[str | None, Field(description='原始工具輸入')] = None
+    toolInput: Annotated[str | ContentRef | None, Field(description='原始工具輸入')] = (
+        None
+    )
     confirmed: Annotated[
         Literal['not-needed', 'user-action', 'setting'],
         Field(description='工具如何被確認執行'),
@@ -3833,7 +3845,9 @@ class ToolCallPendingResultConfirmationState(WireModel):
     invocationMessage: Annotated[
         str | StringOrMarkdown1, Field(description='描述工具將執行什麼的訊息')
     ]
-    toolInput: Annotated[str | None, Field(description='原始工具輸入')] = None
+    toolInput: Annotated[str | ContentRef | None, Field(description='原始工具輸入')] = (
+        None
+    )
     success: Annotated[bool, Field(description='工具是否成功')]
     pastTenseMessage: Annotated[
         str | StringOrMarkdown1, Field(description='工具已執行之事的過去式描述')
@@ -3894,7 +3908,9 @@ class ToolCallCompletedState(WireModel):
     invocationMessage: Annotated[
         str | StringOrMarkdown1, Field(description='描述工具將執行什麼的訊息')
     ]
-    toolInput: Annotated[str | None, Field(description='原始工具輸入')] = None
+    toolInput: Annotated[str | ContentRef | None, Field(description='原始工具輸入')] = (
+        None
+    )
     success: Annotated[bool, Field(description='工具是否成功')]
     pastTenseMessage: Annotated[
         str | StringOrMarkdown1, Field(description='工具已執行之事的過去式描述')
@@ -3955,7 +3971,9 @@ class ToolCallCancelledState(WireModel):
     invocationMessage: Annotated[
         str | StringOrMarkdown1, Field(description='描述工具將執行什麼的訊息')
     ]
-    toolInput: Annotated[str | None, Field(description='原始工具輸入')] = None
+    toolInput: Annotated[str | ContentRef | None, Field(description='原始工具輸入')] = (
+        None
+    )
     status: Literal['cancelled']
     reason: Annotated[
         Literal['denied', 'skipped', 'result-denied'],

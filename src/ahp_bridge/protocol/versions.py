@@ -1,27 +1,57 @@
-"""AHP protocol version negotiation (``initialize.protocolVersions``).
+"""AHP protocol version negotiation (``initialize.protocolVersions``) and the wire lines.
 
 Versions are strict ``MAJOR.MINOR.PATCH`` (no pre-release or build part, no leading zeros).
-The host answers with the exact offered string of the highest offer that is caret-compatible
-with a version it supports: for 0.x that means the same minor (0.7.z), for 1.x+ the same
-major. No fit is JSON-RPC ``-32005`` with ``data.supportedVersions``; a malformed string is an
-explicit error.
+The host speaks three *wire lines*, each a caret-compatible range (docs/specification/
+versioning.md, 1.0.0: "hosts accept ``>=1.0.0 <2.0.0`` or ``>=0.9.0 <0.10.0``, regardless of
+offer order"), plus the 0.7 line it has always served:
+
+======  ==================  =====================================================================
+line    accepted offers     wire
+======  ==================  =====================================================================
+1.0     >=1.0.0 <2.0.0      the canonical state as it is (a newer 1.x client speaks 1.0 to us)
+0.9     >=0.9.0 <0.10.0     1.0's wire contract minus the action types 0.9 does not know
+0.7     >=0.7.0 <0.8.0      today's 0.7.0 wire, through a pure down-translation
+======  ==================  =====================================================================
+
+The host answers with the exact offered string of the highest offer it supports, whatever the
+order of the offer. No fit is JSON-RPC ``-32005`` with ``data.supportedVersions`` (all three
+lines); a malformed string is an explicit error (``-32602``), as the spec asks.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, Literal
 
 __all__ = [
+    "LINES",
     "SUPPORTED_VERSIONS",
+    "V07",
+    "V09",
+    "V10",
+    "Line",
     "MalformedVersion",
     "UnsupportedVersion",
+    "line_of",
     "negotiate",
+    "negotiate_line",
     "parse_version",
 ]
 
-SUPPORTED_VERSIONS: Final[tuple[str, ...]] = ("0.7.0",)
+Line = Literal["0.7", "0.9", "1.0"]
+V07: Final[Line] = "0.7"
+V09: Final[Line] = "0.9"
+V10: Final[Line] = "1.0"
+#: Every wire line, newest first.
+LINES: Final[tuple[Line, ...]] = (V10, V09, V07)
+
+#: What ``data.supportedVersions`` lists: one SemVer range per line, newest first.
+SUPPORTED_VERSIONS: Final[tuple[str, ...]] = (
+    ">=1.0.0 <2.0.0",
+    ">=0.9.0 <0.10.0",
+    ">=0.7.0 <0.8.0",
+)
 
 _VERSION: Final = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\Z")
 
@@ -56,27 +86,38 @@ def parse_version(version: object) -> tuple[int, int, int]:
     return major, minor, patch
 
 
-def _compatible(offer: tuple[int, int, int], supported: tuple[int, int, int]) -> bool:
-    if offer[0] != supported[0]:
-        return False
-    return offer[1] == supported[1] if offer[0] == 0 else True
+def line_of(version: tuple[int, int, int]) -> Line | None:
+    """The wire line a parsed version belongs to, or None when the host does not speak it."""
+    major, minor, _ = version
+    if major == 1:
+        return V10
+    if major == 0 and minor == 9:
+        return V09
+    if major == 0 and minor == 7:
+        return V07
+    return None
 
 
-def negotiate(offered: Sequence[object], supported: Sequence[str] = SUPPORTED_VERSIONS) -> str:
-    """Return the exact offered string to use for the connection.
+def negotiate_line(offered: Sequence[object]) -> tuple[str, Line]:
+    """The exact offered string to answer with, and the wire line it fixes for the connection.
 
     Every offer is validated first (one malformed entry fails the handshake, as the spec asks
-    for an explicit error). Among compatible offers the highest version wins; ties keep the
-    client's order.
+    for an explicit error). Among offers the host speaks, the highest version wins; equal
+    versions cannot differ as strings, so the offer order never matters.
     """
     if isinstance(offered, str | bytes) or not isinstance(offered, Sequence):
         raise MalformedVersion(offered)
     parsed = [(parse_version(v), v) for v in offered]
-    ours = [parse_version(v) for v in supported]
-    best: tuple[tuple[int, int, int], str] | None = None
+    best: tuple[tuple[int, int, int], str, Line] | None = None
     for version, text in parsed:
-        if any(_compatible(version, s) for s in ours) and (best is None or version > best[0]):
-            best = (version, str(text))
+        line = line_of(version)
+        if line is not None and (best is None or version > best[0]):
+            best = (version, str(text), line)
     if best is None:
-        raise UnsupportedVersion(supported, offered)
-    return best[1]
+        raise UnsupportedVersion(SUPPORTED_VERSIONS, offered)
+    return best[1], best[2]
+
+
+def negotiate(offered: Sequence[object]) -> str:
+    """The exact offered string to use for the connection (see :func:`negotiate_line`)."""
+    return negotiate_line(offered)[0]
