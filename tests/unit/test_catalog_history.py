@@ -18,8 +18,10 @@ from ahp_bridge.agentapi import (
     WindowRequest,
 )
 from ahp_bridge.host.durable_sessions import read_history
+from ahp_bridge.protocol import wire07
 from ahp_bridge.protocol.models import wire_adapter
 from ahp_bridge.translate.history import INTERRUPTED, mark_interrupted, turns_from_history
+from tests.support.wire_schema import v1_0
 
 T = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -46,8 +48,10 @@ def record(*items: Item) -> History:
 
 
 def valid(turns: list[dict[str, Any]]) -> None:
+    """Canonical (1.0) turns, and valid 0.7.0 turns once shown to a 0.7 peer."""
     for turn in turns:
-        wire_adapter("Turn").validate_python(turn)
+        v1_0().check("Turn", turn)
+        wire_adapter("Turn").validate_python(wire07.down_turn(turn))
 
 
 RUNNING = {"id": "turn-live", "startedAt": "2026-01-02T03:05:00.000Z", "text": "build it"}
@@ -73,9 +77,10 @@ def test_the_running_turn_ends_as_an_error_keeping_what_it_produced() -> None:
     assert first["state"] == "complete" and first["id"] == "u1"
     assert last["id"] == "turn-live"  # the id clients knew while it ran
     assert last["state"] == "error"
-    assert last["error"]["errorType"] == INTERRUPTED
-    assert "stopped while this turn was running" in last["error"]["message"]
-    markdown, tool = last["responseParts"]
+    markdown, tool, error = last["responseParts"]
+    assert error["kind"] == "error" and error["resumable"] is True
+    assert error["error"]["errorType"] == INTERRUPTED
+    assert "stopped while this turn was running" in error["error"]["message"]
     assert markdown == {"kind": "markdown", "id": "a2", "content": "Building."}
     assert tool["toolCall"]["status"] == "cancelled"
     assert tool["toolCall"]["reason"] == "skipped"
@@ -88,8 +93,8 @@ def test_a_prompt_the_provider_never_recorded_gets_its_own_ended_turn() -> None:
     added = turns[-1]
     assert added["id"] == "turn-live"
     assert added["startedAt"] == RUNNING["startedAt"]
-    assert added["responseParts"] == []
-    assert (added["state"], added["error"]["errorType"]) == ("error", INTERRUPTED)
+    [error] = added["responseParts"]
+    assert (added["state"], error["error"]["errorType"]) == ("error", INTERRUPTED)
     assert turns[0]["state"] == "complete"
 
 

@@ -38,7 +38,7 @@ def chat_with_parts() -> dict[str, Any]:
 def reduce_all(emitted: list[tuple[str, dict]]) -> dict[str, Any]:
     state = chat_with_parts()
     for _, action in emitted:
-        state = reduce("chat", state, action, now=NOW)
+        state = reduce("chat", state, action)
     return state
 
 

@@ -1,7 +1,9 @@
-"""Run every AHP 0.7.0 reducer fixture against our reducers (one test per file).
+"""Run every AHP 0.7.0 reducer fixture through the 0.7 path of the canonical reducers.
 
-Conventions (fixture README): null means absent, so None-valued keys are stripped
-recursively from initial, actions and expected; the clock is mocked to 9999 ms.
+The host's reducers have 1.0 semantics; a 0.7 peer sees them through the lens, so every 0.7.0
+fixture goes through `reduce_07` (lift to 1.0, reduce, show as 0.7.0). Conventions (fixture
+README): null means absent, so None-valued keys are stripped recursively from initial, actions
+and expected; the 0.7.0 clock is mocked to 9999 ms.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ahp_bridge.state.reducers import reduce
+from ahp_bridge.state.reduce07 import reduce_07
 from tests.support.paths import CONFORMANCE
 
 FIXTURES = CONFORMANCE
@@ -49,7 +51,7 @@ def test_reducer_fixture(path: Path) -> None:
     for raw in fixture["actions"]:
         action = strip_none(raw)
         state_before, action_before = copy.deepcopy(state), copy.deepcopy(action)
-        new_state = reduce(fixture["reducer"], state, action, now=NOW)
+        new_state = reduce_07(fixture["reducer"], state, action, now=NOW)
         assert state == state_before and action == action_before, "reducer mutated its input"
         if new_state == state:
             assert new_state is state, f"{action['type']} changed nothing but copied the state"

@@ -42,7 +42,7 @@ def test_delta_copies_only_the_changed_path() -> None:
     state = chat(activeTurn=active(other, md), queuedMessages=[{"id": "q", "message": user("q")}])
     snapshot = copy.deepcopy(state)
     new = reduce(
-        "chat", state, {"type": "chat/delta", "turnId": "a", "partId": "p", "content": "y"}, now=NOW
+        "chat", state, {"type": "chat/delta", "turnId": "a", "partId": "p", "content": "y"}
     )
     assert new["activeTurn"]["responseParts"][1]["content"] == "hey"
     assert state == snapshot  # input untouched
@@ -70,49 +70,49 @@ def test_delta_copies_only_the_changed_path() -> None:
 )
 def test_noop_returns_the_same_object(action: dict[str, Any]) -> None:
     state = chat(status=8, activeTurn=active({"kind": "markdown", "id": "p", "content": ""}))
-    assert reduce("chat", state, action, now=NOW) is state
+    assert reduce("chat", state, action) is state
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_unknown_action_is_noop_for_every_kind(kind: str) -> None:
     state: dict[str, Any] = {"turns": [], "agents": [], "content": [], "files": []}
-    assert reduce(kind, state, {"type": f"{kind}/fromTheFuture"}, now=NOW) is state
+    assert reduce(kind, state, {"type": f"{kind}/fromTheFuture"}) is state
 
 
-def test_turn_start_and_end_stamp_now_and_status() -> None:
+def test_turn_start_and_end_take_their_time_from_the_actions() -> None:
     state = chat(status=1 | 32)  # idle + read
     started = reduce(
         "chat",
         state,
         {"type": "chat/turnStarted", "turnId": "n", "startedAt": NOW, "message": user("hi")},
-        now=NOW,
     )
-    assert started["modifiedAt"] == NOW
+    assert started["modifiedAt"] == NOW  # 1.0: the action's startedAt, no clock
     assert started["status"] == 8  # in progress, IsRead cleared
-    later = "2026-01-01T00:00:05.000Z"
+    part = {"kind": "error", "error": {"errorType": "x", "message": "m"}}
     ended = reduce(
-        "chat",
-        started,
-        {
-            "type": "chat/error",
-            "turnId": "n",
-            "duration": -5,
-            "error": {"errorType": "x", "message": "m"},
-        },
-        now=later,
+        "chat", started, {"type": "chat/error", "turnId": "n", "duration": -5, "part": part}
     )
-    assert ended["modifiedAt"] == later
+    assert ended["modifiedAt"] == NOW  # startedAt + the clamped duration (0)
     assert ended["status"] == 2
     last = ended["turns"][-1]
-    assert last["state"] == "error" and last["duration"] == 0 and last["error"]["errorType"] == "x"
+    assert last["state"] == "error" and last["duration"] == 0 and "error" not in last
+    assert last["responseParts"][-1] == part
     assert "activeTurn" not in ended and len(ended["turns"]) == 101
+    done = reduce(
+        "chat",
+        reduce("chat", state, {**_start("m"), "startedAt": "2026-01-01T00:00:00.500Z"}),
+        {"type": "chat/turnComplete", "turnId": "m", "duration": 1750},
+    )
+    assert done["modifiedAt"] == "2026-01-01T00:00:02.250Z"
+
+
+def _start(turn_id: str) -> dict[str, Any]:
+    return {"type": "chat/turnStarted", "turnId": turn_id, "startedAt": NOW, "message": user("x")}
 
 
 def test_explicit_null_in_action_means_absent() -> None:
     state = {"provider": "p", "title": "t", "status": 1, "activity": "busy", "chats": []}
-    cleared = reduce(
-        "session", state, {"type": "session/activityChanged", "activity": None}, now=NOW
-    )
+    cleared = reduce("session", state, {"type": "session/activityChanged", "activity": None})
     assert "activity" not in cleared
     result = {"success": True, "pastTenseMessage": "ok", "content": None}
     tc = {
@@ -129,7 +129,6 @@ def test_explicit_null_in_action_means_absent() -> None:
         "chat",
         st,
         {"type": "chat/toolCallComplete", "turnId": "a", "toolCallId": "x", "result": result},
-        now=NOW,
     )
     out = done["activeTurn"]["responseParts"][0]["toolCall"]
     assert out["status"] == "completed" and "content" not in out and None not in out.values()
@@ -138,31 +137,30 @@ def test_explicit_null_in_action_means_absent() -> None:
 def test_turns_loaded_noop_on_full_list_and_prepend_on_window() -> None:
     state = chat()
     page = {"type": "chat/turnsLoaded", "turns": [turn(1), turn(2)]}
-    assert reduce("chat", state, page, now=NOW) is state
+    assert reduce("chat", state, page) is state
     window = chat(turns=[turn(3)], turnsNextCursor="c")
-    out = reduce("chat", window, {**page, "turnsNextCursor": "d"}, now=NOW)
+    out = reduce("chat", window, {**page, "turnsNextCursor": "d"})
     assert [t["id"] for t in out["turns"]] == ["t1", "t2", "t3"] and out["turnsNextCursor"] == "d"
 
 
 def test_bad_inputs_raise_clear_errors() -> None:
     with pytest.raises(ValueError, match="unknown state kind"):
-        reduce("nope", {}, {"type": "x"}, now=NOW)
+        reduce("nope", {}, {"type": "x"})
     with pytest.raises(ValueError, match="JSON object"):
-        reduce("chat", chat(), ["chat/turnStarted"], now=NOW)  # type: ignore[arg-type]
+        reduce("chat", chat(), ["chat/turnStarted"])  # type: ignore[arg-type]
 
 
 def test_terminal_data_extends_open_command_only() -> None:
     state = {"title": "t", "claim": {"kind": "client", "clientId": "c"}, "content": []}
-    assert reduce("terminal", state, {"type": "terminal/data", "data": ""}, now=NOW) is state
+    assert reduce("terminal", state, {"type": "terminal/data", "data": ""}) is state
     run = reduce(
         "terminal",
         state,
         {"type": "terminal/commandExecuted", "commandId": "1", "commandLine": "ls", "timestamp": 1},
-        now=NOW,
     )
-    run = reduce("terminal", run, {"type": "terminal/data", "data": "a"}, now=NOW)
+    run = reduce("terminal", run, {"type": "terminal/data", "data": "a"})
     assert run["content"][-1]["output"] == "a"
-    assert reduce("terminal", run, {"type": "terminal/input", "data": "x"}, now=NOW) is run
+    assert reduce("terminal", run, {"type": "terminal/input", "data": "x"}) is run
 
 
 @pytest.mark.parametrize(
@@ -203,4 +201,4 @@ def test_terminal_data_extends_open_command_only() -> None:
 def test_setting_an_existing_value_returns_the_same_object(
     kind: str, state: dict[str, Any], action: dict[str, Any]
 ) -> None:
-    assert reduce(kind, state, action, now=NOW) is state
+    assert reduce(kind, state, action) is state

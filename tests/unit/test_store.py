@@ -49,7 +49,7 @@ def title(t: str) -> dict[str, Any]:
 
 
 def make(n_turns: int = 0, **kw: Any) -> Store:
-    store = Store(clock=lambda: NOW, **kw)
+    store = Store(**kw)
     store.create(SESSION, "session", session_state())
     store.create(CHAT, "chat", chat_state(n_turns))
     return store
@@ -213,7 +213,7 @@ def test_replay_reports_when_the_bounded_log_no_longer_covers() -> None:
 
 def test_log_limit_is_validated() -> None:
     with pytest.raises(ValueError):
-        Store(clock=lambda: NOW, log_limit=0)
+        Store(log_limit=0)
 
 
 # ── snapshots and the turn window ─────────────────────────────────────────
@@ -304,7 +304,7 @@ class Mirror:
 
     def catch_up(self, store: Store) -> None:
         for env in store.replay(self.seq, [CHAT]) or []:
-            self.state = reduce("chat", self.state, env.action, now=NOW)
+            self.state = reduce("chat", self.state, env.action)
             self.seq = env.server_seq
 
 
@@ -343,7 +343,7 @@ def test_preload_not_needed_inside_the_window() -> None:
 
 
 def test_turns_loaded_with_turns_the_store_lacked_prepends_and_voids_cursors() -> None:
-    store = Store(clock=lambda: NOW)
+    store = Store()
     state = chat_state(10)
     store.create(CHAT, "chat", {**state, "turns": state["turns"][5:]})
     cursor = store.snapshot(CHAT, last_turns=2)["state"]["turnsNextCursor"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -23,12 +24,15 @@ from ahp_bridge.agentapi import (
     Prompt,
     Question,
 )
-from ahp_bridge.protocol.actions import CLIENT_DISPATCHABLE
+from ahp_bridge.protocol import wire07
+from ahp_bridge.protocol.actions import ACTIONS_07, CLIENT_DISPATCHABLE
+from ahp_bridge.protocol.actions_v1 import CLIENT_DISPATCHABLE_1_0
 from ahp_bridge.state.reducers import reduce
 from ahp_bridge.translate._wire import iso_from_ms
 from ahp_bridge.translate.commands import (
     CALL_ACTIONS,
     NO_CALL_ACTIONS,
+    RESUME_PROMPT,
     UNSUPPORTED_ACTIONS,
     CallPlan,
     Cancel,
@@ -44,7 +48,7 @@ from ahp_bridge.translate.commands import (
     plan_command,
     synced_answers,
 )
-from tests.support.paths import CONFORMANCE
+from tests.support.paths import CONFORMANCE, FIXTURES
 
 from .test_translate_support import (
     CHAT,
@@ -245,17 +249,27 @@ def test_title_change_sets_the_provider_title_when_it_can() -> None:
 
 
 def _fixture_examples() -> dict[str, dict[str, Any]]:
-    """One real action per type, from the AHP 0.7.0 reducer conformance fixtures."""
+    """One real action per type, in its canonical form: from our 1.0 reducer fixtures, then
+    from the AHP 0.7.0 conformance fixtures lifted as a 0.7 peer's action is."""
     examples: dict[str, dict[str, Any]] = {}
-    for path in sorted(CONFORMANCE.glob("*.json")):
+    for path in sorted((FIXTURES / "ahp-1.0.0" / "reducers").glob("*.json")):
+        if "-is-no-op" in path.name:
+            continue
         for action in json.loads(path.read_text())["actions"]:
             examples.setdefault(action["type"], action)
+    for path in sorted(CONFORMANCE.glob("*.json")):
+        for action in json.loads(path.read_text())["actions"]:
+            kind = ACTIONS_07.types[action["type"]]
+            examples.setdefault(action["type"], wire07.up_action(kind, action))
     return examples
 
 
 CONFORMANCE = CONFORMANCE / "reducers"
 EXAMPLES = _fixture_examples()
-CHAT_AND_SESSION = sorted(t for t in CLIENT_DISPATCHABLE if t.startswith(("chat/", "session/")))
+#: Canonical client actions arrive from every line: 0.7's dispatchable set and 1.0's.
+CHAT_AND_SESSION = sorted(
+    t for t in CLIENT_DISPATCHABLE | CLIENT_DISPATCHABLE_1_0 if t.startswith(("chat/", "session/"))
+)
 
 
 def test_every_client_dispatchable_chat_and_session_action_has_one_decision() -> None:
@@ -272,6 +286,21 @@ def test_state_only_actions_need_no_call(kind: str) -> None:
 @pytest.mark.parametrize("kind", sorted(UNSUPPORTED_ACTIONS))
 def test_actions_the_provider_cannot_honour_are_rejected_with_a_reason(kind: str) -> None:
     assert rejected(EXAMPLES[kind], RUNNING) == UNSUPPORTED_ACTIONS[kind]
+
+
+def test_a_resumable_turn_is_resumed_with_a_continuation_prompt() -> None:
+    resume = {"type": "chat/turnResume", "turnId": "t1"}
+    ctx = CommandContext(resumable_turn_id="t1")
+    assert plan(resume, ctx) == CallPlan((Send(Prompt(text=RESUME_PROMPT)),))
+    assert "resumable error" in rejected(resume, CommandContext(resumable_turn_id="t0"))
+    assert "resumable error" in rejected(resume, IDLE)
+    assert rejected(resume, replace(ctx, active_turn_id="t2")) == "a turn is already running"
+    assert rejected(resume, replace(ctx, session_ready=False)) == "the session is not ready"
+
+
+def test_automation_actions_are_not_offered() -> None:
+    action = {"type": "automationRun/cancelRequested", "run": "ahp-automation-run:/r"}
+    assert plan_command(action, IDLE) == Rejection("automations are not offered by this host")
 
 
 def test_actions_of_other_channels_are_not_planned() -> None:
@@ -584,7 +613,7 @@ def test_next_queued_turn_starts_the_first_queued_message() -> None:
     message = {"text": "next", "origin": {"kind": "user"}}
     for pid in ("p1", "p2"):
         set_action = {"type": "chat/pendingMessageSet", "kind": "queued", "id": pid}
-        chat = reduce("chat", chat, {**set_action, "message": message}, now="n")
+        chat = reduce("chat", chat, {**set_action, "message": message})
     action = next_queued_turn(chat, "turn-9", T0)
     assert action == {
         "type": "chat/turnStarted",
@@ -595,7 +624,7 @@ def test_next_queued_turn_starts_the_first_queued_message() -> None:
     }
     strict(action)
     assert plan(action) == CallPlan((Send(Prompt(text="next")),))
-    chat = reduce("chat", chat, action, now="n")
+    chat = reduce("chat", chat, action)
     assert [m["id"] for m in chat["queuedMessages"]] == ["p2"]
     assert chat["activeTurn"]["id"] == "turn-9"
     assert next_queued_turn(chat, "turn-10", T0) is None

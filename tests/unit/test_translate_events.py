@@ -204,6 +204,13 @@ def test_notice_becomes_a_system_notification_once(h: Harness) -> None:
     assert [p["kind"] for p in h.parts] == ["systemNotification"]
 
 
+def last_error(h: Harness) -> dict[str, Any]:
+    """The error of the newest turn: its last response part (AHP 1.0)."""
+    part = h.chat["turns"][-1]["responseParts"][-1]
+    assert part["kind"] == "error"
+    return part["error"]  # type: ignore[no-any-return]
+
+
 def test_turn_failed_ends_with_chat_error(h: Harness) -> None:
     h.start_turn()
     h.feed(ev_turn(TurnState.WORKING))
@@ -213,9 +220,10 @@ def test_turn_failed_ends_with_chat_error(h: Harness) -> None:
         "type": "chat/error",
         "turnId": "turn-1",
         "duration": 10,
-        "error": {"errorType": "turnFailed", "message": "rate limited"},
+        "part": {"kind": "error", "error": {"errorType": "turnFailed", "message": "rate limited"}},
     }
     assert h.chat["turns"][-1]["state"] == "error"
+    assert "error" not in h.chat["turns"][-1]  # 1.0: the error is the last part, not Turn.error
     assert h.chat["status"] == st.ERROR
 
 
@@ -248,7 +256,7 @@ def test_fail_turn_ends_the_turn_for_the_host(h: Harness) -> None:
     out = h.tr.fail_turn("submissionUncertain", "the prompt may not have arrived")
     h.apply(out)
     assert types(out) == ["chat/error"]
-    assert h.chat["turns"][-1]["error"]["errorType"] == "submissionUncertain"
+    assert last_error(h)["errorType"] == "submissionUncertain"
     assert h.tr.fail_turn("x", "y") == []
 
 
@@ -856,7 +864,11 @@ def test_exit_during_a_turn_is_a_chat_error(h: Harness) -> None:
     h.feed(ev_interaction(question("ask-1")))
     out = h.feed(Event(kind=EventKind.EXIT, error="runtime crashed"))
     assert types(out) == ["chat/error", "session/inputNeededRemoved"]
-    assert out[0][1]["error"] == {"errorType": "providerExit", "message": "runtime crashed"}
+    assert out[0][1]["part"] == {
+        "kind": "error",
+        "error": {"errorType": "providerExit", "message": "runtime crashed"},
+        "resumable": True,  # the conversation reopens: chat/turnResume can go on
+    }
     assert h.chat["turns"][-1]["state"] == "error"
 
 
@@ -1029,7 +1041,7 @@ def test_subagent_follow_up_from_the_user_is_a_user_turn() -> None:
     assert h.active["message"] == {"text": "and the tests?", "origin": {"kind": "user"}}
     h.feed(ev_sub(SubagentStatus.FAILED, error="model refused"))
     assert [t["state"] for t in h.chat["turns"]] == ["complete", "error"]
-    assert h.chat["turns"][-1]["error"] == {
+    assert last_error(h) == {
         "errorType": "subagentFailed",
         "message": "model refused",
     }

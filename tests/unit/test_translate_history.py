@@ -46,7 +46,7 @@ def load(turns: list[dict[str, Any]]) -> dict[str, Any]:
         strict_type("Turn", turn)
     action = {"type": "chat/turnsLoaded", "turns": turns}
     strict(action)
-    return reduce("chat", new_chat(), action, now="n")
+    return reduce("chat", new_chat(), action)
 
 
 HISTORY = History(

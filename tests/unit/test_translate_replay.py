@@ -152,9 +152,10 @@ def test_upstream_error_fails_the_turn_with_a_notice() -> None:
     h = replay("upstream_error")
     (turn,) = h.chat["turns"]
     assert turn["state"] == "error"
-    assert turn["error"]["errorType"] == "turnFailed"
-    assert kinds(turn) == ["systemNotification"]
-    assert turn["responseParts"][0]["content"] == turn["error"]["message"]
+    error = turn["responseParts"][-1]["error"]
+    assert error["errorType"] == "turnFailed"
+    assert kinds(turn) == ["systemNotification", "error"]
+    assert turn["responseParts"][0]["content"] == error["message"]
 
 
 def test_steered_turn_keeps_text_after_each_tool_in_its_own_part() -> None:

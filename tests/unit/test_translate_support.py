@@ -29,12 +29,14 @@ from ahp_bridge.agentapi import (
     Turn,
     TurnState,
 )
+from ahp_bridge.protocol import wire07
 from ahp_bridge.protocol.actions import parse_action
-from ahp_bridge.protocol.models import wire_adapter
+from ahp_bridge.protocol.actions_v1 import ACTIONS_10
 from ahp_bridge.state import status as st
 from ahp_bridge.state.reducers import reduce
 from ahp_bridge.translate import EventTranslator
 from ahp_bridge.translate._wire import Action, Emitted, iso_from_ms
+from tests.support.wire_schema import ours_0_7, v1_0
 
 CHAT = "ahp-chat:/chat-1"
 SESSION = "ahp-session:/session-1"
@@ -84,17 +86,22 @@ def _extras(value: Any, path: str) -> list[str]:
 
 
 def strict(action: Action) -> None:
-    """Fail unless ``action`` is a valid AHP 0.7.0 action using only schema-defined fields."""
-    model = parse_action(action)
+    """Fail unless ``action`` is a valid canonical (AHP 1.0) action using only schema-defined
+    fields, and what a 0.7 peer receives for it is valid 0.7.0 the same way."""
+    model = ACTIONS_10.parse(action)
     extras = _extras(model, "action")
     assert not extras, f"fields the schema does not define: {extras} in {action}"
+    kind = ACTIONS_10.types[action["type"]]
+    for down in wire07.down_actions(kind, action):
+        extras = _extras(parse_action(down), "action")
+        assert not extras, f"fields 0.7.0 does not define: {extras} in {down}"
 
 
 def strict_type(name: str, value: Any) -> None:
-    """Fail unless ``value`` is a valid AHP 0.7.0 ``name`` using only schema-defined fields."""
-    model = wire_adapter(name).validate_python(value)
-    extras = _extras(model, name)
-    assert not extras, f"fields the schema does not define: {extras} in {value}"
+    """Fail unless ``value`` is a valid 1.0 ``name`` (and, shown as 0.7.0, a valid 0.7.0 one)
+    using only schema-defined fields."""
+    v1_0().check(name, value)
+    ours_0_7().check(name, wire07.down_turn(value) if name == "Turn" else value)
 
 
 def new_chat() -> dict[str, Any]:
@@ -126,12 +133,11 @@ class Harness:
     def apply(self, emitted: Iterable[Emitted]) -> None:
         for channel, action in emitted:
             strict(action)
-            now = iso_from_ms(self.clock())
             if channel == CHAT:
-                self.chat = reduce("chat", self.chat, action, now=now)
+                self.chat = reduce("chat", self.chat, action)
             else:
                 assert channel == SESSION, channel
-                self.session = reduce("session", self.session, action, now=now)
+                self.session = reduce("session", self.session, action)
             self.log.append((channel, action))
 
     def feed(self, *events: Event) -> list[Emitted]:

@@ -1,17 +1,27 @@
-"""The AHP 0.7.0 ``StateAction`` union, with a fast tagged discriminator, and its tables.
+"""Each wire version's ``StateAction`` union, with a fast tagged discriminator, and its tables.
 
 The generator writes ``StateAction`` as a plain (smart) union: slow, with hundreds of errors for
-bad input, and unable to tell "unknown type" from "known type, wrong fields". Here a callable
-:class:`~pydantic.Discriminator` picks the member by ``type`` (and, for the two
-``chat/toolCallConfirmed`` variants, by ``approved``). Unknown types validate to
-:class:`UnknownAction`, which keeps every field, so envelopes from newer peers are relayed
-unchanged; :func:`parse_action` instead raises :class:`UnknownActionType` so the host can reject.
+bad input, and unable to tell "unknown type" from "known type, wrong fields". :class:`ActionSet`
+builds, per wire version, a union whose callable :class:`~pydantic.Discriminator` picks the
+member by ``type``. The module-level names (``ACTION_CLASSES``, ``StateAction``,
+``parse_action``, ...) are 0.7.0's; ``actions_v1`` holds 1.0.0's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Final, TypeAlias, Union
+from types import ModuleType
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Final,
+    Literal,
+    TypeAlias,
+    Union,
+    get_args,
+    get_origin,
+)
 
 from pydantic import Discriminator, Tag, TypeAdapter, ValidationError
 
@@ -20,15 +30,18 @@ from ahp_bridge.protocol.base import WireModel
 from ahp_bridge.protocol.fieldpath import describe
 
 __all__ = [
+    "ACTIONS_07",
     "ACTION_CLASSES",
     "ACTION_TYPES",
     "CLIENT_DISPATCHABLE",
     "TOOL_CALL_CONFIRMED",
     "ActionError",
+    "ActionSet",
     "StateAction",
     "UnknownAction",
     "UnknownActionType",
     "action_adapter",
+    "derive_action_classes",
     "parse_action",
 ]
 
@@ -133,6 +146,9 @@ _CHANNEL_KIND_BY_PREFIX: Final = {
     "changeset": "changeset",
     "annotations": "annotations",
     "resourceWatch": "resourceWatch",
+    "automation": "automation",
+    "automationRun": "automationRun",
+    "canvas": "canvas",
 }
 
 #: Action type -> the reducer / channel kind it belongs to.
@@ -190,9 +206,26 @@ CLIENT_DISPATCHABLE: Final[frozenset[str]] = frozenset(
 
 
 class UnknownAction(WireModel):
-    """An action whose ``type`` 0.7.0 does not define; every field is kept for relaying."""
+    """An action whose ``type`` the wire version does not define; every field is kept."""
 
     type: str
+
+
+class ActionError(ValueError):
+    """A client action that is not a valid action; ``str()`` names the offending field."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class UnknownActionType(ActionError):
+    """The action's ``type`` is a string that the wire version does not define."""
+
+    def __init__(self, action_type: str, version: str = "0.7.0") -> None:
+        shown = action_type if len(action_type) <= 80 else action_type[:77] + "..."
+        super().__init__(f"action.type: unknown action type {shown!r} in AHP {version}")
+        self.action_type = action_type
 
 
 def _confirmed_tag(value: Any) -> str:
@@ -208,75 +241,110 @@ def _confirmed_tag(value: Any) -> str:
     return _DENIED_TAG if has_reason else _APPROVED_TAG
 
 
-def _action_tag(value: Any) -> str | None:
-    kind = value.get("type") if isinstance(value, Mapping) else getattr(value, "type", None)
-    if not isinstance(kind, str):
-        return None
-    if kind in ACTION_CLASSES:
-        return kind
-    if kind == TOOL_CALL_CONFIRMED:
-        return _confirmed_tag(value)
-    return _UNKNOWN_TAG
+def derive_action_classes(module: ModuleType) -> dict[str, type[WireModel]]:
+    """Action type -> generated model, read off the models' ``type: Literal[...]`` fields.
+
+    ``chat/toolCallConfirmed`` (two models sharing one type) is left out: the union tags its
+    variants by ``approved``.
+    """
+    found: dict[str, list[type[WireModel]]] = {}
+    for obj in vars(module).values():
+        if not (isinstance(obj, type) and issubclass(obj, WireModel)) or obj is WireModel:
+            continue
+        field = obj.model_fields.get("type")
+        if field is None or get_origin(field.annotation) is not Literal:
+            continue
+        args = get_args(field.annotation)
+        if len(args) == 1 and isinstance(args[0], str) and "/" in args[0]:
+            found.setdefault(args[0], []).append(obj)
+    return {kind: classes[0] for kind, classes in found.items() if kind != TOOL_CALL_CONFIRMED}
 
 
-_MEMBERS: tuple[Any, ...] = (
-    *(Annotated[cls, Tag(tag)] for tag, cls in ACTION_CLASSES.items()),
-    Annotated[_g.ChatToolCallApprovedAction, Tag(_APPROVED_TAG)],
-    Annotated[_g.ChatToolCallDeniedAction, Tag(_DENIED_TAG)],
-    Annotated[UnknownAction, Tag(_UNKNOWN_TAG)],
-)
+class ActionSet:
+    """One wire version's actions: their models, the tagged union and client-dispatch rules.
+
+    The union picks the member by ``type`` (and, for the two ``chat/toolCallConfirmed``
+    variants, by ``approved``); unknown types validate to :class:`UnknownAction`, which keeps
+    every field, so envelopes from newer peers are relayed; :meth:`parse` instead raises
+    :class:`UnknownActionType` so the host can reject.
+    """
+
+    def __init__(
+        self,
+        version: str,
+        module: ModuleType,
+        classes: Mapping[str, type[WireModel]],
+        dispatchable: frozenset[str],
+    ) -> None:
+        self.version = version
+        self.classes: Mapping[str, type[WireModel]] = classes
+        self.types: dict[str, str] = {
+            t: _CHANNEL_KIND_BY_PREFIX[t.split("/", 1)[0]] for t in [*classes, TOOL_CALL_CONFIRMED]
+        }
+        self.dispatchable = dispatchable
+        members: tuple[Any, ...] = (
+            *(Annotated[cls, Tag(tag)] for tag, cls in classes.items()),
+            Annotated[module.ChatToolCallApprovedAction, Tag(_APPROVED_TAG)],
+            Annotated[module.ChatToolCallDeniedAction, Tag(_DENIED_TAG)],
+            Annotated[UnknownAction, Tag(_UNKNOWN_TAG)],
+        )
+        known = frozenset(classes)
+
+        def tag(value: Any) -> str | None:
+            kind = value.get("type") if isinstance(value, Mapping) else getattr(value, "type", None)
+            if not isinstance(kind, str):
+                return None
+            if kind in known:
+                return kind
+            if kind == TOOL_CALL_CONFIRMED:
+                return _confirmed_tag(value)
+            return _UNKNOWN_TAG
+
+        self.union: Any = Annotated[
+            Union[members],  # noqa: UP007
+            Discriminator(
+                tag,
+                custom_error_type="invalid_action_type",
+                custom_error_message="`type` must be a string naming the action",
+            ),
+        ]
+        self.adapter: TypeAdapter[Any] = TypeAdapter(self.union)
+        self._tags = frozenset({*classes, _APPROVED_TAG, _DENIED_TAG, _UNKNOWN_TAG})
+
+    def parse(self, data: Mapping[str, Any], root: str = "action") -> WireModel:
+        """Validate one bare action (no envelope) and return its wire model.
+
+        Raises :class:`UnknownActionType` for a well-formed but unknown ``type``, and
+        :class:`ActionError` (message ``"action.<path>: <reason>"``) for anything else wrong.
+        """
+        if not isinstance(data, Mapping):
+            raise ActionError(f"{root}: must be an object")
+        kind = data.get("type")
+        if kind is None:
+            raise ActionError(f"{root}.type: Field required")
+        if not isinstance(kind, str):
+            raise ActionError(f"{root}.type: must be a string")
+        if kind not in self.types:
+            raise UnknownActionType(kind, self.version)
+        try:
+            model: WireModel = self.adapter.validate_python(data)
+        except ValidationError as exc:
+            raise ActionError(describe(exc, root, data, skip=self._tags)) from None
+        return model
+
+
+#: AHP 0.7.0: our specification's actions.
+ACTIONS_07: Final = ActionSet("0.7.0", _g, ACTION_CLASSES, CLIENT_DISPATCHABLE)
 
 #: The tagged union of every 0.7.0 action, plus :class:`UnknownAction` for unknown types.
 if TYPE_CHECKING:
     StateAction: TypeAlias = WireModel
 else:
-    StateAction = Annotated[
-        Union[_MEMBERS],  # noqa: UP007
-        Discriminator(
-            _action_tag,
-            custom_error_type="invalid_action_type",
-            custom_error_message="`type` must be a string naming the action",
-        ),
-    ]
+    StateAction = ACTIONS_07.union
 
-_TAGS: Final = frozenset({*ACTION_CLASSES, _APPROVED_TAG, _DENIED_TAG, _UNKNOWN_TAG})
-action_adapter: Final[TypeAdapter[Any]] = TypeAdapter(StateAction)
-
-
-class ActionError(ValueError):
-    """A client action that is not a valid 0.7.0 action; ``str()`` names the offending field."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class UnknownActionType(ActionError):
-    """The action's ``type`` is a string that 0.7.0 does not define."""
-
-    def __init__(self, action_type: str) -> None:
-        shown = action_type if len(action_type) <= 80 else action_type[:77] + "..."
-        super().__init__(f"action.type: unknown action type {shown!r}")
-        self.action_type = action_type
+action_adapter: Final[TypeAdapter[Any]] = ACTIONS_07.adapter
 
 
 def parse_action(data: Mapping[str, Any], root: str = "action") -> WireModel:
-    """Validate one bare action (no envelope) and return its wire model.
-
-    Raises :class:`UnknownActionType` for a well-formed but unknown ``type``, and
-    :class:`ActionError` (message ``"action.<path>: <reason>"``) for anything else that is wrong.
-    """
-    if not isinstance(data, Mapping):
-        raise ActionError(f"{root}: must be an object")
-    kind = data.get("type")
-    if kind is None:
-        raise ActionError(f"{root}.type: Field required")
-    if not isinstance(kind, str):
-        raise ActionError(f"{root}.type: must be a string")
-    if kind not in ACTION_TYPES:
-        raise UnknownActionType(kind)
-    try:
-        model: WireModel = action_adapter.validate_python(data)
-    except ValidationError as exc:
-        raise ActionError(describe(exc, root, data, skip=_TAGS)) from None
-    return model
+    """Validate one bare 0.7.0 action (see :meth:`ActionSet.parse`)."""
+    return ACTIONS_07.parse(data, root)

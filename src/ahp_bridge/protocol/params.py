@@ -1,4 +1,4 @@
-"""Validation of the ``params`` of every client-to-host AHP 0.7.0 method.
+"""Validation of the ``params`` of every client-to-host method, per wire version.
 
 :func:`parse_params` returns the typed params or raises :class:`ParamsError`, whose message
 names the offending field (``params.protocolVersions: Field required``): the host sends it as
@@ -18,12 +18,15 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from ahp_bridge.protocol import _generated as _g
+from ahp_bridge.protocol import _generated_v1 as _g1
 from ahp_bridge.protocol.base import WireModel
 from ahp_bridge.protocol.fieldpath import describe
 
 __all__ = [
+    "AUTOMATION_METHODS",
     "CLIENT_NOTIFICATIONS",
     "METHODS",
+    "METHODS_V1",
     "DispatchActionParams",
     "ParamsError",
     "UnknownMethod",
@@ -70,6 +73,30 @@ METHODS: Final[dict[str, type[WireModel]]] = {
     "resourceRequest": _g.ResourceRequestParams,
 }
 
+
+class DispatchActionParamsV1(_g1.DispatchActionParams):
+    """1.0.0 ``dispatchAction`` params; ``action`` stays a raw object, as for 0.7.0."""
+
+    action: dict[str, Any]  # type: ignore[assignment]
+
+
+#: Method name -> params model for 1.0.0 (and 0.9.x): 0.7.0's methods with optional ``_meta``,
+#: plus ``moveChat`` and the automation commands.
+METHODS_V1: Final[dict[str, type[WireModel]]] = {
+    name: (DispatchActionParamsV1 if name == "dispatchAction" else getattr(_g1, cls.__name__))
+    for name, cls in METHODS.items()
+} | {
+    "moveChat": _g1.MoveChatParams,
+    "runAutomation": _g1.RunAutomationParams,
+    "fetchAutomationRuns": _g1.FetchAutomationRunsParams,
+    "listAutomationTriggerDefinitions": _g1.ListAutomationTriggerDefinitionsParams,
+}
+
+#: 1.0.0 commands of a feature this host does not offer (automations).
+AUTOMATION_METHODS: Final[frozenset[str]] = frozenset(
+    {"runAutomation", "fetchAutomationRuns", "listAutomationTriggerDefinitions"}
+)
+
 #: The methods a client sends as notifications (no ``id``, never answered).
 CLIENT_NOTIFICATIONS: Final[frozenset[str]] = frozenset({"dispatchAction", "unsubscribe"})
 
@@ -99,13 +126,15 @@ _JSON_NAMES: Final[dict[type, str]] = {
 }
 
 
-def parse_params(method: str, params: object) -> WireModel:
+def parse_params(
+    method: str, params: object, methods: dict[str, type[WireModel]] = METHODS
+) -> WireModel:
     """Validate ``params`` of ``method`` and return the typed model.
 
-    Raises :class:`UnknownMethod` for a method outside :data:`METHODS`, and
+    Raises :class:`UnknownMethod` for a method outside ``methods`` (default: 0.7.0's), and
     :class:`ParamsError` when ``params`` is missing, not an object, or has a bad field.
     """
-    model = METHODS.get(method)
+    model = methods.get(method)
     if model is None:
         raise UnknownMethod(method)
     if not isinstance(params, Mapping):

@@ -1,19 +1,27 @@
-"""ActionEnvelope: one sequenced action as it goes on the wire."""
+"""ActionEnvelope: one sequenced action, and its frames in each wire version in use."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from ahp_bridge.protocol.lens import Wire
 
 
 @dataclass(frozen=True, slots=True)
 class Envelope:
-    """An action with its serverSeq, the dispatching client's origin and any rejection.
+    """A canonical action with its serverSeq, the dispatching client's origin and any rejection.
 
-    `frame` is the complete JSON-RPC `action` notification, serialised once and
-    cached, so broadcasting to N subscribers costs one encode.
+    `kind` is the channel's kind, `changed` whether the action changed the state, and `post` the
+    state it produced when an older wire's form of it depends on that state. The frames a wire
+    sends for it are computed and serialised once per wire version, on first use, and cached, so
+    broadcasting to N subscribers costs one encode per version in use.
+
+    A rejection echo (`rejection_reason` set) carries the sender's own action as it sent it: it
+    is sent only to its sender, in that sender's version, and never translated.
     """
 
     channel: str
@@ -21,10 +29,15 @@ class Envelope:
     action: dict[str, Any]
     origin: dict[str, Any] | None = None
     rejection_reason: str | None = None
-    _frame: str | None = field(default=None, init=False, repr=False, compare=False)
+    kind: str = ""
+    changed: bool = True
+    post: dict[str, Any] | None = None
+    _frames: dict[str, tuple[str, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def wire(self) -> dict[str, Any]:
-        """The ActionEnvelope params; absent origin/rejectionReason are omitted."""
+        """The canonical ActionEnvelope params; absent origin/rejectionReason are omitted."""
         out: dict[str, Any] = {
             "channel": self.channel,
             "action": self.action,
@@ -38,10 +51,24 @@ class Envelope:
 
     @property
     def frame(self) -> str:
-        """`{"jsonrpc":"2.0","method":"action","params":<wire>}` as text, built on first use."""
-        cached = self._frame
+        """The canonical `{"jsonrpc":"2.0","method":"action","params":<wire>}` text."""
+        cached = self._frames.get("")
         if cached is None:
             message = {"jsonrpc": "2.0", "method": "action", "params": self.wire()}
-            cached = orjson.dumps(message).decode()
-            object.__setattr__(self, "_frame", cached)
+            cached = self._frames[""] = (orjson.dumps(message).decode(),)
+        return cached[0]
+
+    def frames(self, wire: Wire) -> tuple[str, ...]:
+        """The frames a peer of `wire`'s line receives for this envelope (none, one or more)."""
+        if self.rejection_reason is not None:
+            return (self.frame,)
+        cached = self._frames.get(wire.line)
+        if cached is None:
+            cached = self._frames[wire.line] = wire.envelope_frames(self)
         return cached
+
+    def wires(self, wire: Wire) -> list[dict[str, Any]]:
+        """The ActionEnvelope params `wire`'s line receives (a reconnect replay's entries)."""
+        if self.rejection_reason is not None:
+            return [self.wire()]
+        return wire.envelope_wires(self)

@@ -1,9 +1,11 @@
 """The single writer of AHP state: sequencing, the bounded replay log, snapshots.
 
-The host calls it on the trio thread; it is sans-IO (the clock is injected).
-Every accepted action gets the next serverSeq (one counter shared by all
-channels) and goes into a replay log bounded by count, so a reconnecting client
-can be served from the log or told to take a snapshot instead.
+The host calls it on the trio thread; it is sans-IO and reads no clock (AHP 1.0 reducers derive
+every timestamp from the actions). Every accepted action gets the next serverSeq (one counter
+shared by all channels) and goes into a replay log bounded by count, so a reconnecting client
+can be served from the log or told to take a snapshot instead. The state is canonical (1.0);
+each wire version's view of it is `protocol.lens`'s business, given the channel's kind, which
+is bound here when the channel is created and never read from its URI.
 
 Chats keep their full turn list here; what subscribers see of it is governed by
 the chat's loaded window (see `turn_window`).
@@ -12,13 +14,18 @@ the chat's loaded window (see `turn_window`).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from itertools import count, islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ahp_bridge.protocol import wire07
 
 from .envelope import Envelope
 from .reducers import KINDS, reduce
 from .turn_window import TurnWindow
+
+if TYPE_CHECKING:
+    from ahp_bridge.protocol.lens import Wire
 
 __all__ = ["Envelope", "Store"]
 
@@ -30,7 +37,6 @@ class Store:
         self,
         *,
         log_limit: int = 10_000,
-        clock: Callable[[], str],
         turns_page_size: int = 50,
         first_seq: int = 0,
     ) -> None:
@@ -40,13 +46,14 @@ class Store:
             raise ValueError("log_limit must be at least 1")
         if turns_page_size < 1:
             raise ValueError("turns_page_size must be at least 1")
-        self._clock = clock
         self._page = turns_page_size
         self._seq = first_seq
         self._log: deque[Envelope] = deque(maxlen=log_limit)
         self._states: dict[str, dict[str, Any]] = {}
         self._kinds: dict[str, str] = {}
         self._windows: dict[str, TurnWindow] = {}
+        #: The 0.7 wire's view of each session's status (0.7 counts client-execution inputs).
+        self._status07: dict[str, int] = {}
         self._generations = count(1)
 
     # ── channels ──────────────────────────────────────────────────────────
@@ -70,12 +77,15 @@ class Store:
         self._kinds[uri] = kind
         if kind == "chat":
             self._windows[uri] = TurnWindow(generation=next(self._generations))
+        if kind == "session":
+            self._status07[uri] = state.get("status", 0)
 
     def dispose(self, uri: str) -> None:
         """Forget a channel; its logged envelopes stay until they age out."""
         self._require(uri)
         del self._states[uri], self._kinds[uri]
         self._windows.pop(uri, None)
+        self._status07.pop(uri, None)
 
     def has(self, uri: str) -> bool:
         return uri in self._states
@@ -102,15 +112,22 @@ class Store:
             raise ValueError("action must be a JSON object with a string 'type'")
         kind = self._kinds[channel]
         try:
-            new_state = reduce(kind, state, action, now=self._clock())
+            new_state = reduce(kind, state, action)
         except (TypeError, AttributeError, KeyError, IndexError) as exc:
             # A field of the wrong JSON type; nothing was changed or sequenced.
             raise ValueError(f"malformed {action['type']} action for {channel}: {exc}") from exc
         if kind == "chat":
             new_state = self._track_window(channel, state, new_state, action)
+        elif kind == "session":
+            self._status07[channel] = wire07.session_status(
+                self._status07.get(channel, 0), action, new_state
+            )
         self._states[channel] = new_state
         self._seq += 1
-        envelope = Envelope(channel, self._seq, action, origin)
+        post = new_state if action["type"] in wire07.NEEDS_POST_STATE else None
+        envelope = Envelope(
+            channel, self._seq, action, origin, kind=kind, changed=new_state is not state, post=post
+        )
         self._log.append(envelope)
         return envelope
 
@@ -118,7 +135,13 @@ class Store:
         self, channel: str, action: dict[str, Any], origin: dict[str, Any], reason: str
     ) -> Envelope:
         """The echo of a rejected dispatch: state untouched, not logged, current serverSeq."""
-        return Envelope(channel, self._seq, action, origin, reason)
+        return Envelope(
+            channel, self._seq, action, origin, reason, kind=self._kinds.get(channel, "")
+        )
+
+    def status07(self, uri: str) -> int | None:
+        """The 0.7 wire's view of a session's status (None for other channels)."""
+        return self._status07.get(uri)
 
     def replay(self, last_seen: int, channels: Iterable[str]) -> list[Envelope] | None:
         """Logged envelopes after `last_seen` on `channels`, in order.
@@ -139,17 +162,23 @@ class Store:
 
     # ── snapshots and turn paging ─────────────────────────────────────────
 
-    def snapshot(self, uri: str, *, last_turns: int | None = None) -> dict[str, Any]:
+    def snapshot(
+        self, uri: str, *, last_turns: int | None = None, wire: Wire | None = None
+    ) -> dict[str, Any]:
         """`{resource, state, fromSeq}`. For a chat with `last_turns`, only the loaded window.
 
         The first windowed snapshot of a chat fixes its window at the newest
         `last_turns` turns; later ones get the (possibly larger) current window.
+        With `wire`, the state is shown as that wire version shows it.
         """
         state = self._require(uri)
-        if last_turns is not None and self._kinds[uri] == "chat":
+        kind = self._kinds[uri]
+        if last_turns is not None and kind == "chat":
             if last_turns < 0:
                 raise ValueError("last_turns must not be negative")
             state = self._windowed(uri, state, last_turns)
+        if wire is not None:
+            state = wire.state(kind, state, status07=self._status07.get(uri))
         return {"resource": uri, "state": state, "fromSeq": self._seq}
 
     def load_older_turns(self, chat: str, cursor: str | None) -> dict[str, Any]:

@@ -29,6 +29,14 @@ def iso_from_ms(ms: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
+def error_part(error_type: str, message: str, *, resumable: bool = False) -> dict[str, Any]:
+    """The error response part that ends a failed turn (AHP 1.0 ``ErrorResponsePart``)."""
+    part: dict[str, Any] = {"kind": "error", "error": {"errorType": error_type, "message": message}}
+    if resumable:
+        part["resumable"] = True
+    return part
+
+
 def clean_line(text: str, limit: int = 256) -> str:
     """Collapse untrusted one-line provider text (titles): no control characters, bounded."""
     flat = _SPACES.sub(" ", _CONTROL.sub("", text)).strip()

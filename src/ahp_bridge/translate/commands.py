@@ -13,6 +13,9 @@ client action                      plan
                                    model, effort or context size: rejected), ``SelectAgent``
                                    when ``message.agent`` names a known custom agent (unknown:
                                    rejected), then ``Send``
+``chat/turnResume``                ``Send`` of a prompt that asks the agent to go on (only for
+                                   the latest turn, when it ended in a resumable error: a
+                                   provider exit; the conversation reopens first)
 ``chat/turnCancelled``             ``Cancel`` (only for the active turn)
 ``chat/toolCallConfirmed``         ``Respond(decision=option id)``: the selected option, else
                                    the provider's allow-once option (approve) or its first
@@ -29,7 +32,8 @@ state-only actions (drafts, answer no call: the reducer is the whole effect
 drafts, queue edits, read/archive, (``NO_CALL_ACTIONS``)
 active client, default chat)
 the other client-dispatchable      rejected with the reason in ``UNSUPPORTED_ACTIONS`` (e.g.
-chat and session actions           ``chat/truncated``: the provider owns the transcript)
+chat and session actions           ``chat/truncated``: the provider owns the transcript); automation
+                                   actions: not offered by this host
 =================================  ==========================================================
 
 Message attachments become the prompt's files and uploads: ``resource`` with a ``file:`` URI ->
@@ -59,6 +63,7 @@ __all__ = [
     "MODEL_CONFIG_CONTEXT_SIZE",
     "MODEL_CONFIG_EFFORT",
     "NO_CALL_ACTIONS",
+    "RESUME_PROMPT",
     "UNSUPPORTED_ACTIONS",
     "Call",
     "CallPlan",
@@ -86,9 +91,16 @@ _MIME = frozenset(
     {"image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf", "text/plain"}
 )
 
+RESUME_PROMPT = (
+    "Continue where you stopped: your previous attempt at this request was interrupted "
+    "before it finished."
+)
+"""What a resumed turn sends: the provider's own record holds the request and the work so far."""
+
 CALL_ACTIONS = frozenset(
     {
         "chat/turnStarted",
+        "chat/turnResume",
         "chat/turnCancelled",
         "chat/toolCallConfirmed",
         "chat/inputCompleted",
@@ -106,6 +118,8 @@ NO_CALL_ACTIONS = frozenset(
         "chat/inputAnswerChanged",
         "session/isReadChanged",
         "session/isArchivedChanged",
+        "chat/isReadChanged",
+        "chat/isArchivedChanged",
         "session/activeClientSet",
         "session/activeClientRemoved",
         "session/defaultChatChanged",
@@ -114,6 +128,7 @@ NO_CALL_ACTIONS = frozenset(
 """Client actions whose whole effect is the reducer's: accepted, no provider call."""
 
 _FIXED_WORKDIR = "the provider's working directory is fixed when the conversation opens"
+_NO_MCP = "MCP servers cannot be controlled through this bridge"
 UNSUPPORTED_ACTIONS: Mapping[str, str] = {
     "chat/truncated": "the provider owns the transcript and cannot truncate it",
     "chat/toolCallComplete": "this bridge has no client-contributed tools",
@@ -123,9 +138,11 @@ UNSUPPORTED_ACTIONS: Mapping[str, str] = {
     "chat/workingDirectoryRemoved": _FIXED_WORKDIR,
     "session/workingDirectorySet": _FIXED_WORKDIR,
     "session/workingDirectoryRemoved": _FIXED_WORKDIR,
+    "session/workingDirectoryReplaced": _FIXED_WORKDIR,
     "session/customizationToggled": "customizations cannot be toggled through this bridge",
-    "session/mcpServerStartRequested": "MCP servers cannot be controlled through this bridge",
-    "session/mcpServerStopRequested": "MCP servers cannot be controlled through this bridge",
+    "session/mcpServerStartRequested": _NO_MCP,
+    "session/mcpServerStopRequested": _NO_MCP,
+    "session/mcpServerBackgroundRequested": _NO_MCP,
     "session/configChanged": "session configuration cannot be changed through this bridge",
 }
 """Client-dispatchable chat and session actions the provider cannot honour, with the reason."""
@@ -223,6 +240,8 @@ class CommandContext:
     agents: Mapping[str, str] = field(default_factory=dict)
     workdir: str = ""
     """The conversation's absolute working directory; when set, attached files must be in it."""
+    resumable_turn_id: str | None = None
+    """The latest turn's id when it ended in a resumable error (``chat/turnResume`` may name it)."""
 
 
 class _Refused(ValueError):
@@ -238,6 +257,8 @@ def plan_command(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan | R
     try:
         if kind == "chat/turnStarted":
             return _turn_started(action, ctx)
+        if kind == "chat/turnResume":
+            return _turn_resume(action, ctx)
         if kind == "chat/turnCancelled":
             if ctx.active_turn_id is None or action.get("turnId") != ctx.active_turn_id:
                 raise _Refused("no such turn is running")
@@ -258,7 +279,19 @@ def plan_command(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan | R
     except _Refused as refused:
         return Rejection(str(refused))
     reason = UNSUPPORTED_ACTIONS.get(str(kind))
+    if reason is None and str(kind).startswith(("automation/", "automationRun/")):
+        reason = "automations are not offered by this host"
     return Rejection(reason or f"{kind} is not a chat or session action this bridge plans")
+
+
+def _turn_resume(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan:
+    if not ctx.session_ready:
+        raise _Refused("the session is not ready")
+    if ctx.active_turn_id is not None:
+        raise _Refused("a turn is already running")
+    if ctx.resumable_turn_id is None or action.get("turnId") != ctx.resumable_turn_id:
+        raise _Refused("only the latest turn can be resumed, when it ended in a resumable error")
+    return CallPlan((Send(Prompt(text=RESUME_PROMPT)),))
 
 
 def _turn_started(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan:

@@ -20,7 +20,8 @@ turn working      ``chat/turnStarted`` (host-originated, ``_meta`` marks it) unl
                   ``agent``. ``active_turn_id`` is set meanwhile: the host should treat the
                   chat as busy from ``working`` on
 turn completed    ``chat/turnComplete`` ; cancelled: ``chat/turnCancelled`` ; failed:
-                  ``chat/error{errorType:"turnFailed"}``; duration = now - start in ms; the
+                  ``chat/error`` with an error part ``{errorType:"turnFailed"}``; duration =
+                  now - start in ms; the
                   reason, model and completion receipt in ``_meta``. Then
                   ``session/inputNeededRemoved`` for every interaction still pending and a
                   cleared ``chat/activityChanged`` when an activity was shown
@@ -51,7 +52,8 @@ interaction       permission pending: ``chat/toolCallStart`` when its tool call 
 subagent          ``subagent`` tool result content on its parent tool call:
                   ``chat/toolCallContentChanged`` while the call runs, else kept for its
                   ``chat/toolCallComplete``; once per subagent
-exit              ``chat/error{errorType:"providerExit"}`` for a running turn (detached:
+exit              ``chat/error`` part ``{errorType:"providerExit"}``, ``resumable`` (the next
+                  prompt or ``chat/turnResume`` reopens it), for a running turn (detached:
                   ``chat/turnCancelled``, the provider already ended it as cancelled)
 title             ``session/titleChanged`` + ``session/chatUpdated{title}`` (cleaned, deduped)
 usage             ``chat/usage`` with ``_meta["ahpBridge.aiUnits"]`` (the conversation's total)
@@ -86,7 +88,7 @@ from the same event stream (the host creates that chat at ``subagent_chat_uri(X)
 same table as above), X's nested subagents (as content of X's tool calls) and ``exit``. X's runs
 are its turns: subagent ``running`` starts one (its message is X's own user item, the prompt the
 spawning agent gave it, origin ``agent``; ``user`` for a follow-up the user sent), ``completed``
-or ``idle`` completes it, ``failed`` is ``chat/error{errorType:"subagentFailed"}``,
+or ``idle`` completes it, ``failed`` is ``chat/error`` part ``{errorType:"subagentFailed"}``,
 ``cancelled`` is ``chat/turnCancelled``. Main-agent turns, interactions (they are answered in
 the main chat) and conversation-level events are not its business.
 
@@ -127,7 +129,7 @@ from ahp_bridge.agentapi import (
 )
 
 from ._parts import MAX_RESULT_IMAGE_BYTES, default_subagent_uri, subagent_ref, tool_result
-from ._wire import META_PREFIX, Action, Emitted, clean_line, drop_none, iso_from_ms
+from ._wire import META_PREFIX, Action, Emitted, clean_line, drop_none, error_part, iso_from_ms
 from .questions import input_request
 
 __all__ = ["MAX_RESULT_IMAGE_BYTES", "EventTranslator", "confirmation_options"]
@@ -304,8 +306,7 @@ class EventTranslator:
         """End the active turn with ``chat/error``, e.g. when ``send`` failed after acceptance."""
         if self._turn is None:
             return []
-        error = {"errorType": error_type, "message": message}
-        return self._end_turn("chat/error", {"error": error})
+        return self._end_turn("chat/error", {"part": error_part(error_type, message)})
 
     def observe_client_action(self, action: Mapping[str, Any]) -> list[Emitted]:
         """Keep the mirror true after the host applied a client's action; returns follow-ups.
@@ -419,9 +420,7 @@ class EventTranslator:
         if turn_event.state == TurnState.CANCELLED:
             return self._end_turn("chat/turnCancelled", extra)
         message = turn_event.error or "The turn failed."
-        return self._end_turn(
-            "chat/error", {"error": {"errorType": "turnFailed", "message": message}, **extra}
-        )
+        return self._end_turn("chat/error", {"part": error_part("turnFailed", message), **extra})
 
     def _start_provider_turn(self) -> list[Emitted]:
         """A turn the provider started: announced with its user item, maybe a little later.
@@ -832,8 +831,8 @@ class EventTranslator:
         if self._turn is None:
             return []
         if status == SubagentStatus.FAILED:
-            error = {"errorType": "subagentFailed", "message": subagent.error or "It failed."}
-            return self._end_turn("chat/error", {"error": error})
+            part = error_part("subagentFailed", subagent.error or "It failed.")
+            return self._end_turn("chat/error", {"part": part})
         if status == SubagentStatus.CANCELLED:
             return self._end_turn("chat/turnCancelled", {})
         return self._end_turn("chat/turnComplete", {})  # completed, or idle for a follow-up
@@ -852,9 +851,9 @@ class EventTranslator:
         if event.detached:
             return self._end_turn("chat/turnCancelled", {})
         message = event.error or "The provider runtime exited."
-        return self._end_turn(
-            "chat/error", {"error": {"errorType": "providerExit", "message": message}}
-        )
+        # The runtime can be reopened and the turn continued: `chat/turnResume` resumes it.
+        part = error_part("providerExit", message, resumable=True)
+        return self._end_turn("chat/error", {"part": part})
 
     def _on_title(self, event: Event) -> list[Emitted]:
         title = clean_line(event.title)

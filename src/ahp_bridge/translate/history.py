@@ -38,7 +38,7 @@ from ahp_bridge.agentapi import (
 )
 
 from ._parts import default_subagent_uri, subagent_ref, tool_result
-from ._wire import META_PREFIX, drop_none, iso_from_ms
+from ._wire import META_PREFIX, drop_none, error_part, iso_from_ms
 
 __all__ = ["INTERRUPTED", "mark_interrupted", "turns_from_history"]
 
@@ -108,7 +108,6 @@ class _Builder:
             "duration": duration,
             "message": self.message,
             "responseParts": self.parts,
-            "usage": None,
             "state": "complete",
         }
 
@@ -151,15 +150,17 @@ def mark_interrupted(
     """
     if not running:
         return turns
-    error = {
-        "errorType": INTERRUPTED,
-        "message": "The bridge stopped while this turn was running; it did not finish.",
-    }
+    # Resumable: the conversation reopens after the restart, so `chat/turnResume` can continue.
+    part = error_part(
+        INTERRUPTED,
+        "The bridge stopped while this turn was running; it did not finish.",
+        resumable=True,
+    )
     text = running.get("text") if isinstance(running.get("text"), str) else ""
     turn_id = running.get("id") if isinstance(running.get("id"), str) else None
     last = turns[-1] if turns else None
     if last is not None and last["message"].get("text") == text:
-        ended = {**last, "state": "error", "error": error}
+        ended = {**last, "state": "error", "responseParts": [*last["responseParts"], part]}
         if turn_id and not any(t["id"] == turn_id for t in turns[:-1]):
             ended["id"] = turn_id
         return [*turns[:-1], ended]
@@ -169,9 +170,7 @@ def mark_interrupted(
         "startedAt": started or _EPOCH_ISO,
         "duration": 0,
         "message": {"text": text, "origin": {"kind": "user"}},
-        "responseParts": [],
-        "usage": None,
+        "responseParts": [part],
         "state": "error",
-        "error": error,
     }
     return [*turns, added]

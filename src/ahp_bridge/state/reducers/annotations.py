@@ -1,4 +1,4 @@
-"""Reducer for AnnotationsState (`ahp-session:/<uuid>/annotations`)."""
+"""Reducer for AnnotationsState (`<session>/annotations`; 1.0: annotations carry an `origin`)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def reduce_annotations(state: JSON, action: JSON) -> JSON:
         case "annotations/updated":
             changes = {
                 k: action[k]
-                for k in ("turnId", "resource", "range", "resolved")
+                for k in ("origin", "resource", "range", "resolved")
                 if action.get(k) is not None
             }
             return _update_annotation(

@@ -1,7 +1,15 @@
-"""Reducer for ChatState (`ahp-chat:/…`): turns, response parts, pending messages.
+"""Reducer for ChatState (AHP 1.0 semantics): turns, response parts, pending messages.
 
-`now` is the ISO-8601 time the reference reducer stamps into `modifiedAt` when a
-turn starts or ends, on truncation and on input requests/answers/completion.
+The canonical state of every chat. Three 1.0 rules shape it (ahp-versions.md §1.3, §1.4):
+
+* No clock: ``modifiedAt`` is the action's ``startedAt`` when a turn starts and
+  ``startedAt + duration`` when it ends, and nothing else touches it.
+* A turn's error is its last response part (``chat/error`` carries ``part: {kind: "error"}``),
+  never ``Turn.error``; ``chat/responsePart`` cannot add one, and ``chat/turnResume`` reopens the
+  latest turn when that part is ``resumable``.
+* ``chat/turnStarted`` is a no-op when its ``turnId`` is already active or completed.
+
+0.7 peers see this through the down-translation in ``protocol.wire07``.
 """
 
 from __future__ import annotations
@@ -9,13 +17,24 @@ from __future__ import annotations
 from typing import Any
 
 from .. import status as st
+from ._time import add_milliseconds
 from ._util import JSON, compact, find_index, put, removed, set_member, unset_member, upsert_by
 from .chat_common import derive_status, matching_turn, update_part, with_parts
 from .chat_input import answer_changed, completed, requested
 from .tool_calls import CANCELLED, COMPLETED, STREAMING, TOOL_CALL_ACTIONS, base, reduce_tool_call
 
 
-def _turn_started(state: JSON, action: JSON, now: str) -> JSON:
+def known_turn(state: JSON, turn_id: object) -> bool:
+    """`turn_id` is the active turn's or a completed turn's (so `chat/turnStarted` is a no-op)."""
+    active = state.get("activeTurn")
+    if isinstance(active, dict) and active.get("id") == turn_id:
+        return True
+    return any(isinstance(t, dict) and t.get("id") == turn_id for t in state.get("turns") or ())
+
+
+def _turn_started(state: JSON, action: JSON) -> JSON:
+    if known_turn(state, action.get("turnId")):
+        return state
     active = compact(
         {
             "id": action.get("turnId"),
@@ -26,7 +45,7 @@ def _turn_started(state: JSON, action: JSON, now: str) -> JSON:
     )
     nxt = {**state, "activeTurn": active}
     nxt["status"] = st.with_flag(derive_status(nxt), st.IS_READ, False)
-    nxt["modifiedAt"] = now
+    nxt = put(nxt, "modifiedAt", action.get("startedAt"))
     queued_id = action.get("queuedMessageId")
     if queued_id:
         steering = nxt.get("steeringMessage")
@@ -60,28 +79,66 @@ def _force_cancel(part: Any) -> Any:
     return {"kind": "toolCall", "toolCall": cancelled}
 
 
-def _end_turn(state: JSON, action: JSON, turn_state: str, now: str) -> JSON:
+def _end_turn(state: JSON, action: JSON, turn_state: str) -> JSON:
     active = matching_turn(state, action.get("turnId"))
     if active is None:
         return state
     duration = action.get("duration")
+    # Producer-supplied and opaque; a negative duration would be nonsense.
+    clamped = max(0, duration) if isinstance(duration, int | float) else 0
     is_error = turn_state == "error"
+    parts = [_force_cancel(p) for p in active.get("responseParts", [])]
+    error_part = action.get("part") if is_error else None
+    if isinstance(error_part, dict):
+        parts.append(error_part)
     turn = compact(
         {
             "id": active.get("id"),
             "startedAt": active.get("startedAt"),
-            # Producer-supplied and opaque; a negative duration would be nonsense.
-            "duration": max(0, duration) if isinstance(duration, int | float) else 0,
+            "duration": clamped,
             "message": active.get("message"),
-            "responseParts": [_force_cancel(p) for p in active.get("responseParts", [])],
+            "responseParts": parts,
             "usage": active.get("usage"),
             "state": turn_state,
-            "error": action.get("error") if is_error else None,
         }
     )
-    nxt = {**state, "turns": [*state.get("turns", []), turn], "modifiedAt": now}
+    nxt = {**state, "turns": [*state.get("turns", []), turn]}
     nxt.pop("activeTurn", None)
+    modified = add_milliseconds(active.get("startedAt"), clamped)
+    if modified is not None:
+        nxt["modifiedAt"] = modified
     nxt["status"] = derive_status(nxt, error=is_error)
+    return nxt
+
+
+def resumable(turn: object) -> bool:
+    """A turn that ended in an error whose (last) error part says it can be resumed."""
+    if not isinstance(turn, dict) or turn.get("state") != "error":
+        return False
+    parts = turn.get("responseParts") or []
+    last = parts[-1] if parts else None
+    return isinstance(last, dict) and last.get("kind") == "error" and last.get("resumable") is True
+
+
+def _turn_resume(state: JSON, action: JSON) -> JSON:
+    """Reopen the latest turn, parts (the error included) and all, when it is resumable."""
+    if state.get("activeTurn"):
+        return state
+    turns = state.get("turns") or []
+    last = turns[-1] if turns else None
+    if not isinstance(last, dict) or last.get("id") != action.get("turnId") or not resumable(last):
+        return state
+    reopened = compact(
+        {
+            "id": last.get("id"),
+            "startedAt": last.get("startedAt") or state.get("modifiedAt"),
+            "message": last.get("message"),
+            "responseParts": last.get("responseParts"),
+            "usage": last.get("usage"),
+        }
+    )
+    nxt = {**state, "turns": turns[:-1], "activeTurn": reopened}
+    nxt["status"] = st.with_flag(derive_status(nxt), st.IS_READ, False)
     return nxt
 
 
@@ -97,7 +154,8 @@ def _append_text(kind: str, action: JSON) -> Any:
 def _response_part(state: JSON, action: JSON) -> JSON:
     turn = matching_turn(state, action.get("turnId"))
     part = action.get("part")
-    if turn is None or part is None:
+    # An error part only ever arrives with the chat/error that ends the turn.
+    if turn is None or part is None or (isinstance(part, dict) and part.get("kind") == "error"):
         return state
     return with_parts(state, turn, [*turn.get("responseParts", []), part])
 
@@ -109,7 +167,7 @@ def _usage(state: JSON, action: JSON) -> JSON:
     return {**state, "activeTurn": put(turn, "usage", action.get("usage"))}
 
 
-def _truncated(state: JSON, action: JSON, now: str) -> JSON:
+def _truncated(state: JSON, action: JSON) -> JSON:
     turn_id = action.get("turnId")
     turns = state.get("turns", [])
     if turn_id is None:
@@ -119,7 +177,7 @@ def _truncated(state: JSON, action: JSON, now: str) -> JSON:
         if idx < 0:
             return state
         kept = turns[: idx + 1]
-    nxt = {**state, "turns": kept, "modifiedAt": now}
+    nxt = {**state, "turns": kept}
     nxt.pop("activeTurn", None)
     if turn_id is None:
         nxt.pop("turnsNextCursor", None)
@@ -180,14 +238,31 @@ def _dirs(state: JSON, new: list[Any] | None) -> JSON:
     return state if new is None else {**state, "workingDirectories": new}
 
 
-def reduce_chat(state: JSON, action: JSON, *, now: str) -> JSON:
+def _background_set(state: JSON, action: JSON) -> JSON:
+    work = action.get("work")
+    if not isinstance(work, dict):
+        return state
+    return {**state, "backgroundWork": upsert_by(state.get("backgroundWork") or [], "id", work)}
+
+
+def _background_removed(state: JSON, action: JSON) -> JSON:
+    work = state.get("backgroundWork") or []
+    idx = find_index(work, lambda w: isinstance(w, dict) and w.get("id") == action.get("id"))
+    return state if idx < 0 else {**state, "backgroundWork": removed(work, idx)}
+
+
+def _flag(state: JSON, flag: int, on: object) -> JSON:
+    return {**state, "status": st.with_flag(state.get("status", 0), flag, bool(on))}
+
+
+def reduce_chat(state: JSON, action: JSON) -> JSON:
     """Pure reducer for chat channels; wrong turn ids and unknown actions are no-ops."""
     kind = action.get("type")
     if kind in TOOL_CALL_ACTIONS:
         return reduce_tool_call(state, action)
     match kind:
         case "chat/turnStarted":
-            return _turn_started(state, action, now)
+            return _turn_started(state, action)
         case "chat/responsePart":
             return _response_part(state, action)
         case "chat/delta":
@@ -199,23 +274,25 @@ def reduce_chat(state: JSON, action: JSON, *, now: str) -> JSON:
         case "chat/usage":
             return _usage(state, action)
         case "chat/turnComplete":
-            return _end_turn(state, action, "complete", now)
+            return _end_turn(state, action, "complete")
         case "chat/turnCancelled":
-            return _end_turn(state, action, "cancelled", now)
+            return _end_turn(state, action, "cancelled")
         case "chat/error":
-            return _end_turn(state, action, "error", now)
+            return _end_turn(state, action, "error")
+        case "chat/turnResume":
+            return _turn_resume(state, action)
         case "chat/activityChanged":
             return put(state, "activity", action.get("activity"))
         case "chat/truncated":
-            return _truncated(state, action, now)
+            return _truncated(state, action)
         case "chat/turnsLoaded":
             return _turns_loaded(state, action)
         case "chat/inputRequested":
-            return requested(state, action, now)
+            return requested(state, action)
         case "chat/inputAnswerChanged":
-            return answer_changed(state, action, now)
+            return answer_changed(state, action)
         case "chat/inputCompleted":
-            return completed(state, action, now)
+            return completed(state, action)
         case "chat/pendingMessageSet":
             return _pending_set(state, action)
         case "chat/pendingMessageRemoved":
@@ -231,5 +308,17 @@ def reduce_chat(state: JSON, action: JSON, *, now: str) -> JSON:
         case "chat/workingDirectoryRemoved":
             dirs = unset_member(state.get("workingDirectories"), action.get("directory"))
             return _dirs(state, dirs)
+        case "chat/backgroundWorkSet":
+            return _background_set(state, action)
+        case "chat/backgroundWorkRemoved":
+            return _background_removed(state, action)
+        case "chat/changesetsChanged":
+            return put(state, "changesets", action.get("changesets"))
+        case "chat/movableChanged":
+            return put(state, "movable", action.get("movable"))
+        case "chat/isReadChanged":
+            return _flag(state, st.IS_READ, action.get("isRead"))
+        case "chat/isArchivedChanged":
+            return _flag(state, st.IS_ARCHIVED, action.get("isArchived"))
         case _:
             return state

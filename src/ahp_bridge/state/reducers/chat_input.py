@@ -35,7 +35,7 @@ def _replace_part(state: JSON, index: int, part: JSON) -> JSON:
     return with_parts(state, turn, parts)
 
 
-def requested(state: JSON, action: JSON, now: str) -> JSON:
+def requested(state: JSON, action: JSON) -> JSON:
     """Upsert an open request part; earlier answers survive unless the request brings its own."""
     turn = state.get("activeTurn")
     request = action.get("request")
@@ -54,11 +54,10 @@ def requested(state: JSON, action: JSON, now: str) -> JSON:
             state, index, {"kind": "inputRequest", "request": put(request, "answers", answers)}
         )
     nxt["status"] = st.with_flag(derive_status(nxt), st.IS_READ, False)
-    nxt["modifiedAt"] = now
     return nxt
 
 
-def answer_changed(state: JSON, action: JSON, now: str) -> JSON:
+def answer_changed(state: JSON, action: JSON) -> JSON:
     found = find_open_request(state, action.get("requestId"))
     if found is None:
         return state
@@ -71,12 +70,10 @@ def answer_changed(state: JSON, action: JSON, now: str) -> JSON:
     else:
         answers[question] = action["answer"]
     new_part = {**part, "request": put(request, "answers", answers or None)}
-    nxt = _replace_part(state, index, new_part)
-    nxt["modifiedAt"] = now
-    return nxt
+    return _replace_part(state, index, new_part)
 
 
-def completed(state: JSON, action: JSON, now: str) -> JSON:
+def completed(state: JSON, action: JSON) -> JSON:
     """Record the response and the final answers merged over synced drafts."""
     found = find_open_request(state, action.get("requestId"))
     if found is None:
@@ -91,5 +88,4 @@ def completed(state: JSON, action: JSON, now: str) -> JSON:
     )
     nxt = _replace_part(state, index, new_part)
     nxt["status"] = derive_status(nxt)
-    nxt["modifiedAt"] = now
     return nxt

@@ -1,8 +1,9 @@
-"""Reducer for SessionState (`ahp-session:/<uuid>`).
+"""Reducer for SessionState (AHP 1.0 semantics; any client-chosen session URI).
 
-Turns live on chat channels; the session holds the chat catalog, clients,
-customizations and the session-wide input queue whose size drives the
-InputNeeded activity bits.
+Turns live on chat channels; the session holds the chat catalog, clients, customizations and
+the session-wide input queue, whose user-facing entries drive the InputNeeded activity bits (a
+`toolClientExecution` entry is work delegated to a client, not a question: since 0.8 it does not
+count). The lifecycle after a failed creation is `failed` (0.7: `creationFailed`).
 """
 
 from __future__ import annotations
@@ -25,14 +26,21 @@ from ._util import (
 )
 from .root import merge_config
 
+CLIENT_EXECUTION = "toolClientExecution"
 
-def _input_needed_status(status: int, pending: int) -> int:
-    """A non-empty queue means InputNeeded; emptying it clears only the input bit.
+
+def awaits_user(request: object) -> bool:
+    """An input request that blocks on the user (everything but client tool execution)."""
+    return not (isinstance(request, dict) and request.get("kind") == CLIENT_EXECUTION)
+
+
+def input_needed_status(status: int, queue: list[Any], counts: Callable[[Any], bool]) -> int:
+    """A queue holding a counted entry means InputNeeded; otherwise only the input bit clears.
 
     InputNeeded implies InProgress, so an unblocked turn falls back to InProgress
     while an idle session stays idle. Orthogonal flags are kept.
     """
-    if pending:
+    if any(counts(r) for r in queue):
         return st.with_activity(status, st.INPUT_NEEDED)
     return status & ~(st.INPUT_NEEDED & ~st.IN_PROGRESS)
 
@@ -45,7 +53,7 @@ def _input_needed_set(state: JSON, action: JSON) -> JSON:
     return {
         **state,
         "inputNeeded": queue,
-        "status": _input_needed_status(state.get("status", 0), len(queue)),
+        "status": input_needed_status(state.get("status", 0), queue, awaits_user),
     }
 
 
@@ -58,7 +66,7 @@ def _input_needed_removed(state: JSON, action: JSON) -> JSON:
         return state
     rest = removed(queue, idx)
     nxt = put(state, "inputNeeded", rest or None)
-    nxt["status"] = _input_needed_status(state.get("status", 0), len(rest))
+    nxt["status"] = input_needed_status(state.get("status", 0), rest, awaits_user)
     return nxt
 
 
@@ -71,6 +79,58 @@ def _chat_removed(state: JSON, action: JSON) -> JSON:
     if state.get("defaultChat") == action.get("chat"):
         nxt.pop("defaultChat", None)
     return nxt
+
+
+def _chats_reordered(state: JSON, action: JSON) -> JSON:
+    """The host's full new order: anything but an exact permutation of the catalog is a no-op."""
+    chats = state.get("chats") or []
+    order = action.get("chats")
+    if not isinstance(order, list) or len(order) != len(chats):
+        return state
+    by_uri = {c.get("resource"): c for c in chats if isinstance(c, dict)}
+    if len(set(map(str, order))) != len(order) or any(u not in by_uri for u in order):
+        return state
+    reordered = [by_uri[u] for u in order]
+    return state if reordered == chats else {**state, "chats": reordered}
+
+
+def _working_dir_replaced(state: JSON, action: JSON) -> JSON:
+    """Compare-and-swap one directory; the replacement takes its slot, duplicates collapse."""
+    dirs = state.get("workingDirectories")
+    target = action.get("directory")
+    replacement = action.get("replacement")
+    if not isinstance(dirs, list) or target not in dirs:
+        return state
+    index = dirs.index(target)
+    if replacement in dirs and dirs.index(replacement) < index:
+        return {**state, "workingDirectories": removed(dirs, index)}
+    new = [
+        replacement if i == index else d
+        for i, d in enumerate(dirs)
+        if i == index or d != replacement
+    ]
+    return {**state, "workingDirectories": new}
+
+
+def _enabled_by(customization: JSON, enablement: list[Any]) -> JSON:
+    """Apply a complete enablement decision list (1.0 `session/customizationToggled`).
+
+    Plugins and MCP servers keep the list (an empty one removes it); every other customization
+    keeps the `enabled` flag, taken from the first decision (default: enabled).
+    """
+    if customization.get("type") in ("plugin", "mcpServer"):
+        return put(customization, "enablement", list(enablement) or None)
+    first = enablement[0] if enablement else None
+    enabled = first.get("enabled") if isinstance(first, dict) else None
+    return {**customization, "enabled": True if enabled is None else enabled}
+
+
+def _mcp_background(server: JSON) -> JSON:
+    """Stop holding messages for a blocking MCP server that is still starting."""
+    state = server.get("state")
+    if isinstance(state, dict) and state.get("kind") == "starting" and state.get("blocking"):
+        return {**server, "state": {**state, "blocking": False}}
+    return server
 
 
 def _chat_updated(state: JSON, action: JSON) -> JSON:
@@ -157,9 +217,7 @@ def reduce_session(state: JSON, action: JSON) -> JSON:
             # Lifecycle only: a provisional session may already have a turn running.
             return {**state, "lifecycle": "ready"}
         case "session/creationFailed":
-            return put(
-                {**state, "lifecycle": "creationFailed"}, "creationError", action.get("error")
-            )
+            return put({**state, "lifecycle": "failed"}, "creationError", action.get("error"))
         case "session/chatAdded":
             summary = action.get("summary")
             if not isinstance(summary, dict):
@@ -169,6 +227,8 @@ def reduce_session(state: JSON, action: JSON) -> JSON:
             return _chat_removed(state, action)
         case "session/chatUpdated":
             return _chat_updated(state, action)
+        case "session/chatsReordered":
+            return _chats_reordered(state, action)
         case "session/defaultChatChanged":
             return put(state, "defaultChat", action.get("defaultChat"))
         case "session/titleChanged":
@@ -204,6 +264,8 @@ def reduce_session(state: JSON, action: JSON) -> JSON:
         case "session/workingDirectoryRemoved":
             dirs = unset_member(state.get("workingDirectories"), action.get("directory"))
             return _working_dirs(state, dirs)
+        case "session/workingDirectoryReplaced":
+            return _working_dir_replaced(state, action)
         case "session/inputNeededSet":
             return _input_needed_set(state, action)
         case "session/inputNeededRemoved":
@@ -211,9 +273,11 @@ def reduce_session(state: JSON, action: JSON) -> JSON:
         case "session/customizationsChanged":
             return put(state, "customizations", action.get("customizations"))
         case "session/customizationToggled":
-            enabled = bool(action.get("enabled"))
+            enablement = action.get("enablement")
+            if not isinstance(enablement, list):
+                return state  # the pre-0.8 `enabled`-only shape is a no-op
             return _update_customization(
-                state, action.get("id"), lambda c: {**c, "enabled": enabled}
+                state, action.get("id"), lambda c: _enabled_by(c, enablement)
             )
         case "session/customizationUpdated":
             item = action.get("customization")
@@ -232,5 +296,7 @@ def reduce_session(state: JSON, action: JSON) -> JSON:
             return _update_customization(state, action.get("id"), _mcp_state("starting"))
         case "session/mcpServerStopRequested":
             return _update_customization(state, action.get("id"), _mcp_state("stopped"))
+        case "session/mcpServerBackgroundRequested":
+            return _update_customization(state, action.get("id"), _mcp(_mcp_background))
         case _:
             return state

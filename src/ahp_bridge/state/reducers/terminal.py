@@ -1,4 +1,4 @@
-"""Reducer for TerminalState (`ahp-terminal:/…`)."""
+"""Reducer for TerminalState (AHP 1.0: an exit is an explicit `lifecycle`, not an `exitCode`)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def reduce_terminal(state: JSON, action: JSON) -> JSON:
         case "terminal/cwdChanged":
             return put(state, "cwd", action.get("cwd"))
         case "terminal/exited":
-            return put(state, "exitCode", action.get("exitCode"))
+            lifecycle = put({"status": "exited"}, "exitCode", action.get("exitCode"))
+            return {**state, "lifecycle": lifecycle}
         case "terminal/cleared":
             return state if state.get("content") == [] else {**state, "content": []}
         case "terminal/commandDetectionAvailable":

@@ -72,7 +72,10 @@ def _delta(action: JSON) -> Any:
     def fn(tc: JSON) -> JSON:
         if tc.get("status") != STREAMING:
             return tc
-        out = {**tc, "partialInput": tc.get("partialInput", "") + (action.get("content") or "")}
+        out = dict(tc)
+        content = action.get("content")
+        if isinstance(content, str):  # optional since 0.7.0's release: no content, no input
+            out["partialInput"] = tc.get("partialInput", "") + content
         if action.get("_meta") is not None:
             out["_meta"] = action["_meta"]
         if action.get("invocationMessage") is not None:
@@ -82,26 +85,59 @@ def _delta(action: JSON) -> Any:
     return fn
 
 
+def _first(*values: Any) -> Any:
+    """JS `a ?? b`: the first value that is not absent."""
+    return next((v for v in values if v is not None), None)
+
+
+def _refined_contributor(current: Any, offered: Any) -> Any:
+    """Client execution ownership is fixed at start: a later contributor never changes it."""
+    if not offered:
+        return current
+    if isinstance(current, dict) and current.get("kind") == "client":
+        same = (
+            isinstance(offered, dict)
+            and offered.get("kind") == "client"
+            and offered.get("clientId") == current.get("clientId")
+        )
+        return offered if same else current
+    if isinstance(offered, dict) and offered.get("kind") == "client":
+        return current  # a late client contributor: ownership must be set at start
+    return offered
+
+
 def _ready(action: JSON) -> Any:
     def fn(tc: JSON) -> JSON:
-        if tc.get("status") not in (STREAMING, RUNNING, PENDING):
+        status = tc.get("status")
+        if status not in (STREAMING, RUNNING, PENDING):
             return tc
         b = base(tc, action.get("_meta"))
+        b = compact(
+            {
+                **b,
+                "contributor": _refined_contributor(
+                    tc.get("contributor"), action.get("contributor")
+                ),
+                "intention": _first(action.get("intention"), tc.get("intention")),
+            }
+        )
+        tool_input = action.get("toolInput")
+        if tool_input is None and status != STREAMING:
+            tool_input = tc.get("toolInput")
         if action.get("confirmed"):
             return compact(
                 {
                     "status": RUNNING,
                     **b,
                     "invocationMessage": action.get("invocationMessage"),
-                    "toolInput": action.get("toolInput"),
+                    "toolInput": tool_input,
                     "confirmed": action.get("confirmed"),
                 }
             )
-        pending = tc if tc.get("status") == PENDING else {}
+        pending = tc if status == PENDING else {}
         fields = {
             k: action.get(k) if action.get(k) is not None else pending.get(k)
             for k in (
-                "toolInput",
                 "confirmationTitle",
                 "riskAssessment",
                 "edits",
@@ -114,6 +150,7 @@ def _ready(action: JSON) -> Any:
                 "status": PENDING,
                 **b,
                 "invocationMessage": action.get("invocationMessage"),
+                "toolInput": tool_input,
                 **fields,
             }
         )
@@ -131,7 +168,8 @@ def _confirmed(action: JSON) -> Any:
         option = next((o for o in options if wanted and o.get("id") == wanted), None)
         extra = {"selectedOption": option} if option else {}
         if action.get("approved"):
-            edited = action.get("editedToolInput")
+            # Only inline (string) input can be edited; referenced input is swapped at its resource.
+            edited = action.get("editedToolInput") if isinstance(tc.get("toolInput"), str) else None
             return compact(
                 {
                     "status": RUNNING,

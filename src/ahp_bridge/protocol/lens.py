@@ -1,0 +1,187 @@
+"""One canonical state, a shape per connection: the wire line a connection negotiated.
+
+A connection holds one :class:`Wire` (``WIRES[line]``) and asks it for every shape it sends or
+accepts; nothing outside ``protocol/`` branches on the version. Everything here is pure:
+
+* out: envelopes (``envelope_wires`` / ``envelope_frames``, computed once per line and cached on
+  the envelope by the caller), snapshots and states, session summaries, notifications, results,
+  error codes;
+* in: params validation, client actions (validated against the line's models, then lifted to
+  the canonical shape) and which action types a client of that line may dispatch.
+
+The 1.0 line is the canonical state as it is, except that the provider's background tasks live
+in ``chat/backgroundWork*`` and not in session ``_meta`` (the bridge keeps the ``_meta`` copy for
+the lines that have no typed home for them). See ``wire07`` and ``wire09`` for the older lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, Protocol
+
+import orjson
+
+from ahp_bridge.protocol import errors as E
+from ahp_bridge.protocol import wire07, wire09
+from ahp_bridge.protocol.actions import ACTIONS_07, ActionSet
+from ahp_bridge.protocol.actions_v1 import ACTIONS_09, ACTIONS_10
+from ahp_bridge.protocol.base import WireModel
+from ahp_bridge.protocol.params import METHODS, METHODS_V1
+from ahp_bridge.protocol.versions import V07, V09, V10, Line
+
+__all__ = ["BACKGROUND_META_KEY", "WIRES", "EnvelopeLike", "Wire"]
+
+JSON = dict[str, Any]
+
+#: The session ``_meta`` key the translator keeps the provider's background tasks under.
+BACKGROUND_META_KEY: Final = "ahpBridge.backgroundTasks"
+
+
+class EnvelopeLike(Protocol):
+    """What a wire needs of a sequenced canonical action."""
+
+    @property
+    def channel(self) -> str: ...
+    @property
+    def server_seq(self) -> int: ...
+    @property
+    def action(self) -> JSON: ...
+    @property
+    def origin(self) -> JSON | None: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def changed(self) -> bool: ...
+    @property
+    def post(self) -> JSON | None: ...
+    @property
+    def frame(self) -> str: ...
+
+
+def _envelope(env: EnvelopeLike, action: JSON) -> JSON:
+    out: JSON = {"channel": env.channel, "action": action, "serverSeq": env.server_seq}
+    if env.origin is not None:
+        out["origin"] = env.origin
+    return out
+
+
+def _frame(params: JSON) -> str:
+    return orjson.dumps({"jsonrpc": "2.0", "method": "action", "params": params}).decode()
+
+
+class Wire:
+    """The 1.0 line: canonical shapes, with the 1.0 home for background work."""
+
+    line: Line = V10
+    version: str = "1.0.0"
+    actions: ActionSet = ACTIONS_10
+    methods: Mapping[str, type[WireModel]] = METHODS_V1
+
+    # ── out ──────────────────────────────────────────────────────────────────────────────────
+
+    def actions_for(self, env: EnvelopeLike) -> list[JSON]:
+        """The actions a peer of this line receives for one canonical envelope."""
+        action = env.action
+        if action.get("type") == "session/metaChanged":
+            meta = action.get("_meta")
+            if isinstance(meta, dict) and BACKGROUND_META_KEY in meta:
+                return [{**action, "_meta": _without(meta, BACKGROUND_META_KEY)}]
+        return [action]
+
+    def envelope_wires(self, env: EnvelopeLike) -> list[JSON]:
+        """The ActionEnvelope params a peer of this line receives for ``env`` (0, 1 or more)."""
+        return [_envelope(env, a) for a in self.actions_for(env)]
+
+    def envelope_frames(self, env: EnvelopeLike) -> tuple[str, ...]:
+        """The frames for ``env``; an action every line sends unchanged shares one encode."""
+        sent = self.actions_for(env)
+        if len(sent) == 1 and sent[0] is env.action:
+            return (env.frame,)
+        return tuple(_frame(_envelope(env, a)) for a in sent)
+
+    def state(self, kind: str, state: JSON, *, status07: int | None = None) -> JSON:
+        """A canonical channel state as this line shows it."""
+        if kind == "session":
+            meta = state.get("_meta")
+            if isinstance(meta, dict) and BACKGROUND_META_KEY in meta:
+                return {**state, "_meta": _without(meta, BACKGROUND_META_KEY)}
+        return state
+
+    def summary(self, summary: JSON) -> JSON:
+        """A SessionSummary (or partial summary) as this line shows it."""
+        return summary
+
+    def notification(self, method: str, params: JSON) -> JSON | None:
+        """A protocol notification's params for this line, or None when it is not sent."""
+        if method == "root/sessionAdded":
+            return {**params, "summary": self.summary(params["summary"])}
+        if method == "root/sessionSummaryChanged":
+            changes = self.summary(params["changes"])
+            return {**params, "changes": changes} if changes else None
+        return params
+
+    def initialize_result(self, result: JSON, meta: JSON) -> JSON:
+        """``InitializeResult``: 0.9 added an opaque ``_meta`` of extension capabilities."""
+        return {**result, "_meta": meta}
+
+    def error_code(self, code: int) -> int:
+        """1.0 removed ``ContentNotFound`` (-32006 stays reserved): a missing thing is NotFound."""
+        return E.NOT_FOUND if code == E.CONTENT_NOT_FOUND else code
+
+    # ── in ───────────────────────────────────────────────────────────────────────────────────
+
+    def action_in(self, kind: str, action: JSON, channel: str) -> JSON:
+        """The canonical form of a (valid) client action of this line."""
+        return action
+
+    def may_dispatch(self, action_type: str) -> bool:
+        return action_type in self.actions.dispatchable
+
+
+class Wire09(Wire):
+    """0.9: the 1.0 wire contract minus 1.0-only action types (see ``wire09``)."""
+
+    line: Line = V09
+    version = "0.9.0"
+    actions = ACTIONS_09
+
+    def actions_for(self, env: EnvelopeLike) -> list[JSON]:
+        return wire09.down_actions(env.kind, env.action, changed=env.changed, post=env.post)
+
+    def state(self, kind: str, state: JSON, *, status07: int | None = None) -> JSON:
+        return wire09.down_state(kind, state)
+
+
+class Wire07(Wire):
+    """0.7.0, exactly as this host always spoke it (see ``wire07``)."""
+
+    line: Line = V07
+    version = "0.7.0"
+    actions = ACTIONS_07
+    methods = METHODS
+
+    def actions_for(self, env: EnvelopeLike) -> list[JSON]:
+        return wire07.down_actions(env.kind, env.action, changed=env.changed, post=env.post)
+
+    def state(self, kind: str, state: JSON, *, status07: int | None = None) -> JSON:
+        return wire07.down_state(kind, state, session_status=status07)
+
+    def summary(self, summary: JSON) -> JSON:
+        return wire07.down_summary(summary)
+
+    def initialize_result(self, result: JSON, meta: JSON) -> JSON:
+        return result
+
+    def error_code(self, code: int) -> int:
+        return code
+
+    def action_in(self, kind: str, action: JSON, channel: str) -> JSON:
+        return wire07.up_action(kind, action, channel=channel)
+
+
+def _without(d: Mapping[str, Any], key: str) -> JSON:
+    return {k: v for k, v in d.items() if k != key}
+
+
+#: The wire of each line, shared by every connection that negotiated it.
+WIRES: Final[dict[Line, Wire]] = {V10: Wire(), V09: Wire09(), V07: Wire07()}
