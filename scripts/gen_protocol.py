@@ -244,9 +244,9 @@ def _check(output: Path, fresh: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--version", choices=sorted(TARGETS), help="one wire version (default: all)")
+    parser.add_argument("--version", choices=sorted(TARGETS), help="one version (default: all)")
     parser.add_argument("--output", type=Path, help="where to write (only with --version)")
-    parser.add_argument("--check", action="store_true", help="diff against the output, write nothing")
+    parser.add_argument("--check", action="store_true", help="diff, write nothing")
     args = parser.parse_args(argv)
     if args.output is not None and args.version is None:
         parser.error("--output needs --version")
