@@ -27,6 +27,7 @@ from ahp_bridge.agentapi import (
     Event,
     EventKind,
     InteractionState,
+    Item,
     ItemKind,
     ModelSelection,
     Subagent,
@@ -171,11 +172,16 @@ class RecordingSink:
                 await self._changed.wait()
 
     async def turn_end(self, after: int = 0, timeout: float = 60) -> Turn:
-        """The first turn that ended (any state but working) at or after event index ``after``."""
+        """The first turn that ended (any state but working) at or after event index ``after``.
+
+        By then every item of the turn has arrived, so every delta so far must carry the kind
+        of its item (checked here, for every test that waits for a turn)."""
         with trio.fail_after(timeout):
             while True:
                 for ev in self.snapshot()[after:]:
                     if ev.kind is EventKind.TURN and ev.turn and ev.turn.state != TurnState.WORKING:
+                        mislabelled = self.mislabelled_deltas()
+                        assert not mislabelled, mislabelled
                         return ev.turn
                 await self._changed.wait()
 
@@ -213,10 +219,28 @@ class RecordingSink:
         sels = self.of(EventKind.MODEL_SELECTION)
         return [e.model_selection for e in sels if e.model_selection is not None]
 
-    def deltas(self, item_id: str) -> str:
-        return "".join(
-            e.delta.text for e in self.of(EventKind.DELTA) if e.delta and e.delta.item_id == item_id
-        )
+    def deltas(self, item: Item) -> str:
+        """The text streamed for ``item``. Every delta for it must carry the item's kind: a
+        reasoning delta labelled assistant would stream the model's thinking as answer text."""
+        mine = [
+            e.delta
+            for e in self.of(EventKind.DELTA)
+            if e.delta and (e.delta.agent_id, e.delta.item_id) == (item.agent_id, item.id)
+        ]
+        kinds = {d.kind for d in mine}
+        assert kinds <= {item.kind}, f"{item.kind.value} item {item.id!r} streamed as {kinds}"
+        return "".join(d.text for d in mine)
+
+    def mislabelled_deltas(self) -> list[str]:
+        """Deltas whose kind differs from the kind of the item they belong to (once it came)."""
+        kinds = {(i.agent_id, i.id): i.kind for i in self.items()}
+        out = []
+        for e in self.of(EventKind.DELTA):
+            assert e.delta is not None
+            kind = kinds.get((e.delta.agent_id, e.delta.item_id))
+            if kind is not None and e.delta.kind is not kind:
+                out.append(f"{e.delta.kind.value} delta for {kind.value} item {e.delta.item_id!r}")
+        return out
 
     def interactions(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
