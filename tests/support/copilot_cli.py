@@ -1,5 +1,11 @@
 """Helpers for tests that drive the real Copilot CLI offline.
 
+``CLI_PATH`` is where the tests find the CLI: ``$COPILOT_CLI_PATH``, else the path
+scripts/install-copilot-cli.sh installs to (the script says, ``--print-path``), so the install
+location is written in one place. ``requires_cli`` marks a test that needs it: without the CLI
+the test skips, except under CI (``CI=true``), where a missing CLI fails the run (see
+tests/conftest.py).
+
 ``CliServer`` runs one CLI in server mode (``--headless --port 0``) with HOME and COPILOT_HOME in a
 temporary directory and a random connection token, so a whole test module shares one process and
 each test's provider connects to it (``cli_url``). ``RecordingSink`` is a thread-safe EventSink
@@ -37,14 +43,34 @@ from ahp_bridge.agentapi import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-CLI_PATH = Path(
-    os.environ.get("COPILOT_CLI_PATH")
-    or REPO / ".tools/copilot/node_modules/@github/copilot-linux-x64/copilot"
-)
-requires_cli = pytest.mark.skipif(
-    not CLI_PATH.is_file(),
-    reason=f"Copilot CLI not installed at {CLI_PATH} (run scripts/install-copilot-cli.sh)",
-)
+INSTALL_SCRIPT = REPO / "scripts" / "install-copilot-cli.sh"
+
+
+def installed_cli_path() -> Path:
+    """Where scripts/install-copilot-cli.sh puts the CLI binary (asked, not recomputed)."""
+    out = subprocess.run(
+        ["bash", str(INSTALL_SCRIPT), "--print-path"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return Path(out.stdout.strip())
+
+
+CLI_PATH = Path(os.environ.get("COPILOT_CLI_PATH") or installed_cli_path())
+MISSING_CLI = f"Copilot CLI not installed at {CLI_PATH} (run scripts/install-copilot-cli.sh)"
+
+
+def cli_missing() -> bool:
+    return not CLI_PATH.is_file()
+
+
+def under_ci() -> bool:
+    """CI=true (or 1/yes) in the environment: a missing CLI is a failure, not a skip."""
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+requires_cli = pytest.mark.requires_copilot_cli
 TOKEN_ENV = "AHP_TEST_COPILOT_CONNECTION_TOKEN"
 
 
