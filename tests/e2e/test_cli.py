@@ -145,8 +145,10 @@ async def test_bad_config_is_reported_plainly(tmp_path: Path) -> None:
 
 
 async def test_unknown_provider_is_reported_plainly(tmp_path: Path) -> None:
+    # Its own --data-dir: the default one may be held by a bridge running on this machine.
+    args = ["--provider", "nope", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path)]
     result = await trio.run_process(
-        [sys.executable, "-m", "ahp_bridge.cli", "--provider", "nope", "--listen", "127.0.0.1:0"],
+        [sys.executable, "-m", "ahp_bridge.cli", *args],
         capture_stdout=True,
         capture_stderr=True,
         check=False,

@@ -30,7 +30,7 @@ from ahp_bridge.state import status as st
 from tests.e2e.test_host_core import comparable, new_session_uri
 from tests.support.ahp_client import AhpClient, open_client
 from tests.support.copilot_cli import CLI_PATH, offline_env, requires_cli
-from tests.support.model_server import ModelServer, RecordedRequest, Text, ToolCall
+from tests.support.model_server import ModelServer, Reasoning, RecordedRequest, Text, ToolCall
 
 pytestmark = requires_cli
 
@@ -331,11 +331,12 @@ async def test_permission_approved_then_streamed_answer(
     bridge: BridgeProcess, models: ModelServer, tmp_path: Path
 ) -> None:
     call_id = "call_bridge_approve"
+    thought = "The echo worked; report its output."
     answer = "The command printed approved-output, all done."
     models.script(
         "e2e-approve",
         [ToolCall("bash", {"command": "echo approved-output", "description": "Echo"}, call_id)],
-        [Text(answer, chunks=4)],
+        [Reasoning(thought, chunks=3), Text(answer, chunks=4)],
     )
     async with copilot_session(bridge.url) as s:
         (cli_pid,) = bridge.copilot_cli_pids()  # the provider spawned exactly one CLI
@@ -370,7 +371,9 @@ async def test_permission_approved_then_streamed_answer(
             "chat/toolCallReady",
             "chat/toolCallConfirmed",
             "chat/toolCallComplete",
-            "chat/responsePart",
+            "chat/responsePart",  # reasoning
+            "chat/reasoning",
+            "chat/responsePart",  # the answer
             "chat/delta",
             "chat/usage",
             "chat/turnComplete",
@@ -378,15 +381,23 @@ async def test_permission_approved_then_streamed_answer(
         assert chat[0]["message"] == {"text": "e2e-approve: run echo", "origin": {"kind": "user"}}
         permission_prefix(chat, "turn-approve", call_id)
         assert chat[5] == approve
-        complete, part, deltas, usage, end = chat[6], chat[7], chat[8:-2], chat[-2], chat[-1]
+        complete, usage, end = chat[6], chat[-2], chat[-1]
         assert complete["toolCallId"] == call_id
         assert complete["result"]["success"] is True
         (content,) = complete["result"]["content"]
         assert content["type"] == "text" and content["text"].startswith("approved-output\n")
         assert complete["_meta"]["ahpBridge.exitCode"] == 0
-        assert part["part"]["kind"] == "markdown"
-        assert {d["partId"] for d in deltas} == {part["part"]["id"]}
-        assert part["part"]["content"] + "".join(d["content"] for d in deltas) == answer
+        # The reasoning streams into a reasoning part and the answer into a markdown part: the
+        # answer's text holds none of the reasoning, and each streamed action names its own part.
+        streamed = chat[7:-2]
+        thinking, part = [a["part"] for a in streamed if a["type"] == "chat/responsePart"]
+        assert (thinking["kind"], part["kind"]) == ("reasoning", "markdown")
+        reasoning = [a for a in streamed if a["type"] == "chat/reasoning"]
+        deltas = [a for a in streamed if a["type"] == "chat/delta"]
+        assert {a["partId"] for a in reasoning} == {thinking["id"]}
+        assert {d["partId"] for d in deltas} == {part["id"]}
+        assert thinking["content"] + "".join(a["content"] for a in reasoning) == thought
+        assert part["content"] + "".join(d["content"] for d in deltas) == answer
         # the turn's token counts, summed over its two model calls
         assert (usage["usage"]["inputTokens"], usage["usage"]["outputTokens"]) == (22, 14)
         assert end["turnId"] == "turn-approve"
@@ -402,10 +413,13 @@ async def test_permission_approved_then_streamed_answer(
         assert title["title"] == "e2e-approve: run echo"
 
         assert turn["state"] == "complete"
-        tool_part, text_part = turn["responseParts"]
+        tool_part, thinking_part, text_part = turn["responseParts"]
         assert tool_part["toolCall"]["status"] == "completed"
         assert tool_part["toolCall"]["confirmed"] == "user-action"
+        assert (thinking_part["kind"], thinking_part["content"]) == ("reasoning", thought)
         assert (text_part["kind"], text_part["content"]) == ("markdown", answer)
+        markdown = [p["content"] for p in turn["responseParts"] if p["kind"] == "markdown"]
+        assert not any(thought in text for text in markdown), "reasoning shown as answer text"
 
         # The model was asked twice: the prompt, then again with the command's real output.
         first, second = models.chat_requests("e2e-approve")
@@ -419,7 +433,7 @@ async def test_permission_approved_then_streamed_answer(
         await s.assert_mirrors_host()
 
     await assert_clean_shutdown(bridge, cli_pid)
-    for secret in (b"e2e-approve", b"approved-output", answer.encode()):
+    for secret in (b"e2e-approve", b"approved-output", answer.encode(), thought.encode()):
         assert secret not in bridge.stderr, "prompt or output text in the bridge's logs"
     # The provider kept the conversation under the bridge's --data-dir (its default data_dir).
     state = tmp_path / "data" / "providers" / "copilot" / "session-state"

@@ -106,10 +106,10 @@ async def test_streamed_text_and_reasoning(
     assert user.text == "t-stream please"
     (answer,) = sink.items(ItemKind.ASSISTANT)
     assert answer.text == "Streamed answer"
-    assert sink.deltas(answer.id) == "Streamed answer"
+    assert sink.deltas(answer) == "Streamed answer"
     (thought,) = sink.items(ItemKind.REASONING)
     assert thought.text == "pondering"
-    assert sink.deltas(thought.id) == "pondering"
+    assert sink.deltas(thought) == "pondering"
     tokens = sink.tokens()
     assert tokens and tokens[-1].input == 30 and tokens[-1].output == 5
     assert [e.title for e in sink.of(EventKind.TITLE)] == ["t-stream please"]

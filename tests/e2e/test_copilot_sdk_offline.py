@@ -12,22 +12,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pytest
 from copilot import CopilotClient
 from copilot.client import RuntimeConnection
 from copilot.session import PermissionNoResult
 
+from tests.support.copilot_cli import CLI_PATH as CLI
+from tests.support.copilot_cli import requires_cli
 from tests.support.model_server import ModelServer, Reasoning, Text
 
-REPO = Path(__file__).resolve().parents[2]
-CLI = Path(
-    os.environ.get("COPILOT_CLI_PATH")
-    or REPO / ".tools/copilot/node_modules/@github/copilot-linux-x64/copilot"
-)
-pytestmark = pytest.mark.skipif(
-    not CLI.is_file(),
-    reason=f"Copilot CLI not installed at {CLI} (run scripts/install-copilot-cli.sh)",
-)
+pytestmark = requires_cli
 
 
 def _offline_env(home: Path) -> dict[str, str]:

@@ -514,6 +514,8 @@ async def test_reconnect_falls_back_to_snapshots_when_the_log_no_longer_covers(
 async def test_a_client_that_stops_reading_is_cut_off_without_delaying_another(
     start_bridge: StartBridge,
 ) -> None:
+    """Through the whole bridge; that none of what was queued for it follows the cut-off is
+    pinned exactly in test_host_connection.py."""
     bridge = await start_bridge(outbound_queue=32)
     fast = await bridge.client("fast")
     _uri, chat = await ready_session(fast)

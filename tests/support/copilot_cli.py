@@ -1,5 +1,11 @@
 """Helpers for tests that drive the real Copilot CLI offline.
 
+``CLI_PATH`` is where the tests find the CLI: ``$COPILOT_CLI_PATH``, else the path
+scripts/install-copilot-cli.sh installs to (the script says, ``--print-path``), so the install
+location is written in one place. ``requires_cli`` marks a test that needs it: without the CLI
+the test skips, except under CI (``CI=true``), where a missing CLI fails the run (see
+tests/conftest.py).
+
 ``CliServer`` runs one CLI in server mode (``--headless --port 0``) with HOME and COPILOT_HOME in a
 temporary directory and a random connection token, so a whole test module shares one process and
 each test's provider connects to it (``cli_url``). ``RecordingSink`` is a thread-safe EventSink
@@ -27,6 +33,7 @@ from ahp_bridge.agentapi import (
     Event,
     EventKind,
     InteractionState,
+    Item,
     ItemKind,
     ModelSelection,
     Subagent,
@@ -36,14 +43,34 @@ from ahp_bridge.agentapi import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-CLI_PATH = Path(
-    os.environ.get("COPILOT_CLI_PATH")
-    or REPO / ".tools/copilot/node_modules/@github/copilot-linux-x64/copilot"
-)
-requires_cli = pytest.mark.skipif(
-    not CLI_PATH.is_file(),
-    reason=f"Copilot CLI not installed at {CLI_PATH} (run scripts/install-copilot-cli.sh)",
-)
+INSTALL_SCRIPT = REPO / "scripts" / "install-copilot-cli.sh"
+
+
+def installed_cli_path() -> Path:
+    """Where scripts/install-copilot-cli.sh puts the CLI binary (asked, not recomputed)."""
+    out = subprocess.run(
+        ["bash", str(INSTALL_SCRIPT), "--print-path"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return Path(out.stdout.strip())
+
+
+CLI_PATH = Path(os.environ.get("COPILOT_CLI_PATH") or installed_cli_path())
+MISSING_CLI = f"Copilot CLI not installed at {CLI_PATH} (run scripts/install-copilot-cli.sh)"
+
+
+def cli_missing() -> bool:
+    return not CLI_PATH.is_file()
+
+
+def under_ci() -> bool:
+    """CI=true (or 1/yes) in the environment: a missing CLI is a failure, not a skip."""
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+requires_cli = pytest.mark.requires_copilot_cli
 TOKEN_ENV = "AHP_TEST_COPILOT_CONNECTION_TOKEN"
 
 
@@ -171,11 +198,16 @@ class RecordingSink:
                 await self._changed.wait()
 
     async def turn_end(self, after: int = 0, timeout: float = 60) -> Turn:
-        """The first turn that ended (any state but working) at or after event index ``after``."""
+        """The first turn that ended (any state but working) at or after event index ``after``.
+
+        By then every item of the turn has arrived, so every delta so far must carry the kind
+        of its item (checked here, for every test that waits for a turn)."""
         with trio.fail_after(timeout):
             while True:
                 for ev in self.snapshot()[after:]:
                     if ev.kind is EventKind.TURN and ev.turn and ev.turn.state != TurnState.WORKING:
+                        mislabelled = self.mislabelled_deltas()
+                        assert not mislabelled, mislabelled
                         return ev.turn
                 await self._changed.wait()
 
@@ -213,10 +245,28 @@ class RecordingSink:
         sels = self.of(EventKind.MODEL_SELECTION)
         return [e.model_selection for e in sels if e.model_selection is not None]
 
-    def deltas(self, item_id: str) -> str:
-        return "".join(
-            e.delta.text for e in self.of(EventKind.DELTA) if e.delta and e.delta.item_id == item_id
-        )
+    def deltas(self, item: Item) -> str:
+        """The text streamed for ``item``. Every delta for it must carry the item's kind: a
+        reasoning delta labelled assistant would stream the model's thinking as answer text."""
+        mine = [
+            e.delta
+            for e in self.of(EventKind.DELTA)
+            if e.delta and (e.delta.agent_id, e.delta.item_id) == (item.agent_id, item.id)
+        ]
+        kinds = {d.kind for d in mine}
+        assert kinds <= {item.kind}, f"{item.kind.value} item {item.id!r} streamed as {kinds}"
+        return "".join(d.text for d in mine)
+
+    def mislabelled_deltas(self) -> list[str]:
+        """Deltas whose kind differs from the kind of the item they belong to (once it came)."""
+        kinds = {(i.agent_id, i.id): i.kind for i in self.items()}
+        out = []
+        for e in self.of(EventKind.DELTA):
+            assert e.delta is not None
+            kind = kinds.get((e.delta.agent_id, e.delta.item_id))
+            if kind is not None and e.delta.kind is not kind:
+                out.append(f"{e.delta.kind.value} delta for {kind.value} item {e.delta.item_id!r}")
+        return out
 
     def interactions(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

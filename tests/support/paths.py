@@ -9,3 +9,4 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CONFORMANCE = FIXTURES / "ahp-0.7.0"
 AGENTAPI_SPEC = FIXTURES / "spec" / "agentapi.txt"
 AHP_NOTES = FIXTURES / "notes" / "ahp-protocol.md"
+OWN_REDUCERS = FIXTURES / "own-reducers"  # ours, in the upstream fixtures' shape (its README.md)

@@ -55,6 +55,12 @@ def items(events: list[Event], kind: ItemKind | None = None) -> list[Item]:
     return [i for i in latest.values() if kind is None or i.kind is kind]
 
 
+def deltas(events: list[Event], item_id: str) -> str:
+    return "".join(
+        e.delta.text for e in events if e.delta is not None and e.delta.item_id == item_id
+    )
+
+
 def turn_states(events: list[Event]) -> list[TurnState]:
     return [e.turn.state for e in events if e.kind is EventKind.TURN and e.turn is not None]
 
@@ -77,16 +83,42 @@ def test_text_and_reasoning_turn() -> None:
     (user,) = items(events, ItemKind.USER)
     assert user.text == "greet me" and user.time is not None and user.delivery == ""
     (answer,) = items(events, ItemKind.ASSISTANT)
-    deltas = "".join(
-        e.delta.text for e in events if e.delta is not None and e.delta.item_id == answer.id
-    )
-    assert deltas == answer.text == "Hello there!"
     (thought,) = items(events, ItemKind.REASONING)
-    assert thought.text == "user wants a greeting"
+    # Every delta carries its item's kind: the reasoning streams as reasoning, never as answer.
+    streamed = [(e.delta.item_id, e.delta.kind) for e in events if e.delta is not None]
+    assert (
+        streamed == [(thought.id, ItemKind.REASONING)] * 2 + [(answer.id, ItemKind.ASSISTANT)] * 3
+    )
+    assert deltas(events, answer.id) == answer.text == "Hello there!"
+    assert deltas(events, thought.id) == thought.text == "user wants a greeting"
     assert [e.title for e in events if e.kind is EventKind.TITLE] == ["greet me"]
     tokens = [e.tokens for e in events if e.tokens is not None]
     assert [(t.input, t.output) for t in tokens] == [(40, 9)]
     assert all(e.kind is not EventKind.INTERACTION for e in events)
+
+
+DELTA_KINDS = {
+    "assistant.message_delta": ItemKind.ASSISTANT,
+    "assistant.reasoning_delta": ItemKind.REASONING,
+}
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_every_delta_carries_the_kind_of_its_item(name: str) -> None:
+    """Each recorded delta maps to a delta of its own kind, and of the item it belongs to."""
+    m = EventMapper()
+    events: list[Event] = []
+    for raw in load(name):
+        mapped = m.map(raw)
+        events.extend(mapped)
+        for e in mapped:
+            if e.delta is not None:
+                assert e.delta.kind is DELTA_KINDS[raw["type"]], raw["type"]
+    kinds = {(i.agent_id, i.id): i.kind for i in items(events)}
+    for e in events:
+        if e.delta is not None:
+            key = (e.delta.agent_id, e.delta.item_id)
+            assert kinds.get(key, e.delta.kind) is e.delta.kind, key  # an aborted one never comes
 
 
 def _respond(state: InteractionState) -> Any:

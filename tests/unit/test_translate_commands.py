@@ -173,10 +173,26 @@ def test_attached_files_are_confined_to_the_working_directory() -> None:
         assert reason.endswith("files outside the working directory cannot be attached")
 
 
-def test_attachment_only_message_is_not_empty() -> None:
-    attachments = [{"type": "resource", "label": "a", "uri": "file:///a"}]
-    result = plan(user_turn("t1", "", attachments=attachments))
-    assert isinstance(result, CallPlan)
+@pytest.mark.parametrize(
+    ("attachment", "prompt"),
+    [
+        (
+            {"type": "resource", "label": "a", "uri": "file:///work/p/a.py"},
+            Prompt(text="", files=[File(path="/work/p/a.py", rel="a.py")]),
+        ),
+        (
+            {"type": "embeddedResource", "label": "s.png", "data": PNG, "contentType": "image/png"},
+            Prompt(
+                text="", attachments=[Blob(name="s.png", mime="image/png", data=b"\x89PNG fake")]
+            ),
+        ),
+    ],
+    ids=["file", "blob"],
+)
+def test_attachment_only_message_is_not_empty(attachment: dict[str, Any], prompt: Prompt) -> None:
+    """A message of attachments alone is sent, and the attachment reaches the prompt."""
+    ctx = CommandContext(models=MODELS, workdir="/work/p")
+    assert plan(user_turn("t1", "", attachments=[attachment]), ctx) == CallPlan((Send(prompt),))
 
 
 @pytest.mark.parametrize(

@@ -898,24 +898,39 @@ def test_title_is_cleaned_deduplicated_and_updates_the_chat_summary(h: Harness) 
 
 def test_tokens_sum_per_turn_and_usage_rides_in_meta(h: Harness) -> None:
     h.start_turn()
-    h.feed(
-        Event(kind=EventKind.TOKENS, tokens=TokenUsage(model="m1", input=100, output=5)),
-        Event(kind=EventKind.TOKENS, tokens=TokenUsage(model="m2", input=50, cache_read=20)),
-        Event(kind=EventKind.USAGE, usage=Usage(ai_units=1.5)),
-    )
+    # Every counter has a value in more than one model call, so replacing instead of adding
+    # shows in each sum (100+50+7, 5+3+2, 20+30+4).
+    calls = [
+        TokenUsage(model="m1", input=100, output=5, cache_read=20),
+        TokenUsage(model="m2", input=50, output=3, cache_read=30),
+        TokenUsage(input=7, output=2, cache_read=4),  # no model named: the last one stays
+    ]
+    out = h.feed(*(Event(kind=EventKind.TOKENS, tokens=t) for t in calls))
+    running = [a["usage"] for _, a in out if a["type"] == "chat/usage"]
+    assert [(u["inputTokens"], u["outputTokens"], u["cacheReadTokens"]) for u in running] == [
+        (100, 5, 20),
+        (150, 8, 50),
+        (157, 10, 54),
+    ]
+    h.feed(Event(kind=EventKind.USAGE, usage=Usage(ai_units=1.5)))
     assert h.active["usage"] == {
-        "inputTokens": 150,
-        "outputTokens": 5,
-        "cacheReadTokens": 20,
+        "inputTokens": 157,
+        "outputTokens": 10,
+        "cacheReadTokens": 54,
         "model": "m2",
         "_meta": {"ahpBridge.aiUnits": 1.5},
     }
     assert h.session["_meta"]["ahpBridge.usage"] == {"ai_units": 1.5}
     h.feed(ev_turn(TurnState.COMPLETED))
     h.start_turn("turn-2")
-    h.feed(Event(kind=EventKind.TOKENS, tokens=TokenUsage(input=1)))
-    assert h.active["usage"]["inputTokens"] == 1
-    assert h.chat["turns"][0]["usage"]["inputTokens"] == 150
+    h.feed(
+        Event(kind=EventKind.TOKENS, tokens=TokenUsage(input=1, output=2, cache_read=3)),
+        Event(kind=EventKind.TOKENS, tokens=TokenUsage(input=10, output=20, cache_read=30)),
+    )
+    usage = h.active["usage"]
+    assert (usage["inputTokens"], usage["outputTokens"], usage["cacheReadTokens"]) == (11, 22, 33)
+    done = h.chat["turns"][0]["usage"]
+    assert (done["inputTokens"], done["outputTokens"], done["cacheReadTokens"]) == (157, 10, 54)
 
 
 def test_activity_and_compaction_drive_chat_activity(h: Harness) -> None:

@@ -1,0 +1,134 @@
+"""One client connection's limits over real WebSockets on 127.0.0.1.
+
+The cut-off of a client that stopped reading is exact only seen from the connection itself: the
+test below drives a `Connection` directly (a real server socket, a real client that never reads)
+and offers it frames one by one, so it knows which frame found the queue full. The memory of
+request ids is tested through the whole bridge.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import trio
+from trio_websocket import (
+    ConnectionClosed,
+    WebSocketRequest,
+    connect_websocket_url,
+    serve_websocket,
+)
+
+from ahp_bridge.host.connection import CLOSE_TOO_SLOW, Connection
+from tests.e2e.conftest import Bridge
+
+ROOT = "ahp-root://"
+QUEUE = 8
+PAD = "x" * 60_000  # big frames fill the socket buffers in a few hundred sends
+
+
+class LostOnly:
+    """The one thing a connection tells its host when nothing is asked of it: that it is gone."""
+
+    def __init__(self) -> None:
+        self.lost: list[Connection] = []
+
+    def connection_lost(self, conn: Connection) -> None:
+        self.lost.append(conn)
+
+    async def handle_request(self, conn: Connection, msg: Any) -> None:
+        raise AssertionError("the client sends nothing")
+
+    async def handle_notification(self, conn: Connection, msg: Any) -> None:
+        raise AssertionError("the client sends nothing")
+
+
+async def test_a_client_that_fell_behind_gets_nothing_that_was_queued_for_it(
+    nursery: trio.Nursery,
+) -> None:
+    host = LostOnly()
+    accepted: list[Connection] = []
+
+    async def handler(request: WebSocketRequest) -> None:
+        conn = Connection(await request.accept(), host, queue_size=QUEUE)  # type: ignore[arg-type]
+        accepted.append(conn)
+        await conn.run()
+
+    server = await nursery.start(serve_websocket, handler, "127.0.0.1", 0, None)
+    url = f"ws://127.0.0.1:{server.port}/"
+    ws = await connect_websocket_url(nursery, url, message_queue_size=1)  # and never reads
+    try:
+        with trio.fail_after(10):
+            while not accepted:
+                await trio.sleep(0.01)
+        (conn,) = accepted
+
+        # Offer frames one at a time, letting the writer hand each to the socket, until the
+        # socket stops taking them, the queue fills and the frame `cut` finds it full.
+        offered = 0
+        with trio.fail_after(30):
+            while not conn.closed:
+                conn.send(orjson.dumps({"n": offered, "pad": PAD}).decode())
+                offered += 1
+                await trio.sleep(0)
+        cut = offered - 1
+        conn.send(orjson.dumps({"n": offered, "pad": PAD}).decode())  # after the cut-off: dropped
+
+        received: list[int] = []
+        with trio.fail_after(10):
+            try:
+                while True:
+                    received.append(orjson.loads(await ws.get_message())["n"])
+            except ConnectionClosed as closed:
+                reason = closed.reason
+        assert reason is not None and reason.code == CLOSE_TOO_SLOW
+        assert "too slow" in (reason.reason or "")
+        # At the cut-off the writer was in the middle of frame cut-QUEUE-1 and the queue held the
+        # QUEUE frames after it. The client gets the frame in flight, then the close: none of the
+        # queued frames, nor the one that overflowed, nor any offered later.
+        assert received == list(range(cut - QUEUE)), (cut, received[-3:])
+        assert host.lost == [conn]
+    finally:
+        await trio.aclose_forcefully(ws._stream)
+
+
+# Connection's default memory of request ids (no config key sets it).
+REMEMBERED_IDS = 4096
+
+
+def ping(msg_id: str) -> str:
+    return orjson.dumps(
+        {"jsonrpc": "2.0", "id": msg_id, "method": "ping", "params": {"channel": ROOT}}
+    ).decode()
+
+
+async def test_the_memory_of_request_ids_is_bounded_and_keeps_the_recent_ones(
+    bridge: Bridge,
+) -> None:
+    """After many requests the connection remembers exactly the last REMEMBERED_IDS ids: a
+    recent id (the oldest one kept, too) is still refused as a duplicate, an older one is
+    forgotten and accepted again, so the memory cannot grow with the number of requests."""
+    client = await bridge.client()
+    extra = 100
+    total = REMEMBERED_IDS + extra
+    for i in range(total):
+        await client.send_raw(ping(f"r{i}"))
+    await client.wait_for(lambda: len(client.frames) >= total + 1, timeout=60)
+    answered = [f for f in client.frames if str(f.get("id", "")).startswith("r")]
+    assert [f["id"] for f in answered] == [f"r{i}" for i in range(total)]
+    assert all(f.get("result", "missing") is None for f in answered)
+
+    async def answer(msg_id: str) -> dict[str, Any]:
+        before = len(client.frames)
+        await client.send_raw(ping(msg_id))
+        await client.wait_for(lambda: len(client.frames) > before)
+        frame: dict[str, Any] = client.frames[-1]
+        assert frame["id"] == msg_id
+        return frame
+
+    newest, oldest_kept, forgotten = f"r{total - 1}", f"r{extra}", f"r{extra - 1}"
+    for msg_id in (newest, oldest_kept):
+        refused = await answer(msg_id)
+        assert refused["error"]["code"] == -32600, refused
+        assert f"duplicate id {msg_id!r}" in refused["error"]["message"]
+    assert (await answer(forgotten))["result"] is None
