@@ -11,7 +11,7 @@ import pytest
 
 from ahp_bridge.state.reducers import reduce
 from tests.support.paths import OWN_REDUCERS
-from tests.unit.test_reducers_conformance import NOW, strip_none
+from tests.unit.test_reducers_conformance import strip_none
 
 FILES = sorted(OWN_REDUCERS.glob("*.json"))
 
@@ -29,7 +29,7 @@ def test_own_reducer_case(path: Path) -> None:
     for raw in case["actions"]:
         action = strip_none(raw)
         state_before, action_before = copy.deepcopy(state), copy.deepcopy(action)
-        new_state = reduce(case["reducer"], state, action, now=NOW)
+        new_state = reduce(case["reducer"], state, action)
         assert state == state_before and action == action_before, "reducer mutated its input"
         if new_state == state:
             assert new_state is state, f"{action['type']} changed nothing but copied the state"
