@@ -58,16 +58,28 @@ async def test_requests_before_initialize_are_refused(bridge: Bridge) -> None:
     assert "initialize" in str(err.value.message)
 
 
-async def test_initialize_negotiates_the_exact_offered_version(bridge: Bridge) -> None:
+@pytest.mark.parametrize(
+    ("offered", "chosen"),
+    [
+        (["0.7.3", "0.6.0"], "0.7.3"),
+        (["0.7.3", "1.0.0", "0.6.0"], "1.0.0"),
+        (["0.9.0", "1.1.0"], "1.1.0"),
+        (["0.9.2", "0.7.0"], "0.9.2"),
+    ],
+)
+async def test_initialize_negotiates_the_exact_offered_version(
+    bridge: Bridge, offered: list[str], chosen: str
+) -> None:
     client = await bridge.client(initialize=False)
     result = await client.request(
-        "initialize",
-        {"channel": ROOT, "protocolVersions": ["1.0.0", "0.7.3", "0.6.0"], "clientId": "c"},
+        "initialize", {"channel": ROOT, "protocolVersions": offered, "clientId": "c"}
     )
-    assert result["protocolVersion"] == "0.7.3"
+    assert result["protocolVersion"] == chosen
     assert result["serverInfo"]["name"] == "ahp-bridge"
     assert isinstance(result["serverSeq"], int)
     assert result["snapshots"] == []
+    # 0.9 added InitializeResult._meta (extension capabilities); 0.7 has none.
+    assert ("_meta" in result) is (not chosen.startswith("0.7"))
 
 
 async def test_second_initialize_is_refused(bridge: Bridge) -> None:
@@ -81,10 +93,12 @@ async def test_unsupported_version_gets_32005_and_the_connection_closes(bridge: 
     client = await bridge.client(initialize=False)
     with pytest.raises(RpcFailure) as err:
         await client.request(
-            "initialize", {"channel": ROOT, "protocolVersions": ["1.0.0", "0.9.0"], "clientId": "c"}
+            "initialize", {"channel": ROOT, "protocolVersions": ["0.8.0", "2.0.0"], "clientId": "c"}
         )
     assert err.value.code == -32005
-    assert err.value.data == {"supportedVersions": ["0.7.0"]}
+    assert err.value.data == {
+        "supportedVersions": [">=1.0.0 <2.0.0", ">=0.9.0 <0.10.0", ">=0.7.0 <0.8.0"]
+    }
     await client.wait_for(lambda: client.closed is not None)
 
 
@@ -303,11 +317,19 @@ async def test_create_session_errors(bridge: Bridge) -> None:
     with pytest.raises(RpcFailure) as err:
         await client.request("createSession", {"channel": new_session_uri(), "provider": "nope"})
     assert err.value.code == -32002
-    with pytest.raises(RpcFailure) as err:
-        await client.request(
-            "createSession", {"channel": "ahp-session:/not-a-uuid", "provider": "fake"}
-        )
-    assert err.value.code == -32602
+    # Any absolute URI the client chooses names a session (VS Code mints <provider>:/<uuid>),
+    # but not junk, the host's own channel schemes, or an annotations channel's URI.
+    for bad, why in [
+        ("not a uri", "no spaces"),
+        ("no-scheme", "absolute URI"),
+        ("ahp-chat:/c1", "host's own channels"),
+        (f"{new_session_uri()}/annotations", "cannot end with /annotations"),
+        ("x:/" + "a" * 3000, "1 to 2048 characters"),
+    ]:
+        with pytest.raises(RpcFailure) as err:
+            await client.request("createSession", {"channel": bad, "provider": "fake"})
+        assert err.value.code == -32602
+        assert why in str(err.value.message)
 
 
 async def test_list_sessions_pages_newest_first(bridge: Bridge) -> None:

@@ -1,8 +1,12 @@
 """A small but real AHP client for tests: WebSocket, JSON-RPC, and a locally reduced mirror.
 
 It keeps every frame it receives, answers nothing on its own, and reduces `action` envelopes
-into its own copy of each subscribed channel's state with the same pure reducers, so tests can
-assert that every client's view equals the host's snapshot.
+into its own copy of each subscribed channel's state, so tests can assert that every client's
+view equals the host's snapshot. It speaks the version it offers (default `["0.7.0"]`, as every
+0.7 test always did): a 0.7 client reduces with the 0.7 path (`reduce_07`, the reducer the 0.7.0
+fixtures pass through), a 0.9 or 1.0 client with the canonical reducers. With `check=True` every
+frame received is validated, strictly, against its negotiated version's schema (see
+`wire_schema`), and a 0.9 client fails on any action type 0.9 does not define.
 """
 
 from __future__ import annotations
@@ -16,10 +20,62 @@ import orjson
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, connect_websocket_url
 
+from ahp_bridge.protocol.actions_v1 import ACTIONS_09
 from ahp_bridge.protocol.uris import channel_kind
+from ahp_bridge.protocol.versions import V07, V09, Line, negotiate_line
+from ahp_bridge.state.reduce07 import reduce_07
 from ahp_bridge.state.reducers import reduce
+from tests.support import wire_schema
 
 MOCK_NOW = "1970-01-01T00:00:00.000Z"
+
+#: Methods whose result has a schema def named after them (`<Method>Result`).
+_RESULTS = frozenset(
+    {
+        "initialize",
+        "subscribe",
+        "listSessions",
+        "fetchTurns",
+        "completions",
+        "resolveSessionConfig",
+        "sessionConfigCompletions",
+        "authenticate",
+        "createResourceWatch",
+        "invokeChangesetOperation",
+        "resourceRead",
+        "resourceWrite",
+        "resourceList",
+        "resourceCopy",
+        "resourceDelete",
+        "resourceMove",
+        "resourceResolve",
+        "resourceMkdir",
+        "resourceRequest",
+    }
+)
+_NOTIFICATIONS = {
+    "action": "ActionEnvelope",
+    "root/sessionAdded": "SessionAddedParams",
+    "root/sessionRemoved": "SessionRemovedParams",
+    "root/sessionSummaryChanged": "SessionSummaryChangedParams",
+    "root/progress": "ProgressParams",
+    "auth/required": "AuthRequiredParams",
+}
+
+
+def kind_of_state(state: dict[str, Any]) -> str | None:
+    """A channel's kind, read off its state (clients choose session URIs in any scheme)."""
+    for key, kind in (
+        ("agents", "root"),
+        ("turns", "chat"),
+        ("lifecycle", "session"),
+        ("annotations", "annotations"),
+        ("files", "changeset"),
+        ("content", "terminal"),
+    ):
+        if key in state:
+            return kind
+    return None
 
 
 class RpcFailure(Exception):
@@ -31,9 +87,22 @@ class RpcFailure(Exception):
 
 
 class AhpClient:
-    def __init__(self, ws: WebSocketConnection, client_id: str) -> None:
+    def __init__(
+        self,
+        ws: WebSocketConnection,
+        client_id: str,
+        *,
+        versions: tuple[str, ...] = ("0.7.0",),
+        check: bool = False,
+    ) -> None:
         self.ws = ws
         self.client_id = client_id
+        self.versions = versions
+        #: The line the client speaks: what it offers, until initialize says what was chosen.
+        self.line: Line = negotiate_line(list(versions))[1]
+        self.check = check
+        self.kinds: dict[str, str] = {}
+        self._methods: dict[int | str, str] = {}
         self._ids = itertools.count(1)
         self._seq = itertools.count(1)
         self._waiters: dict[int | str, trio.MemorySendChannel[dict[str, Any]]] = {}
@@ -54,6 +123,8 @@ class AhpClient:
                 text = await self.ws.get_message()
                 frame = orjson.loads(text)
                 self.frames.append(frame)
+                if self.check:
+                    self._validate(frame)
                 if "id" in frame and ("result" in frame or "error" in frame):
                     waiter = (
                         self._waiters.pop(frame["id"], None) if frame["id"] is not None else None
@@ -80,9 +151,58 @@ class AhpClient:
             return
         channel = env["channel"]
         if channel in self.states:
-            kind = channel_kind(channel)
-            assert kind is not None
-            self.states[channel] = reduce(kind, self.states[channel], env["action"], now=MOCK_NOW)
+            self.states[channel] = self.reduce(channel, self.states[channel], env["action"])
+
+    def reduce(self, channel: str, state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
+        """Reduce one received action as a client of this version does."""
+        kind = self.kinds.get(channel) or channel_kind(channel) or kind_of_state(state)
+        assert kind is not None, channel
+        if self.line == V07:
+            return reduce_07(kind, state, action, now=MOCK_NOW, channel=channel)
+        return reduce(kind, state, action)
+
+    def _keep(self, snapshot: dict[str, Any]) -> None:
+        uri, state = snapshot["resource"], snapshot["state"]
+        kind = kind_of_state(state)
+        if kind is not None:
+            self.kinds.setdefault(uri, kind)
+        self.states[uri] = state
+
+    def _schemas(self) -> list[wire_schema.WireSchema]:
+        if self.line == V07:
+            return [wire_schema.ours_0_7(), wire_schema.release_0_7()]
+        return [wire_schema.v1_0()]
+
+    def _validate(self, frame: dict[str, Any]) -> None:
+        """Every frame the host sends validates against this connection's version, strictly."""
+        assert frame.get("jsonrpc") == "2.0", frame
+        checks: list[tuple[str, Any]] = []
+        if "method" in frame:
+            name = _NOTIFICATIONS.get(frame["method"])
+            assert name is not None, f"a notification {self.line} does not define: {frame}"
+            checks.append((name, frame["params"]))
+            if frame["method"] == "action" and self.line == V09:
+                kind = frame["params"]["action"]["type"]
+                assert kind in ACTIONS_09.types, f"0.9 does not know {kind}"
+        elif "error" in frame:
+            error = frame["error"]
+            assert isinstance(error.get("code"), int) and isinstance(error.get("message"), str)
+            if self.line != V07:
+                assert error["code"] != -32006, "1.0 removed ContentNotFound"
+        else:
+            method = self._methods.get(frame.get("id"), "")
+            result = frame.get("result")
+            if method == "reconnect":
+                kind = "Replay" if result["type"] == "replay" else "Snapshot"
+                checks.append((f"Reconnect{kind}Result", result))
+            elif method in _RESULTS:
+                checks.append((method[0].upper() + method[1:] + "Result", result))
+            else:
+                assert result is None or result == {}, (method, result)
+        for schema in self._schemas():
+            for name, value in checks:
+                if name in schema.defs:
+                    schema.check(name, value)
 
     async def close(self) -> None:
         """Close the socket (and its TCP stream) so no ResourceWarning outlives the test."""
@@ -99,6 +219,7 @@ class AhpClient:
         msg_id = next(self._ids)
         send, recv = trio.open_memory_channel[dict[str, Any]](1)
         self._waiters[msg_id] = send
+        self._methods[msg_id] = method
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             message["params"] = params
@@ -129,14 +250,15 @@ class AhpClient:
     async def initialize(self, subscriptions: list[str] | None = None) -> dict[str, Any]:
         params: dict[str, Any] = {
             "channel": "ahp-root://",
-            "protocolVersions": ["0.7.0"],
+            "protocolVersions": list(self.versions),
             "clientId": self.client_id,
         }
         if subscriptions:
             params["initialSubscriptions"] = subscriptions
         result = await self.request("initialize", params)
+        self.line = negotiate_line([result["protocolVersion"]])[1]
         for snap in result["snapshots"]:
-            self.states[snap["resource"]] = snap["state"]
+            self._keep(snap)
         self.last_seq = max(self.last_seq, result["serverSeq"])
         return result  # type: ignore[no-any-return]
 
@@ -144,7 +266,7 @@ class AhpClient:
         result = await self.request("subscribe", {"channel": channel, **extra})
         snap = result["snapshot"]
         # Envelopes that raced ahead of the response are already covered by the snapshot.
-        self.states[channel] = snap["state"]
+        self._keep(snap)
         return snap  # type: ignore[no-any-return]
 
     async def dispatch(self, channel: str, action: dict[str, Any]) -> int:
@@ -177,9 +299,17 @@ class AhpClient:
         return [a["type"] for a in self.actions(channel)]
 
 
-async def open_client(nursery: trio.Nursery, url: str, client_id: str, **kwargs: Any) -> AhpClient:
+async def open_client(
+    nursery: trio.Nursery,
+    url: str,
+    client_id: str,
+    *,
+    versions: tuple[str, ...] = ("0.7.0",),
+    check: bool = False,
+    **kwargs: Any,
+) -> AhpClient:
     ws = await connect_websocket_url(nursery, url, **kwargs)
-    client = AhpClient(ws, client_id)
+    client = AhpClient(ws, client_id, versions=versions, check=check)
     nursery.start_soon(client.reader)
     return client
 

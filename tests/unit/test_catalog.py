@@ -99,11 +99,33 @@ def test_a_version_1_catalog_is_migrated_keeping_its_sessions(tmp_path: Path) ->
         )
     catalog = Catalog.open(tmp_path)
     try:
-        assert catalog.version == SCHEMA_VERSION == 2
+        assert catalog.version == SCHEMA_VERSION == 3
         assert [r.uri for r in catalog.sessions()] == ["ahp-session:/v1"]
         assert [catalog.next_run(), catalog.next_run()] == [1, 2]
+        assert catalog.client_lines() == {}
     finally:
         catalog.close()
+
+
+def test_client_lines_are_kept_newest_and_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ahp_bridge.host.catalog as module
+
+    monkeypatch.setattr(module, "CLIENTS_KEPT", 3)
+    catalog = Catalog.open(tmp_path)
+    try:
+        for seen, client in enumerate(["a", "b", "c", "d"]):
+            catalog.remember_client(client, "1.0", seen)
+        catalog.remember_client("b", "0.7", 10)  # refreshed: newest now, line changed
+        assert catalog.client_lines() == {"c": "1.0", "d": "1.0", "b": "0.7"}
+    finally:
+        catalog.close()
+    reopened = Catalog.open(tmp_path)
+    try:
+        assert list(reopened.client_lines()) == ["c", "d", "b"]
+    finally:
+        reopened.close()
 
 
 def test_runs_are_counted_across_opens(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import trio
 from ahp_bridge.config import Settings
 from ahp_bridge.host.catalog import open_catalog
 from ahp_bridge.host.chat import HostClock
+from ahp_bridge.host.clients import KnownClients
 from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.rpc import RpcHandler
 from ahp_bridge.host.server import ServerOptions, check_bind, serve
@@ -53,10 +54,8 @@ async def run_bridge(
     catalog = await open_catalog(
         settings.data_dir(), retention_days=settings.bridge.retention_days, now_ms=clock.now_ms()
     )
-    store = Store(
-        log_limit=settings.server.replay_log, clock=clock.now_iso, first_seq=catalog.first_seq
-    )
-    hub = Hub(store)
+    store = Store(log_limit=settings.server.replay_log, first_seq=catalog.first_seq)
+    hub = Hub(store, clock=clock.now_iso)
     sessions = SessionManager(
         hub,
         provider_names=settings.bridge.providers,
@@ -67,10 +66,14 @@ async def run_bridge(
         catalog=catalog,
     )
     workdir = sessions.workdir
-    rpc = RpcHandler(hub, sessions, default_directory=Path(workdir).as_uri())
+    durable = sessions.durable
+    clients = KnownClients(persist=durable.remember_client if durable is not None else None)
+    rpc = RpcHandler(hub, sessions, default_directory=Path(workdir).as_uri(), clients=clients)
     async with trio.open_nursery() as keeper:
         await keeper.start(catalog.run)  # ends (writing what is queued) when the bridge stops
         async with sessions.running(), trio.open_nursery() as nursery:
+            if durable is not None:
+                clients.load(await durable.client_lines())
             server = await nursery.start(serve, rpc, options)
             port = server.port
             log.info(

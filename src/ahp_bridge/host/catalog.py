@@ -90,7 +90,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE TABLE runs (count INTEGER NOT NULL)",
         "INSERT INTO runs (count) VALUES (0)",
     ),
+    (
+        # The wire line each client last negotiated: `reconnect` names no version, so a client
+        # that reconnects after a restart is spoken to in the line it chose (bounded, newest).
+        "CREATE TABLE clients (client_id TEXT PRIMARY KEY, line TEXT NOT NULL, seen INTEGER)",
+    ),
 )
+#: Client lines kept in the catalog (the newest by last use).
+CLIENTS_KEPT = 10_000
 #: serverSeq numbers each run of the bridge may use (2^33; 2^20 runs stay below 2^53).
 RUN_SEQ_SPAN = 1 << 33
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -390,6 +397,27 @@ class Catalog:
         with self._tx():
             self._conn.execute("DELETE FROM chats WHERE session_uri = ?", (uri,))
             return self._conn.execute("DELETE FROM sessions WHERE uri = ?", (uri,)).rowcount > 0
+
+    def client_lines(self) -> dict[str, str]:
+        """The wire line of each remembered client, oldest first."""
+        rows = self._conn.execute(
+            "SELECT client_id, line FROM clients ORDER BY seen, client_id"
+        ).fetchall()
+        return {str(client): str(line) for client, line in rows}
+
+    def remember_client(self, client_id: str, line: str, seen: int) -> None:
+        """Record (or refresh) a client's line, keeping the newest `CLIENTS_KEPT`."""
+        with self._tx():
+            self._conn.execute(
+                "INSERT INTO clients (client_id, line, seen) VALUES (?, ?, ?) "
+                "ON CONFLICT(client_id) DO UPDATE SET line = excluded.line, seen = excluded.seen",
+                (client_id, line, seen),
+            )
+            self._conn.execute(
+                "DELETE FROM clients WHERE client_id NOT IN "
+                "(SELECT client_id FROM clients ORDER BY seen DESC LIMIT ?)",
+                (CLIENTS_KEPT,),
+            )
 
     def next_run(self) -> int:
         """Count one more start of a bridge on this catalog; the new count (1 for the first)."""

@@ -21,8 +21,10 @@ import trio
 
 from ahp_bridge import agentapi
 from ahp_bridge.host.sinks import ChatSink
+from ahp_bridge.protocol.uris import session_id
 from ahp_bridge.state import status as st
-from ahp_bridge.translate import iso_from_ms
+from ahp_bridge.state.reducers.chat import known_turn, resumable
+from ahp_bridge.translate import iso_from_ms, ms_from_iso
 from ahp_bridge.translate.coalesce import coalesce
 from ahp_bridge.translate.commands import (
     Call,
@@ -96,7 +98,7 @@ class ChatRuntime:
         """Open (or reopen by id) the provider conversation behind this chat."""
         sink = ChatSink(self._on_events, self.manager.token)
         request = agentapi.OpenRequest(
-            session_id=self.session.uri.removeprefix("ahp-session:/"),
+            session_id=session_id(self.session.uri),
             conversation_id=conversation_id,
             workdir=self.session.workdir,
             events=sink,
@@ -254,6 +256,7 @@ class ChatRuntime:
             input_answers={rid: synced_answers(state, rid) for rid in inputs},
             can_set_title=self.entry.capabilities.titles,
             workdir=self.session.workdir,
+            resumable_turn_id=_resumable_turn_id(state),
         )
 
     def client_action(
@@ -262,20 +265,36 @@ class ChatRuntime:
         action: dict[str, Any],
         origin: dict[str, Any],
         channel: str | None = None,
+        *,
+        sent: dict[str, Any] | None = None,
     ) -> None:
-        """Plan, apply and echo one client action on this chat (or its session), then call."""
+        """Plan, apply and echo one client action on this chat (or its session), then call.
+
+        `action` is canonical; a refusal echoes `sent`, the action as the client sent it.
+        """
         channel = channel or self.uri
+        sent = action if sent is None else sent
+        if action.get("type") == "chat/turnStarted" and known_turn(
+            self.hub.store.state(self.uri), action.get("turnId")
+        ):
+            # 1.0: a turn id the chat already knows is a no-op (a client's retry); the echo
+            # tells it so, and nothing reaches the provider again.
+            self.hub.apply(channel, action, origin)
+            return
         plan = plan_command(action, self._context())
         if isinstance(plan, Rejection):
-            self.hub.reject(conn, channel, action, origin, plan.reason)
+            self.hub.reject(conn, channel, sent, origin, plan.reason)
             return
         if plan.calls and not self._has_room():
-            self.hub.reject(
-                conn, channel, action, origin, "too many operations pending on this chat"
-            )
+            self.hub.reject(conn, channel, sent, origin, "too many operations pending on this chat")
             return
         self.hub.apply(channel, action, origin)
         self._apply_all(self.translator.observe_client_action(action))
+        if action.get("type") == "chat/turnResume":
+            # The reopened turn runs on: its duration counts from when it first started.
+            active = self.hub.store.state(self.uri).get("activeTurn") or {}
+            started = ms_from_iso(active.get("startedAt")) or self.manager.clock.now_ms()
+            self.translator.turn_started_by_client(str(action["turnId"]), started)
         if plan.calls:
             self._enqueue(lambda: self._run(plan.calls, action))
         self._start_queued_if_idle()
@@ -325,7 +344,7 @@ class ChatRuntime:
 
     def _cancelled_before_sent(self, action: dict[str, Any]) -> bool:
         """A client cancelled this turn while its send was still waiting in the queue."""
-        if action.get("type") != "chat/turnStarted" or not self.hub.store.has(self.uri):
+        if action.get("type") not in _STARTS or not self.hub.store.has(self.uri):
             return False
         active = self.hub.store.state(self.uri).get("activeTurn") or {}
         return bool(active.get("id") != action.get("turnId"))
@@ -335,7 +354,7 @@ class ChatRuntime:
             self._remove_pending("steering", str(action.get("id")))
 
     def _after_failure(self, call: Call, action: dict[str, Any], exc: Exception) -> None:
-        if isinstance(call, Send | SetModel) and action.get("type") == "chat/turnStarted":
+        if isinstance(call, Send | SetModel) and action.get("type") in _STARTS:
             if self.translator.active_turn_id == action.get("turnId"):
                 self._apply_all(self.translator.fail_turn(_error_type(exc), _message(exc)))
             else:  # cancelled meanwhile: whatever it sent, nothing more comes of it
@@ -407,6 +426,17 @@ async def _execute(conversation: agentapi.Conversation, call: Call) -> None:
             if not isinstance(conversation, agentapi.AgentSelector):
                 raise agentapi.Unsupported("this provider cannot select custom agents")
             await conversation.select_agent(agent_id)
+
+
+#: Client actions that start (or restart) a turn at the provider.
+_STARTS = frozenset({"chat/turnStarted", "chat/turnResume"})
+
+
+def _resumable_turn_id(state: dict[str, Any]) -> str | None:
+    """The latest turn's id when it ended in a resumable error (what chat/turnResume may name)."""
+    turns = state.get("turns") or []
+    last = turns[-1] if turns else None
+    return last.get("id") if resumable(last) and isinstance(last, dict) else None
 
 
 def _error_type(exc: Exception) -> str:

@@ -20,6 +20,8 @@ from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from ahp_bridge.protocol import jsonrpc
 from ahp_bridge.protocol.errors import INVALID_REQUEST, RpcError
+from ahp_bridge.protocol.lens import WIRES, Wire
+from ahp_bridge.protocol.versions import V07
 
 if TYPE_CHECKING:
     from ahp_bridge.host.rpc import RpcHandler
@@ -55,6 +57,8 @@ class Connection:
         self.number = next(_ids)
         self.client_id: str | None = None
         self.protocol_version: str | None = None
+        #: The wire line fixed at `initialize` (or `reconnect`): every shape sent and accepted.
+        self.wire: Wire = WIRES[V07]
         self.subscriptions: set[str] = set()
         self.max_subscriptions = max_subscriptions
         self._send_q, self._recv_q = trio.open_memory_channel[str](queue_size)
@@ -189,4 +193,7 @@ class Connection:
         self.send(jsonrpc.result_frame(msg_id, result))
 
     def send_error(self, msg_id: jsonrpc.RequestId | None, error: RpcError) -> None:
+        code = self.wire.error_code(error.code)
+        if code != error.code:
+            error = RpcError(code, error.message, error.data)
         self.send(jsonrpc.error_frame(msg_id, error))

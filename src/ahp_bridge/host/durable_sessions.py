@@ -86,6 +86,13 @@ class SessionCatalog:
             for chat in record.chats:
                 self._chat_owner[chat.uri] = record.uri
 
+    async def client_lines(self) -> dict[str, str]:
+        """The wire line each client negotiated in earlier runs (for its `reconnect`)."""
+        return await self.catalog.call(Catalog.client_lines)
+
+    def remember_client(self, client_id: str, line: str) -> None:
+        self.catalog.submit(Catalog.remember_client, client_id, line, self.manager.clock.now_ms())
+
     def known(self, uri: str) -> bool:
         """A session or chat URI the catalog holds that is not restored yet."""
         return uri in self.dormant or uri in self._chat_owner
@@ -226,6 +233,12 @@ class SessionCatalog:
             }
             if record.working_directories:
                 summary["workingDirectories"] = list(record.working_directories)
+            summary["chats"] = [
+                {"resource": c.uri, "title": c.title, "status": summary["status"]}
+                for c in record.chats
+            ]
+            if record.default_chat:
+                summary["defaultChat"] = record.default_chat
             out.append(summary)
         return out
 
@@ -317,7 +330,7 @@ class SessionCatalog:
             "provider": record.provider,
             "title": record.title,
             "status": st.ERROR if error is not None else st.IDLE,
-            "lifecycle": "ready" if error is None else "creationFailed",
+            "lifecycle": "ready" if error is None else "failed",
             "activeClients": [],
             "chats": [],
         }
@@ -325,7 +338,7 @@ class SessionCatalog:
             state["creationError"] = error
         if record.working_directories:
             state["workingDirectories"] = list(record.working_directories)
-        manager.hub.store.create(record.uri, "session", state)
+        manager.add_session_channels(record.uri, state)
         manager.sessions[record.uri] = session
         session.announced = next(
             (s for s in self.summaries() if s["resource"] == record.uri), manager.summary(session)
@@ -358,7 +371,7 @@ class SessionCatalog:
             "provider": record.provider,
             "title": record.title,
             "status": st.ERROR,
-            "lifecycle": "creationFailed",
+            "lifecycle": "failed",
             "creationError": {
                 "errorType": type(exc).__name__,
                 "message": f"the session could not be restored: {exc or type(exc).__name__}",
@@ -366,7 +379,7 @@ class SessionCatalog:
             "activeClients": [],
             "chats": [],
         }
-        manager.hub.store.create(record.uri, "session", state)
+        manager.add_session_channels(record.uri, state)
         session = Session(
             record.uri,
             record.provider,

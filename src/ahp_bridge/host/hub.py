@@ -1,9 +1,9 @@
 """The hub: the one writer of AHP state and the fan-out of every envelope.
 
 Everything that changes state goes through `Hub.apply` on the trio thread, in serverSeq order:
-the store reduces and sequences, the envelope is serialised once, and each subscriber's
-connection gets the same frame without ever blocking the writer (a connection that cannot keep
-up disconnects itself; see `Connection.send`).
+the store reduces and sequences, each subscriber gets the envelope's frames for its wire line
+(translated and serialised once per line in use, cached on the envelope), and nothing ever
+blocks the writer (a connection that cannot keep up disconnects itself; see `Connection.send`).
 """
 
 from __future__ import annotations
@@ -12,18 +12,23 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from ahp_bridge.protocol.jsonrpc import notification_frame
+from ahp_bridge.protocol.lens import Wire
 from ahp_bridge.state.store import Envelope, Store
 
 
 class Subscriber(Protocol):
-    """What the hub needs of a connection: a non-blocking send of one text frame."""
+    """What the hub needs of a connection: its wire line and a non-blocking send of a frame."""
+
+    wire: Wire
 
     def send(self, frame: str) -> None: ...
 
 
 class Hub:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, clock: Callable[[], str] | None = None) -> None:
+        """`clock` is the host's time (ISO-8601) handed to the store with every action."""
         self.store = store
+        self._clock = clock
         self._subs: dict[str, set[Subscriber]] = {}
         #: Observers of applied envelopes, called after fan-out (the session manager's status sync).
         self.observers: list[Callable[[Envelope], None]] = []
@@ -64,12 +69,13 @@ class Hub:
         preload = self.store.preload_for(channel, action)
         if preload is not None:
             self.apply(channel, preload)
-        envelope = self.store.apply(channel, action, origin)
+        at = self._clock() if self._clock is not None else None
+        envelope = self.store.apply(channel, action, origin, at=at)
         subs = self._subs.get(channel)
         if subs:
-            frame = envelope.frame
             for sub in tuple(subs):
-                sub.send(frame)
+                for frame in envelope.frames(sub.wire):
+                    sub.send(frame)
         for observer in self.observers:
             observer(envelope)
         return envelope
@@ -86,9 +92,16 @@ class Hub:
         sub.send(self.store.rejection(channel, action, origin, reason).frame)
 
     def notify(self, channel: str, method: str, params: dict[str, Any]) -> None:
-        """Send an ephemeral protocol notification (never replayed) to a channel's subscribers."""
+        """Send an ephemeral protocol notification (never replayed) to a channel's subscribers,
+        shaped and serialised once per wire line in use."""
         subs = self._subs.get(channel)
         if subs:
-            frame = notification_frame(method, params)
+            frames: dict[str, str | None] = {}
             for sub in tuple(subs):
-                sub.send(frame)
+                line = sub.wire.line
+                if line not in frames:
+                    shaped = sub.wire.notification(method, params)
+                    frames[line] = None if shaped is None else notification_frame(method, shaped)
+                frame = frames[line]
+                if frame is not None:
+                    sub.send(frame)

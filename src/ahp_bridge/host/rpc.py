@@ -1,11 +1,16 @@
 """Routing of JSON-RPC requests and notifications to the host's handlers.
 
-Every 0.7.0 method is known here; params are validated against the wire models before any
-handler runs, so handlers read plain dicts that already have the right shape. Requests are
-handled one at a time per connection, which keeps its replies in order, so nothing a client
-asks for waits on a provider turn: session creation finishes in the background and reports
-through `session/ready`. Only two waits exist: `createSession` records the session in the
-catalog before it answers, and a request naming a session from an earlier run restores it first.
+Every method of the connection's wire version is known here; params are validated against that
+version's models before any handler runs, so handlers read plain dicts that already have the
+right shape. Client actions are validated the same way and lifted to the canonical (1.0) shape
+by the connection's `Wire`; everything sent back (snapshots, results, envelopes) is shown in
+that version by it too, so nothing below this module knows which version a client speaks.
+
+Requests are handled one at a time per connection, which keeps its replies in order, so
+nothing a client asks for waits on a provider turn: session creation finishes in the background
+and reports through `session/ready`. Only two waits exist: `createSession` records the session
+in the catalog before it answers, and a request naming a session from an earlier run restores it
+first.
 """
 
 from __future__ import annotations
@@ -17,14 +22,22 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from ahp_bridge import __version__
+from ahp_bridge.host.clients import KnownClients
 from ahp_bridge.host.hub import Hub
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol import jsonrpc
-from ahp_bridge.protocol.actions import CLIENT_DISPATCHABLE, ActionError, parse_action
+from ahp_bridge.protocol.actions import ActionError
+from ahp_bridge.protocol.actions_v1 import AUTOMATION_TYPES, CANVAS_TYPES
 from ahp_bridge.protocol.errors import RpcError
-from ahp_bridge.protocol.params import ParamsError, parse_params
-from ahp_bridge.protocol.uris import ROOT, channel_kind
-from ahp_bridge.protocol.versions import MalformedVersion, UnsupportedVersion, negotiate
+from ahp_bridge.protocol.lens import WIRES
+from ahp_bridge.protocol.params import AUTOMATION_METHODS, ParamsError, parse_params
+from ahp_bridge.protocol.uris import ANNOTATIONS_SUFFIX, ROOT, channel_kind
+from ahp_bridge.protocol.versions import (
+    SUPPORTED_VERSIONS,
+    MalformedVersion,
+    UnsupportedVersion,
+    negotiate_line,
+)
 from ahp_bridge.state.validate import reject_reason
 
 if TYPE_CHECKING:
@@ -53,13 +66,27 @@ _NO_FILESYSTEM = frozenset(
 )
 
 
+#: Features of 1.0 this host does not offer: the answer to their commands and actions.
+_NO_AUTOMATIONS = "automations are not offered by this host"
+_NO_CANVASES = "canvases are not offered by this host"
+_NO_MOVE = "moving chats between sessions is not offered by this host"
+
+
 class RpcHandler:
     """Dispatches parsed messages for all connections of one host."""
 
-    def __init__(self, hub: Hub, sessions: SessionManager, *, default_directory: str | None = None):
+    def __init__(
+        self,
+        hub: Hub,
+        sessions: SessionManager,
+        *,
+        default_directory: str | None = None,
+        clients: KnownClients | None = None,
+    ):
         self.hub = hub
         self.sessions = sessions
         self.default_directory = default_directory
+        self.clients = clients or KnownClients()
         self.connections: set[Connection] = set()
         self._requests: dict[str, Callable[[Connection, dict[str, Any]], Any]] = {
             "initialize": self.initialize,
@@ -70,7 +97,7 @@ class RpcHandler:
             "disposeSession": self.sessions.dispose_session,
             "createChat": self.sessions.create_chat,
             "disposeChat": self.sessions.dispose_chat,
-            "listSessions": self.sessions.list_sessions,
+            "listSessions": self.list_sessions,
             "fetchTurns": self.sessions.fetch_turns,
             "completions": self.completions,
             "resolveSessionConfig": self.resolve_session_config,
@@ -79,9 +106,12 @@ class RpcHandler:
             "createTerminal": self.no_terminals,
             "disposeTerminal": self.no_terminals,
             "invokeChangesetOperation": self.invoke_changeset_operation,
+            "moveChat": self.no_move,
         }
         for name in _NO_FILESYSTEM:
             self._requests[name] = self.no_filesystem
+        for name in AUTOMATION_METHODS:
+            self._requests[name] = self.no_automations
 
     # -- connection bookkeeping ----------------------------------------------------------------
 
@@ -121,19 +151,19 @@ class RpcHandler:
 
     def _call(self, conn: Connection, method: str, params: Any) -> Any:
         handler = self._requests.get(method)
-        if handler is None:
+        if handler is None or method not in conn.wire.methods:
             if method in ("dispatchAction", "unsubscribe"):
                 raise RpcError(E.INVALID_REQUEST, f"Invalid request: {method} is a notification")
             raise RpcError(E.METHOD_NOT_FOUND, f"Method not found: {method}")
         if not conn.initialized and method not in _PRE_INIT:
             raise RpcError(E.INVALID_REQUEST, f"Invalid request: call initialize before {method}")
-        checked = self._params(method, params)
+        checked = self._params(conn, method, params)
         return handler(conn, checked)
 
     @staticmethod
-    def _params(method: str, params: Any) -> dict[str, Any]:
+    def _params(conn: Connection, method: str, params: Any) -> dict[str, Any]:
         try:
-            parse_params(method, params)
+            parse_params(method, params, conn.wire.methods)
         except ParamsError as exc:
             raise RpcError(E.INVALID_PARAMS, f"Invalid params: {exc}") from None
         assert isinstance(params, dict)
@@ -174,17 +204,20 @@ class RpcHandler:
         if conn.initialized:
             raise RpcError(E.INVALID_REQUEST, "Invalid request: initialize was already called")
         try:
-            version = negotiate(params["protocolVersions"])
+            version, line = negotiate_line(params["protocolVersions"])
         except UnsupportedVersion as exc:
             raise RpcError(
                 E.UNSUPPORTED_PROTOCOL_VERSION,
-                f"Unsupported protocol version: offered {params['protocolVersions']!r}",
+                f"Unsupported protocol version: offered {params['protocolVersions']!r}; this "
+                f"host speaks {', '.join(SUPPORTED_VERSIONS)}",
                 {"supportedVersions": list(exc.supported)},
             ) from None
         except MalformedVersion as exc:
             raise RpcError(E.INVALID_PARAMS, f"Invalid params: protocolVersions: {exc}") from None
         conn.client_id = params["clientId"]
         conn.protocol_version = version
+        conn.wire = WIRES[line]
+        self.clients.remember(conn.client_id, line)
         self.connection_made(conn)
         snapshots = [
             self._subscribe(conn, uri, None)
@@ -199,7 +232,8 @@ class RpcHandler:
         }
         if self.default_directory:
             result["defaultDirectory"] = self.default_directory
-        return result
+        meta = {"ahpBridge.supportedVersions": list(SUPPORTED_VERSIONS)}
+        return conn.wire.initialize_result(result, meta)
 
     def ping(self, conn: Connection, params: dict[str, Any]) -> None:
         return None
@@ -208,7 +242,8 @@ class RpcHandler:
         if conn.initialized:
             raise RpcError(E.INVALID_REQUEST, "Invalid request: reconnect replaces initialize")
         conn.client_id = params["clientId"]
-        conn.protocol_version = "0.7.0"
+        conn.wire = WIRES[self.clients.line(conn.client_id)]
+        conn.protocol_version = conn.wire.version
         self.connection_made(conn)
         store = self.hub.store
         wanted = list(dict.fromkeys(params["subscriptions"]))
@@ -223,7 +258,8 @@ class RpcHandler:
             }
         for uri in present:
             self._add_subscription(conn, uri)
-        return {"type": "replay", "actions": [env.wire() for env in replay], "missing": missing}
+        actions = [wire for env in replay for wire in env.wires(conn.wire)]
+        return {"type": "replay", "actions": actions, "missing": missing}
 
     # -- subscriptions -------------------------------------------------------------------------
 
@@ -238,25 +274,26 @@ class RpcHandler:
 
     def _subscribe(self, conn: Connection, uri: str, last_turns: int | None) -> dict[str, Any]:
         self._add_subscription(conn, uri)
-        return self.hub.store.snapshot(uri, last_turns=last_turns)
+        return self.hub.store.snapshot(uri, last_turns=last_turns, wire=conn.wire)
 
     def subscribe(self, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
         uri = params["channel"]
         if not self.hub.store.has(uri):
+            # Kinds are bound when a channel is created; an unknown URI is named by its shape only
+            # to pick the error: any scheme may name a session (clients choose session URIs).
             kind = channel_kind(uri)
-            if kind is None:
-                raise RpcError(
-                    E.INVALID_PARAMS, f"Invalid params: channel: not an AHP URI: {uri!r}"
-                )
-            code = E.SESSION_NOT_FOUND if kind == "session" else E.NOT_FOUND
-            raise RpcError(code, f"No such channel: {uri}")
+            if kind is None and ":" not in uri:
+                raise RpcError(E.INVALID_PARAMS, f"Invalid params: channel: not a URI: {uri!r}")
+            if kind == "session" or (kind is None and not uri.endswith(ANNOTATIONS_SUFFIX)):
+                raise RpcError(E.SESSION_NOT_FOUND, f"No such session: {uri}")
+            raise RpcError(E.NOT_FOUND, f"No such channel: {uri}")
         view = params.get("view") or {}
         turns = view.get("turns")
         last_turns = int(turns) if isinstance(turns, int | float) and turns >= 0 else None
         return {"snapshot": self._subscribe(conn, uri, last_turns)}
 
     def unsubscribe(self, conn: Connection, params: Any) -> None:
-        self._params("unsubscribe", params)
+        self._params(conn, "unsubscribe", params)
         uri = params["channel"]
         conn.subscriptions.discard(uri)
         self.hub.unsubscribe(conn, uri)
@@ -276,35 +313,55 @@ class RpcHandler:
             raise RpcError(E.INVALID_PARAMS, "Invalid params: clientSeq: expected a number")
         if not isinstance(action, dict):
             raise RpcError(E.INVALID_PARAMS, "Invalid params: action: expected an object")
-        store = self.hub.store
-        if not store.has(channel):
-            return  # the spec: actions for unknown channels are silently ignored
         assert conn.client_id is not None
         origin = {"clientId": conn.client_id, "clientSeq": client_seq}
-        reason = self._action_rejection(conn, channel, action)
-        if reason is not None:
-            self.hub.reject(conn, channel, action, origin, reason)
+        store = self.hub.store
+        action_type = action.get("type")
+        not_offered = _not_offered(action_type)
+        if not_offered is not None:  # their channels never exist: still say why
+            self.hub.reject(conn, channel, action, origin, not_offered)
             return
-        self.sessions.apply_client_action(conn, channel, action, origin)
+        if not store.has(channel):
+            return  # the spec: actions for unknown channels are silently ignored
+        kind = store.kind(channel)
+        assert kind is not None
+        reason, canonical = self._checked_action(conn, kind, channel, action)
+        if reason is not None or canonical is None:
+            self.hub.reject(conn, channel, action, origin, reason or "invalid action")
+            return
+        self.sessions.apply_client_action(conn, channel, canonical, origin, sent=action)
 
-    def _action_rejection(
-        self, conn: Connection, channel: str, action: dict[str, Any]
-    ) -> str | None:
+    def _checked_action(
+        self, conn: Connection, kind: str, channel: str, action: dict[str, Any]
+    ) -> tuple[str | None, dict[str, Any] | None]:
+        """(rejection reason, None) or (None, the canonical action) for one client action."""
         action_type = action.get("type")
         if not isinstance(action_type, str):
-            return "action.type: expected a string"
-        if action_type not in CLIENT_DISPATCHABLE:
-            return f"{action_type} is not client-dispatchable"
+            return "action.type: expected a string", None
+        wire = conn.wire
         try:
-            parse_action(action)
+            wire.actions.parse(action)
         except ActionError as exc:
-            return str(exc)
-        kind = self.hub.store.kind(channel)
-        assert kind is not None
+            return str(exc), None
+        if not wire.may_dispatch(action_type):
+            return f"{action_type} is not client-dispatchable", None
+        canonical = wire.action_in(kind, action, channel)
         assert conn.client_id is not None
-        return reject_reason(kind, self.hub.store.state(channel), action, client_id=conn.client_id)
+        state = self.hub.store.state(channel)
+        reason = reject_reason(
+            kind,
+            state,
+            canonical,
+            client_id=conn.client_id,
+            idempotent_turns=wire.idempotent_turns,
+        )
+        return (reason, None) if reason is not None else (None, canonical)
 
     # -- features this host answers without a backend ------------------------------------------
+
+    def list_sessions(self, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+        result = self.sessions.list_sessions(conn, params)
+        return {**result, "items": [conn.wire.summary(item) for item in result["items"]]}
 
     def completions(self, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
         return {"items": []}
@@ -328,6 +385,21 @@ class RpcHandler:
 
     def invoke_changeset_operation(self, conn: Connection, params: dict[str, Any]) -> None:
         raise RpcError(E.NOT_FOUND, f"No such changeset: {params['channel']}")
+
+    def no_automations(self, conn: Connection, params: dict[str, Any]) -> None:
+        raise RpcError(E.METHOD_NOT_FOUND, f"Method not found: {_NO_AUTOMATIONS}")
+
+    def no_move(self, conn: Connection, params: dict[str, Any]) -> None:
+        raise RpcError(E.METHOD_NOT_FOUND, f"Method not found: {_NO_MOVE}")
+
+
+def _not_offered(action_type: object) -> str | None:
+    """Why an automation or canvas action is refused (they are not offered), else None."""
+    if action_type in AUTOMATION_TYPES:
+        return _NO_AUTOMATIONS
+    if action_type in CANVAS_TYPES:
+        return _NO_CANVASES
+    return None
 
 
 __all__ = ["ROOT", "RpcHandler"]

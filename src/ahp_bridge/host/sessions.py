@@ -28,11 +28,11 @@ from ahp_bridge.host.catalog import AsyncCatalog
 from ahp_bridge.host.chat import ChatRuntime, HostClock
 from ahp_bridge.host.durable_sessions import IMPORT_CONFIG_KEY, SessionCatalog
 from ahp_bridge.host.hub import Hub
-from ahp_bridge.host.summaries import aggregate, chat_summary_changes
+from ahp_bridge.host.summaries import aggregate, chat_summary_changes, session_chats
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.jsonrpc import notification_frame
-from ahp_bridge.protocol.uris import ROOT, is_session_uri
+from ahp_bridge.protocol.uris import ANNOTATIONS_SUFFIX, ROOT, session_uri_problem
 from ahp_bridge.state import status as st
 from ahp_bridge.state.store import Envelope
 from ahp_bridge.translate.models import model_info
@@ -43,7 +43,29 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 #: Summary fields announced through root/sessionSummaryChanged (never resource/provider/createdAt).
-_SUMMARY_FIELDS = ("title", "status", "activity", "modifiedAt", "workingDirectories")
+_SUMMARY_FIELDS = (
+    "title",
+    "status",
+    "activity",
+    "modifiedAt",
+    "workingDirectories",
+    "chats",
+    "defaultChat",
+)
+#: Session actions the default chat's runtime plans (a provider call, or a reasoned refusal).
+_PLANNED_SESSION_ACTIONS = frozenset(
+    {
+        "session/titleChanged",
+        "session/workingDirectorySet",
+        "session/workingDirectoryRemoved",
+        "session/workingDirectoryReplaced",
+        "session/customizationToggled",
+        "session/mcpServerStartRequested",
+        "session/mcpServerStopRequested",
+        "session/mcpServerBackgroundRequested",
+        "session/configChanged",
+    }
+)
 
 
 @dataclass
@@ -179,14 +201,13 @@ class SessionManager:
 
     async def create_session(self, conn: Connection, params: dict[str, Any]) -> None:
         uri = params["channel"]
-        if not is_session_uri(uri):
-            raise RpcError(
-                E.INVALID_PARAMS,
-                f"Invalid params: channel: expected ahp-session:/<uuid>, got {uri!r}",
-            )
+        problem = session_uri_problem(uri)
+        if problem is not None:
+            raise RpcError(E.INVALID_PARAMS, f"Invalid params: channel: {problem} (got {uri!r})")
         if (
             uri in self.sessions
             or self.hub.store.has(uri)
+            or self.hub.store.has(uri + ANNOTATIONS_SUFFIX)
             or uri in self._creating
             or (self.durable is not None and self.durable.known(uri))
         ):
@@ -236,7 +257,7 @@ class SessionManager:
                 ) from None
             finally:
                 self._creating.discard(uri)
-        self.hub.store.create(uri, "session", state)
+        self.add_session_channels(uri, state)
         self.sessions[uri] = session
         session.announced = self.summary(session)
         self.hub.notify(ROOT, "root/sessionAdded", {"channel": ROOT, "summary": session.announced})
@@ -338,6 +359,7 @@ class SessionManager:
         for chat in list(session.chats.values()):
             self._forget_chat(chat)
         self._forget_channel(uri)
+        self._forget_channel(uri + ANNOTATIONS_SUFFIX)
         self.hub.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
         self._active_sessions_changed()
 
@@ -349,6 +371,12 @@ class SessionManager:
         for uri in chat.subagent_uris():
             self.subagent_chats.pop(uri, None)
             self._forget_channel(uri)
+
+    def add_session_channels(self, uri: str, state: dict[str, Any]) -> None:
+        """The session's channel and its annotations channel (`<session>/annotations`), bound
+        to their kinds here, whatever scheme the client chose for the session."""
+        self.hub.store.create(uri, "session", state)
+        self.hub.store.create(uri + ANNOTATIONS_SUFFIX, "annotations", {"annotations": []})
 
     def _forget_channel(self, uri: str) -> None:
         if self.hub.store.has(uri):
@@ -444,6 +472,9 @@ class SessionManager:
             summary["modifiedAt"] = max(agg["modifiedAt"], session.created_at)
         if "activity" in agg:
             summary["activity"] = agg["activity"]
+        summary["chats"] = session_chats(state.get("chats") or [])
+        if isinstance(state.get("defaultChat"), str):
+            summary["defaultChat"] = state["defaultChat"]
         return summary
 
     def list_sessions(self, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
@@ -478,7 +509,9 @@ class SessionManager:
             entry = next((c for c in entries if c.get("resource") == channel), None)
             if entry is None:
                 return
-            changes = chat_summary_changes(entry, self.hub.store.state(channel))
+            changes = chat_summary_changes(
+                entry, self.hub.store.state(channel), active_at=self.hub.store.active_at(channel)
+            )
             # No 0.7.0 action changes ChatState.title, so the entry's title is the translator's
             # (session/chatUpdated{title}); mirroring the chat's would flip it back.
             changes.pop("title", None)
@@ -520,23 +553,34 @@ class SessionManager:
     # -- client actions ------------------------------------------------------------------------
 
     def apply_client_action(
-        self, conn: Connection, channel: str, action: dict[str, Any], origin: dict[str, Any]
+        self,
+        conn: Connection,
+        channel: str,
+        action: dict[str, Any],
+        origin: dict[str, Any],
+        *,
+        sent: dict[str, Any] | None = None,
     ) -> None:
-        """Apply a client action that passed schema and state validation, with its side effect."""
+        """Apply a client action that passed schema and state validation, with its side effect.
+
+        `action` is canonical; `sent` is the action as the client sent it, which a rejection
+        echoes back unchanged (they differ only for a 0.7 client's lifted actions).
+        """
+        sent = action if sent is None else sent
         chat = self.chats.get(channel)
         if chat is not None:
-            chat.client_action(conn, action, origin)
+            chat.client_action(conn, action, origin, sent=sent)
             return
         if channel in self.subagent_chats:
             reason = "a subagent's chat is read-only: talk to the agent in its parent chat"
-            self.hub.reject(conn, channel, action, origin, reason)
+            self.hub.reject(conn, channel, sent, origin, reason)
             return
         session = self.sessions.get(channel)
-        if session is not None and action.get("type") == "session/titleChanged":
+        if session is not None and action.get("type") in _PLANNED_SESSION_ACTIONS:
             default = self.hub.store.state(channel).get("defaultChat")
             target = session.chats.get(default) if isinstance(default, str) else None
             if target is not None:
-                target.client_action(conn, action, origin, channel=channel)
+                target.client_action(conn, action, origin, channel=channel, sent=sent)
                 return
         self.hub.apply(channel, action, origin)
 

@@ -14,16 +14,37 @@ from typing import Any
 from ahp_bridge.state import status as st
 
 #: Summary fields a chat entry mirrors from its ChatState (`session/chatUpdated` carries them).
-CHAT_SUMMARY_FIELDS = ("title", "status", "activity", "modifiedAt")
+CHAT_SUMMARY_FIELDS = ("title", "status", "activity")
+
+#: What a 1.0 `SessionSummary.chats` entry (SessionChatSummary) keeps of a chat's entry.
+SESSION_CHAT_FIELDS = ("resource", "title", "origin", "interactivity", "status", "changes")
 
 
-def chat_summary_changes(entry: Mapping[str, Any], chat_state: Mapping[str, Any]) -> dict[str, Any]:
-    """The `changes` of a `session/chatUpdated` that brings `entry` in line with `chat_state`."""
+def session_chats(chats: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """`SessionSummary.chats` (1.0): each chat entry projected to a SessionChatSummary, in order.
+
+    The host MUST project `session/chatUpdated` changes (its status above all) into it and
+    publish it through `root/sessionSummaryChanged`; the session list carries it too.
+    """
+    return [{k: c[k] for k in SESSION_CHAT_FIELDS if k in c} for c in chats]
+
+
+def chat_summary_changes(
+    entry: Mapping[str, Any], chat_state: Mapping[str, Any], *, active_at: str | None = None
+) -> dict[str, Any]:
+    """The `changes` of a `session/chatUpdated` that brings `entry` in line with `chat_state`.
+
+    An entry's `modifiedAt` is `active_at`, the host's time of the chat's last activity (turns
+    starting and ending, questions, answers, truncation: `Store.active_at`), not the clock-free
+    ChatState.modifiedAt, which only moves when a turn starts or ends.
+    """
     changes: dict[str, Any] = {}
     for field in CHAT_SUMMARY_FIELDS:
         value = chat_state.get(field)
         if value is not None and entry.get(field) != value:
             changes[field] = value
+    if active_at is not None and entry.get("modifiedAt") != active_at:
+        changes["modifiedAt"] = active_at
     return changes
 
 

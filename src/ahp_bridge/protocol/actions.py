@@ -300,7 +300,7 @@ class ActionSet:
                 return _confirmed_tag(value)
             return _UNKNOWN_TAG
 
-        self.union: Any = Annotated[
+        union: Any = Annotated[
             Union[members],  # noqa: UP007
             Discriminator(
                 tag,
@@ -308,7 +308,8 @@ class ActionSet:
                 custom_error_message="`type` must be a string naming the action",
             ),
         ]
-        self.adapter: TypeAdapter[Any] = TypeAdapter(self.union)
+        self.union: Any = union
+        self.adapter: TypeAdapter[Any] = TypeAdapter(union)
         self._tags = frozenset({*classes, _APPROVED_TAG, _DENIED_TAG, _UNKNOWN_TAG})
 
     def parse(self, data: Mapping[str, Any], root: str = "action") -> WireModel:

@@ -76,6 +76,8 @@ class Wire:
     version: str = "1.0.0"
     actions: ActionSet = ACTIONS_10
     methods: Mapping[str, type[WireModel]] = METHODS_V1
+    #: 1.0: `chat/turnStarted` naming a known turn is a no-op (so it is accepted, not refused).
+    idempotent_turns: bool = True
 
     # ── out ──────────────────────────────────────────────────────────────────────────────────
 
@@ -99,8 +101,19 @@ class Wire:
             return (env.frame,)
         return tuple(_frame(_envelope(env, a)) for a in sent)
 
-    def state(self, kind: str, state: JSON, *, status07: int | None = None) -> JSON:
-        """A canonical channel state as this line shows it."""
+    def state(
+        self,
+        kind: str,
+        state: JSON,
+        *,
+        status07: int | None = None,
+        modified07: str | None = None,
+    ) -> JSON:
+        """A canonical channel state as this line shows it.
+
+        ``status07`` and ``modified07`` are the 0.7 views the store keeps of a session's status
+        and a chat's ``modifiedAt`` (the 0.7.0 reducer counted other inputs and read a clock).
+        """
         if kind == "session":
             meta = state.get("_meta")
             if isinstance(meta, dict) and BACKGROUND_META_KEY in meta:
@@ -148,7 +161,14 @@ class Wire09(Wire):
     def actions_for(self, env: EnvelopeLike) -> list[JSON]:
         return wire09.down_actions(env.kind, env.action, changed=env.changed, post=env.post)
 
-    def state(self, kind: str, state: JSON, *, status07: int | None = None) -> JSON:
+    def state(
+        self,
+        kind: str,
+        state: JSON,
+        *,
+        status07: int | None = None,
+        modified07: str | None = None,
+    ) -> JSON:
         return wire09.down_state(kind, state)
 
 
@@ -159,12 +179,23 @@ class Wire07(Wire):
     version = "0.7.0"
     actions = ACTIONS_07
     methods = METHODS
+    idempotent_turns = False
 
     def actions_for(self, env: EnvelopeLike) -> list[JSON]:
         return wire07.down_actions(env.kind, env.action, changed=env.changed, post=env.post)
 
-    def state(self, kind: str, state: JSON, *, status07: int | None = None) -> JSON:
-        return wire07.down_state(kind, state, session_status=status07)
+    def state(
+        self,
+        kind: str,
+        state: JSON,
+        *,
+        status07: int | None = None,
+        modified07: str | None = None,
+    ) -> JSON:
+        shown = wire07.down_state(kind, state, session_status=status07)
+        if kind == "chat" and modified07 is not None:
+            shown = {**shown, "modifiedAt": modified07}
+        return shown
 
     def summary(self, summary: JSON) -> JSON:
         return wire07.down_summary(summary)

@@ -127,7 +127,7 @@ _JSON_NAMES: Final[dict[type, str]] = {
 
 
 def parse_params(
-    method: str, params: object, methods: dict[str, type[WireModel]] = METHODS
+    method: str, params: object, methods: Mapping[str, type[WireModel]] = METHODS
 ) -> WireModel:
     """Validate ``params`` of ``method`` and return the typed model.
 

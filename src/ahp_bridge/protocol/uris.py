@@ -1,10 +1,11 @@
-"""AHP channel URIs: which kind of channel a URI names, and the fixed derivations.
+"""AHP channel URIs: the fixed derivations, and what a client may choose as a session URI.
 
-The reducer for an action is chosen by the scheme of its envelope's ``channel``
-(``ahp-chat:/...`` -> chat). :func:`channel_kind` answers that question by scheme (ids are
-opaque); :func:`is_session_uri` is the strict check for a client-chosen ``createSession``
-channel, which must be ``ahp-session:/<uuid>``. Ids are always passed in: nothing here
-invents one.
+A channel's kind is bound when the host creates the channel and looked up from then on (the
+store keeps it), never read from the URI: clients choose session URIs in their own schemes
+(VS Code mints ``<provider>:/<uuid>``). :func:`channel_kind` only names the kind of the URIs
+this host mints (``ahp-chat:/...``) and of the canonical forms, for messages about channels
+that do not exist; :func:`session_uri_problem` says why a client-chosen session URI cannot be
+used. Ids are always passed in: nothing here invents one.
 """
 
 from __future__ import annotations
@@ -14,12 +15,18 @@ from typing import Final
 
 __all__ = [
     "ANNOTATIONS_SUFFIX",
+    "MAX_SESSION_URI",
     "ROOT",
     "annotations_uri",
     "channel_kind",
     "is_session_uri",
+    "session_id",
     "session_of",
+    "session_uri_problem",
 ]
+
+#: Longest client-chosen session URI accepted (its annotations channel adds 12 characters).
+MAX_SESSION_URI: Final = 2048
 
 ROOT: Final = "ahp-root://"
 ANNOTATIONS_SUFFIX: Final = "/annotations"
@@ -30,6 +37,11 @@ _PREFIXES: Final = (
     ("ahp-terminal:/", "terminal"),
     ("ahp-changeset:/", "changeset"),
     ("ahp-resource-watch:/", "resourceWatch"),
+)
+_SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+#: Schemes of channels the host itself names: a session URI in them would be mistaken for one.
+_HOST_SCHEMES: Final = frozenset(
+    {"ahp-root", "ahp-chat", "ahp-terminal", "ahp-changeset", "ahp-resource-watch", "ahp-content"}
 )
 _UUID: Final = re.compile(
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z"
@@ -65,9 +77,34 @@ def is_session_uri(uri: str) -> bool:
     return uri.startswith(_SESSION) and _UUID.match(uri, len(_SESSION)) is not None
 
 
+def session_uri_problem(uri: str) -> str | None:
+    """Why ``uri`` cannot name a new session, or None: any absolute URI a client chooses works
+    (``ahp-session:/<uuid>``, VS Code's ``<provider>:/<uuid>``), except the host's own channel
+    schemes, a URI that would collide with a session's annotations channel, or junk."""
+    if not uri or len(uri) > MAX_SESSION_URI:
+        return f"a session URI has 1 to {MAX_SESSION_URI} characters"
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in uri):
+        return "a session URI has no spaces or control characters"
+    match = _SCHEME.match(uri)
+    if match is None or match.end() == len(uri):
+        return "expected an absolute URI such as ahp-session:/<uuid>"
+    if match.group()[:-1].lower() in _HOST_SCHEMES:
+        return f"{match.group()} URIs name the host's own channels, not sessions"
+    if uri.endswith(ANNOTATIONS_SUFFIX):
+        return f"a session URI cannot end with {ANNOTATIONS_SUFFIX}"
+    return None
+
+
+def session_id(uri: str) -> str:
+    """The id part of a session URI (``<scheme>:/<id>`` -> ``<id>``), for providers and logs."""
+    match = _SCHEME.match(uri)
+    rest = uri[match.end() :] if match else uri
+    return rest.lstrip("/") or uri
+
+
 def annotations_uri(session: str) -> str:
-    """The annotations channel of ``session``: ``ahp-session:/<id>/annotations``."""
-    if channel_kind(session) != "session":
+    """The annotations channel of ``session``: ``<session>/annotations``."""
+    if session_uri_problem(session) is not None and channel_kind(session) != "session":
         raise ValueError(f"not a session URI: {session!r}")
     return session + ANNOTATIONS_SUFFIX
 

@@ -22,14 +22,16 @@ from .reducers import reduce
 from .reducers.chat_common import matching_turn
 from .reducers.chat_input import find_open_request
 
-__all__ = ["reduce_07"]
+__all__ = ["reduce_07", "stamps_07"]
 
 
-def _stamps(state: dict[str, Any], action: dict[str, Any]) -> bool:
+def stamps_07(state: dict[str, Any], action: dict[str, Any]) -> bool:
     """Whether the 0.7.0 chat reducer's branch for ``action`` applies (and so stamps the clock)."""
     match action.get("type"):
         case "chat/turnStarted":
             return True
+        case "chat/turnResume":  # reaches a 0.7 peer as chat/truncated + chat/turnStarted
+            return not state.get("activeTurn")
         case "chat/turnComplete" | "chat/turnCancelled" | "chat/error":
             return matching_turn(state, action.get("turnId")) is not None
         case "chat/truncated":
@@ -52,7 +54,7 @@ def reduce_07(
     canonical = wire07.up_state(kind, state, channel=channel)
     lifted = wire07.up_action(kind, action, channel=channel)
     reduced = reduce(kind, canonical, lifted)
-    stamped = kind == "chat" and _stamps(state, action)
+    stamped = kind == "chat" and stamps_07(state, action)
     if reduced is canonical and not stamped:
         return state
     status07 = None

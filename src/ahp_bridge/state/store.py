@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ahp_bridge.protocol import wire07
 
 from .envelope import Envelope
+from .reduce07 import stamps_07
 from .reducers import KINDS, reduce
 from .turn_window import TurnWindow
 
@@ -54,6 +55,9 @@ class Store:
         self._windows: dict[str, TurnWindow] = {}
         #: The 0.7 wire's view of each session's status (0.7 counts client-execution inputs).
         self._status07: dict[str, int] = {}
+        #: Each chat's last activity, in the host's time (`at` of the last action the 0.7.0
+        #: reducer stamps): a 0.7 chat's `modifiedAt`, and the session list's for every line.
+        self._active_at: dict[str, str] = {}
         self._generations = count(1)
 
     # ── channels ──────────────────────────────────────────────────────────
@@ -77,6 +81,8 @@ class Store:
         self._kinds[uri] = kind
         if kind == "chat":
             self._windows[uri] = TurnWindow(generation=next(self._generations))
+            if isinstance(state.get("modifiedAt"), str):
+                self._active_at[uri] = state["modifiedAt"]
         if kind == "session":
             self._status07[uri] = state.get("status", 0)
 
@@ -86,6 +92,7 @@ class Store:
         del self._states[uri], self._kinds[uri]
         self._windows.pop(uri, None)
         self._status07.pop(uri, None)
+        self._active_at.pop(uri, None)
 
     def has(self, uri: str) -> bool:
         return uri in self._states
@@ -100,12 +107,18 @@ class Store:
     # ── actions ───────────────────────────────────────────────────────────
 
     def apply(
-        self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None
+        self,
+        channel: str,
+        action: dict[str, Any],
+        origin: dict[str, Any] | None = None,
+        *,
+        at: str | None = None,
     ) -> Envelope:
         """Reduce `action` into `channel`, assign serverSeq + 1 and log it.
 
-        KeyError for an unknown channel, ValueError for an action without a type
-        or with fields of the wrong JSON type; neither changes anything.
+        `at` is the host's time (ISO-8601); the reducers never read it, it only dates a chat's
+        activity (`active_at`). KeyError for an unknown channel, ValueError for an action
+        without a type or with fields of the wrong JSON type; neither changes anything.
         """
         state = self._require(channel)
         if not isinstance(action, dict) or not isinstance(action.get("type"), str):
@@ -117,6 +130,8 @@ class Store:
             # A field of the wrong JSON type; nothing was changed or sequenced.
             raise ValueError(f"malformed {action['type']} action for {channel}: {exc}") from exc
         if kind == "chat":
+            if at is not None and stamps_07(state, action):
+                self._active_at[channel] = at
             new_state = self._track_window(channel, state, new_state, action)
         elif kind == "session":
             self._status07[channel] = wire07.session_status(
@@ -142,6 +157,10 @@ class Store:
     def status07(self, uri: str) -> int | None:
         """The 0.7 wire's view of a session's status (None for other channels)."""
         return self._status07.get(uri)
+
+    def active_at(self, uri: str) -> str | None:
+        """When a chat last had activity, in the host's time (None for other channels)."""
+        return self._active_at.get(uri)
 
     def replay(self, last_seen: int, channels: Iterable[str]) -> list[Envelope] | None:
         """Logged envelopes after `last_seen` on `channels`, in order.
@@ -178,7 +197,12 @@ class Store:
                 raise ValueError("last_turns must not be negative")
             state = self._windowed(uri, state, last_turns)
         if wire is not None:
-            state = wire.state(kind, state, status07=self._status07.get(uri))
+            state = wire.state(
+                kind,
+                state,
+                status07=self._status07.get(uri),
+                modified07=self._active_at.get(uri),
+            )
         return {"resource": uri, "state": state, "fromSeq": self._seq}
 
     def load_older_turns(self, chat: str, cursor: str | None) -> dict[str, Any]:

@@ -14,11 +14,17 @@ from collections.abc import Callable
 from typing import Any
 
 from ahp_bridge.protocol.actions import CLIENT_DISPATCHABLE
+from ahp_bridge.protocol.actions_v1 import CLIENT_DISPATCHABLE_1_0
 
 from .answers import answer_problem
+from .reducers.chat import known_turn, resumable
 from .reducers.chat_input import find_open_request
 
-__all__ = ["CLIENT_DISPATCHABLE", "reject_reason"]
+__all__ = ["CLIENT_DISPATCHABLE", "DISPATCHABLE", "reject_reason"]
+
+#: What a client of any wire version may dispatch, once lifted to the canonical shape (which
+#: wire version allows which type is checked before, by the connection's wire).
+DISPATCHABLE = CLIENT_DISPATCHABLE | CLIENT_DISPATCHABLE_1_0
 
 JSON = dict[str, Any]
 Rule = Callable[[JSON, JSON, str], "str | None"]
@@ -34,15 +40,27 @@ _PREFIX = {
 }
 
 
-def reject_reason(kind: str, state: JSON, action: JSON, *, client_id: str) -> str | None:
-    """A human-readable reason to reject `action` from `client_id`, or None to accept it."""
+def reject_reason(
+    kind: str, state: JSON, action: JSON, *, client_id: str, idempotent_turns: bool = True
+) -> str | None:
+    """A human-readable reason to reject canonical `action` from `client_id`, or None to accept.
+
+    `idempotent_turns` (AHP 1.0): a `chat/turnStarted` naming a turn the chat already knows is
+    accepted as the no-op it is; 0.7 peers, whose reducers would restart the turn, are refused.
+    """
     if not isinstance(action, dict) or not isinstance(action.get("type"), str):
         return "an action must be an object with a string type"
     action_type = action["type"]
-    if action_type not in CLIENT_DISPATCHABLE:
+    if action_type not in DISPATCHABLE:
         return f"{action_type} cannot be dispatched by clients"
     if not action_type.startswith(_PREFIX.get(kind, "\0")):
         return f"{action_type} does not apply to a {kind} channel"
+    if (
+        action_type == "chat/turnStarted"
+        and idempotent_turns
+        and known_turn(state, action.get("turnId"))
+    ):
+        return None
     rule = _RULES.get(action_type)
     return rule(state, action, client_id) if rule else None
 
@@ -60,6 +78,18 @@ def _turn_started(state: JSON, action: JSON, client_id: str) -> str | None:
     origin = message.get("origin") if isinstance(message, dict) else None
     if not isinstance(origin, dict) or origin.get("kind") != "user":
         return "clients may only start turns with a user message"
+    return None
+
+
+def _turn_resume(state: JSON, action: JSON, client_id: str) -> str | None:
+    if isinstance(state.get("activeTurn"), dict):
+        return "a turn is already in progress"
+    turns = state.get("turns") or []
+    last = turns[-1] if turns else None
+    if not isinstance(last, dict) or last.get("id") != action.get("turnId"):
+        return f"turn {action.get('turnId')} is not the latest turn"
+    if not resumable(last):
+        return f"turn {action.get('turnId')} did not end in a resumable error"
     return None
 
 
@@ -232,6 +262,7 @@ def _active_client_removed(state: JSON, action: JSON, client_id: str) -> str | N
 _RULES: dict[str, Rule] = {
     "chat/turnStarted": _turn_started,
     "chat/turnCancelled": _turn_cancelled,
+    "chat/turnResume": _turn_resume,
     "chat/toolCallConfirmed": _tool_confirmed,
     "chat/toolCallResultConfirmed": _tool_result_confirmed,
     "chat/toolCallComplete": _client_tool,

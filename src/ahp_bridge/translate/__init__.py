@@ -7,7 +7,7 @@
 ``history``: a provider-recorded History -> AHP Turns for a chat reopened after a restart.
 """
 
-from ._wire import iso_from_ms
+from ._wire import iso_from_ms, ms_from_iso
 from .commands import (
     Call,
     CallPlan,
@@ -50,6 +50,7 @@ __all__ = [
     "iso_from_ms",
     "message_prompt",
     "model_info",
+    "ms_from_iso",
     "next_queued_turn",
     "plan_command",
     "synced_answers",

@@ -29,6 +29,19 @@ def iso_from_ms(ms: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
+def ms_from_iso(text: object) -> int | None:
+    """Epoch milliseconds of an ISO 8601 timestamp (``toISOString`` form), None if not one."""
+    if not isinstance(text, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
 def error_part(error_type: str, message: str, *, resumable: bool = False) -> dict[str, Any]:
     """The error response part that ends a failed turn (AHP 1.0 ``ErrorResponsePart``)."""
     part: dict[str, Any] = {"kind": "error", "error": {"errorType": error_type, "message": message}}

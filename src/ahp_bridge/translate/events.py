@@ -62,6 +62,10 @@ tokens            ``chat/usage``: the turn's token counts summed over its model 
 activity          ``chat/activityChanged`` + ``session/chatUpdated{activity}`` (intent, else a
                   retry note), only when the text changes
 compaction        the same activity text, "Compacting conversation", while it holds the turn
+background_tasks  session ``_meta`` ``ahpBridge.backgroundTasks`` (what 0.7 and 0.9 peers see),
+                  and each running shell as ``chat/backgroundWorkSet{kind:"shell"}`` until it
+                  stops (``chat/backgroundWorkRemoved``): its typed 1.0 home (the 1.0 wire drops
+                  the ``_meta`` copy). Background subagents likewise, ``kind:"subagent"``
 context, todos,   session ``_meta`` under ``ahpBridge.<name>`` via ``session/metaChanged``
 background_tasks, (AHP 0.7.0 has no typed home for them; the translator owns the session's
 schedules,        ``_meta`` and sends the whole object, since the reducer replaces it)
@@ -242,6 +246,8 @@ class EventTranslator:
         self._compacting = False
         self._activity_text = ""
         self._meta: dict[str, Any] = {}
+        self._background: dict[str, dict[str, Any]] = {}
+        """The chat's background work (AHP 1.0 ``ChatState.backgroundWork``) as emitted."""
         self._run_by_user: bool | None = None  # subagent chats: who started the current run
         self._handlers: dict[EventKind, Callable[[Event], list[Emitted]]] = {
             EventKind.TURN: self._on_turn,
@@ -258,6 +264,7 @@ class EventTranslator:
             EventKind.PLAN_PATH: self._dropped,
             EventKind.SKILL: self._dropped,
         }
+        self._handlers[EventKind.BACKGROUND_TASKS] = self._on_background_tasks
         for kind in _META_EVENTS:
             self._handlers.setdefault(kind, self._on_meta)
 
@@ -791,6 +798,10 @@ class EventTranslator:
         subagent = event.subagent
         if subagent is None:
             return []
+        background = self._background_subagent(subagent) if subagent.background else []
+        return background + self._on_subagent_item(subagent)
+
+    def _on_subagent_item(self, subagent: Subagent) -> list[Emitted]:
         if self.agent_id and subagent.id == self.agent_id:
             return self._subagent_lifecycle(subagent)
         if subagent.parent_agent_id != self.agent_id or not subagent.parent_tool_call_id:
@@ -926,6 +937,60 @@ class EventTranslator:
             changed["activity"] = text
         updated = {"type": "session/chatUpdated", "chat": self.chat_uri}
         return [self._chat(changed), self._session({**updated, "changes": {"activity": text}})]
+
+    def _on_background_tasks(self, event: Event) -> list[Emitted]:
+        """Shell tasks: session ``_meta`` (for 0.7/0.9) and ``chat/backgroundWork*`` (1.0)."""
+        out = self._on_meta(event)
+        tasks = event.background_tasks
+        if self.agent_id or tasks is None or not tasks.known:
+            return out
+        running = {t.id: t for t in tasks.tasks if t.status == "running"}
+        for task_id, task in running.items():
+            started = task.started_at
+            work = {
+                "id": f"shell:{task_id}",
+                "label": clean_line(task.description or task.command) or "Background shell",
+                "startedAt": iso_from_ms(int(started.timestamp() * 1000))
+                if started is not None
+                else iso_from_ms(self._now_ms()),
+                "kind": "shell",
+                "command": task.command,
+            }
+            out.extend(self._background_set(work))
+        for work_id in [w for w in self._background if w.startswith("shell:")]:
+            if work_id.removeprefix("shell:") not in running:
+                out.extend(self._background_removed(work_id))
+        return out
+
+    def _background_subagent(self, subagent: Subagent) -> list[Emitted]:
+        """A subagent launched in the background is chat background work while it runs."""
+        if self.agent_id:
+            return []
+        work_id = f"subagent:{subagent.id}"
+        if subagent.status not in (SubagentStatus.RUNNING, SubagentStatus.IDLE):
+            return self._background_removed(work_id)
+        started = subagent.started_at
+        work = {
+            "id": work_id,
+            "label": clean_line(subagent.name) or "Subagent",
+            "startedAt": iso_from_ms(int(started.timestamp() * 1000))
+            if started is not None
+            else iso_from_ms(self._now_ms()),
+            "kind": "subagent",
+            "chat": self._subagent_chat_uri(subagent.id),
+        }
+        return self._background_set(work)
+
+    def _background_set(self, work: dict[str, Any]) -> list[Emitted]:
+        if self._background.get(work["id"]) == work:
+            return []
+        self._background[work["id"]] = work
+        return [self._chat({"type": "chat/backgroundWorkSet", "work": work})]
+
+    def _background_removed(self, work_id: str) -> list[Emitted]:
+        if self._background.pop(work_id, None) is None:
+            return []
+        return [self._chat({"type": "chat/backgroundWorkRemoved", "id": work_id})]
 
     def _on_meta(self, event: Event) -> list[Emitted]:
         attribute, suffix = _META_EVENTS[event.kind]
