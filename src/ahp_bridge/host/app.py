@@ -10,10 +10,12 @@ import trio
 from ahp_bridge.config import Settings
 from ahp_bridge.host.catalog import open_catalog
 from ahp_bridge.host.chat import HostClock
+from ahp_bridge.host.completions import Completions, MentionSource
 from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.rpc import RpcHandler
 from ahp_bridge.host.server import ServerOptions, check_bind, serve
 from ahp_bridge.host.sessions import SessionManager
+from ahp_bridge.host.workspace import Workspace
 from ahp_bridge.state.store import Store
 
 log = structlog.get_logger(__name__)
@@ -67,10 +69,18 @@ async def run_bridge(
         catalog=catalog,
     )
     workdir = sessions.workdir
-    rpc = RpcHandler(hub, sessions, default_directory=Path(workdir).as_uri())
+    workspace = Workspace(hub, sessions, settings.workspace, default_directory=workdir)
+    completions = Completions(sessions, [MentionSource(workspace)])
+    rpc = RpcHandler(
+        hub,
+        sessions,
+        default_directory=Path(workdir).as_uri(),
+        handlers={**workspace.handlers(), **completions.handlers()},
+        completion_triggers=completions.triggers,
+    )
     async with trio.open_nursery() as keeper:
         await keeper.start(catalog.run)  # ends (writing what is queued) when the bridge stops
-        async with sessions.running(), trio.open_nursery() as nursery:
+        async with sessions.running(), workspace.running(), trio.open_nursery() as nursery:
             server = await nursery.start(serve, rpc, options)
             port = server.port
             log.info(

@@ -11,7 +11,7 @@ catalog before it answers, and a request naming a session from an earlier run re
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -56,7 +56,15 @@ _NO_FILESYSTEM = frozenset(
 class RpcHandler:
     """Dispatches parsed messages for all connections of one host."""
 
-    def __init__(self, hub: Hub, sessions: SessionManager, *, default_directory: str | None = None):
+    def __init__(
+        self,
+        hub: Hub,
+        sessions: SessionManager,
+        *,
+        default_directory: str | None = None,
+        handlers: Mapping[str, Callable[[Connection, dict[str, Any]], Any]] | None = None,
+        completion_triggers: Sequence[str] = (),
+    ):
         self.hub = hub
         self.sessions = sessions
         self.default_directory = default_directory
@@ -82,6 +90,8 @@ class RpcHandler:
         }
         for name in _NO_FILESYSTEM:
             self._requests[name] = self.no_filesystem
+        self._requests.update(handlers or {})  # files, watches, completions (see host/app.py)
+        self.completion_triggers = list(completion_triggers)
 
     # -- connection bookkeeping ----------------------------------------------------------------
 
@@ -199,6 +209,8 @@ class RpcHandler:
         }
         if self.default_directory:
             result["defaultDirectory"] = self.default_directory
+        if self.completion_triggers:
+            result["completionTriggerCharacters"] = self.completion_triggers
         return result
 
     def ping(self, conn: Connection, params: dict[str, Any]) -> None:
