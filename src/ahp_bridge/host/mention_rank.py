@@ -7,23 +7,22 @@ in UTF-16 code units, so the conversions live here beside the word finder.
 Ranking, best first, each tier tried only while the result is not full (so a one-letter
 query over 50,000 paths stops after the cheap tiers):
 
-1. the file name starts with the query (an exact name first, then matching case, then
-   shallower and shorter paths);
+1. the file name starts with the query (an exact name first, then shallower paths, matching
+   case before not, shorter before longer);
 2. the relative path starts with the query (`src/ma` -> `src/main.py`);
 3. the file name contains the query;
 4. the path contains the query;
 5. the query's characters appear in order in the path (`rdme` -> `README.md`), tighter
    matches first.
 
-Matching ignores case. Directories are entries too (ending in `/`), after files of the same
-rank.
+Matching ignores case. Within a tier, shallower paths come first, and directories (entries
+ending in `/`) after the files beside them.
 """
 
 from __future__ import annotations
 
 import heapq
 import re
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -89,18 +88,13 @@ class Entries:
     """The paths of one root, relative and `/`-separated (directories end in `/`), with what
     ranking needs precomputed once per index build."""
 
-    __slots__ = ("_blob", "_starts", "bases", "depth", "lower", "paths")
+    __slots__ = ("bases", "depth", "lower", "paths")
 
     def __init__(self, paths: Iterable[str]) -> None:
         self.paths: list[str] = list(paths)
         self.lower: list[str] = [p.lower() for p in self.paths]
         self.bases: list[str] = [_base(p) for p in self.lower]
         self.depth: list[int] = [p.count("/", 0, len(p) - 1) for p in self.paths]
-        self._blob = "\n".join(self.lower)
-        starts = [0]
-        for path in self.lower[:-1]:
-            starts.append(starts[-1] + len(path) + 1)
-        self._starts = starts
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -110,16 +104,39 @@ class Entries:
 
     def fuzzy(self, query: str) -> list[tuple[int, int]]:
         """(entry, span) for each path holding the characters of `query` in order, the span
-        being the length of the first such stretch (one regex pass over all paths)."""
-        pattern = "[^\n]*?".join(re.escape(char) for char in query)
+        being the length of the first such stretch.
+
+        The paths that contain every character of the query are found first, rarest
+        character first (each pass a C-speed `in` over fewer paths); only those are matched
+        with `a[^b]*+b[^c]*+c`, whose gaps stop at the next wanted character and never
+        backtrack (a lazy `a.*?b.*?c` is polynomial in the path length for every `a`).
+        """
+        if not query:
+            return []
+        lower = self.lower
+        candidates: Iterable[int] = range(len(lower))
+        for char in sorted(set(query), key=_commonness):
+            candidates = [i for i in candidates if char in lower[i]]
+        wanted = re.escape(query[0]) + "".join(
+            f"[^{re.escape(char)}]*+{re.escape(char)}" for char in query[1:]
+        )
+        search = re.compile(wanted).search
         hits: list[tuple[int, int]] = []
-        last = -1
-        for match in re.finditer(pattern, self._blob):
-            line = bisect_right(self._starts, match.start()) - 1
-            if line != last:
-                hits.append((line, match.end() - match.start()))
-                last = line
+        for i in candidates:
+            match = search(lower[i])
+            if match is not None:
+                hits.append((i, match.end() - match.start()))
         return hits
+
+
+#: Letters from the most to the least common in English words and identifiers.
+_COMMON = "etaoinsrhldcumfpgwybvkxjqz"
+
+
+def _commonness(char: str) -> int:
+    """Lower for rarer characters (so filtering by them first leaves fewer paths)."""
+    found = _COMMON.find(char)
+    return found if found >= 0 else -1
 
 
 def _base(lower_path: str) -> str:
@@ -148,12 +165,12 @@ def rank(entries: Entries, query: str, limit: int) -> list[int]:
         return len(chosen) >= limit
 
     def plain(i: int) -> tuple[object, ...]:
-        return (paths[i].endswith("/"), depth[i], len(paths[i]), lower[i])
+        return (depth[i], paths[i].endswith("/"), len(paths[i]), lower[i])
 
     def by_name(i: int) -> tuple[object, ...]:
         name = paths[i].rstrip("/")
         exact_case = name[name.rfind("/") + 1 :].startswith(query)
-        return (bases[i] != q, not exact_case, *plain(i))
+        return (bases[i] != q, paths[i].endswith("/"), depth[i], not exact_case, *plain(i)[2:])
 
     # Tier 1: the name starts with the query.
     if "/" not in q and take([i for i, b in enumerate(bases) if b.startswith(q)], by_name):

@@ -83,7 +83,7 @@ def scan(root: str, max_entries: int) -> tuple[list[str], bool]:
             try:
                 if entry.is_symlink():
                     real = os.path.realpath(entry.path)
-                    if not is_within(real, root) or real == root:
+                    if not is_within(real, root) or real == root or not os.path.exists(real):
                         continue
                     is_dir = os.path.isdir(real)
                     follow = False
@@ -98,9 +98,9 @@ def scan(root: str, max_entries: int) -> tuple[list[str], bool]:
                 continue
             if _ignored(rel, is_dir, specs):
                 continue
-            found.append(rel + "/" if is_dir else rel)
             if len(found) >= max_entries:
                 return found, True
+            found.append(rel + "/" if is_dir else rel)
             if follow:
                 subdirs.append((entry.path, rel + "/", specs))
         stack.extend(reversed(subdirs))

@@ -9,6 +9,7 @@ mentions.
 
 from __future__ import annotations
 
+import functools
 import mimetypes
 import posixpath
 from collections.abc import Iterable
@@ -45,6 +46,35 @@ _TEXTUAL_APPLICATION = frozenset(
         "application/xhtml+xml",
     }
 )
+
+
+#: Types Python's built-in table lacks (in 3.11) for files a coding agent meets every day.
+_EXTRA_TYPES = {
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".toml": "application/toml",
+    ".js": "text/javascript",
+    ".mjs": "text/javascript",
+    ".cjs": "text/javascript",
+    ".ts": "text/x-typescript",
+    ".tsx": "text/x-typescript",
+    ".sh": "text/x-sh",
+    ".rs": "text/x-rust",
+    ".go": "text/x-go",
+    ".webp": "image/webp",
+}
+
+
+@functools.cache
+def _types() -> mimetypes.MimeTypes:
+    """Python's built-in table only: the system's mime.types differs between machines (one
+    calls `x.ts` a Qt translation, another `x.rs` an XML service list)."""
+    types = mimetypes.MimeTypes()
+    for ext, kind in _EXTRA_TYPES.items():
+        types.add_type(kind, ext, strict=False)
+    return types
 
 
 class UriRefused(ValueError):
@@ -125,10 +155,10 @@ def looks_binary(sample: bytes) -> bool:
 def content_type(name: str, *, binary: bool | None) -> str:
     """The MIME type to report for a file called `name` whose content is (not) binary.
 
-    The name decides only where it agrees with the content: `mimetypes` calls `x.ts`
-    video/mp2t, but a TypeScript file is text. `binary=None` (not sniffed) trusts the name.
+    The name decides only where it agrees with the content: a `.txt` full of NUL bytes is
+    not text/plain. `binary=None` (not sniffed) trusts the name.
     """
-    guessed, _ = mimetypes.guess_type(PurePosixPath(name).name, strict=False)
+    guessed, _ = _types().guess_type(PurePosixPath(name).name, strict=False)
     textual = guessed is not None and (
         guessed.startswith("text/") or guessed in _TEXTUAL_APPLICATION or guessed.endswith("+xml")
     )
