@@ -270,3 +270,16 @@ async def test_an_accepted_mention_reaches_the_provider_as_a_file(
     assert [(f["Path"], f["Rel"]) for f in prompt["Files"]] == [
         (str(work / "README.md"), "README.md")
     ]
+
+
+async def test_completions_reopen_a_chat_from_an_earlier_run(
+    settings: Settings, work: Path
+) -> None:
+    from tests.e2e.test_durable_sessions import bridge
+
+    async with bridge(settings) as running:
+        chat = await open_chat(await running.client(), work)
+    async with bridge(settings) as running:  # the same data directory: the session is dormant
+        client = await running.client("fresh")
+        items = await complete(client, chat, "@REA")
+        assert items[0]["insertText"] == "@README.md "

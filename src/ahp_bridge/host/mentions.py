@@ -197,10 +197,13 @@ class MentionIndexes:
         assert done is not None
         started = trio.current_time()
         try:
+            # Read-only work: on shutdown the thread is left to finish on its own.
             paths, truncated = await trio.to_thread.run_sync(
-                scan, index.root, self.max_entries, limiter=self._limiter
+                scan, index.root, self.max_entries, limiter=self._limiter, abandon_on_cancel=True
             )
-            entries = await trio.to_thread.run_sync(Entries, paths, limiter=self._limiter)
+            entries = await trio.to_thread.run_sync(
+                Entries, paths, limiter=self._limiter, abandon_on_cancel=True
+            )
         except Exception as exc:
             log.warning("mention index failed", error=str(exc))
             entries, truncated = index.entries or Entries(()), index.truncated
