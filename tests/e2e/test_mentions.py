@@ -169,12 +169,12 @@ async def test_results_are_bounded_by_the_setting(
     assert inserted(items) == [f"@file{i:02}.txt " for i in range(7)]
 
 
-async def test_completion_refusals(client: AhpClient, work: Path) -> None:
-    result = await client.request(
-        "ping", {"channel": ROOT}
-    )  # the handshake said which characters trigger completions
-    assert result is None
-    init = next(f for f in client.frames if "result" in f and f["id"] == 1)["result"]
+async def test_completion_refusals(
+    start_bridge: StartBridge, settings: Settings, work: Path
+) -> None:
+    bridge = await start_bridge(settings)
+    client = await bridge.client(initialize=False)
+    init = await client.initialize([ROOT])  # the handshake says which characters trigger them
     assert init["completionTriggerCharacters"] == ["@", "#"]
     with pytest.raises(RpcFailure) as err:
         await complete(client, "ahp-chat:/nope", "@REA")

@@ -597,3 +597,80 @@ async def test_writes_stay_inside_too(writer: AhpClient, tree: dict[str, Path]) 
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
     assert (outside / "secret.txt").read_text() == "top secret\n"
     assert (work / "README.md").exists()
+
+
+async def test_bad_writes_are_refused_with_a_reason(
+    start_bridge: StartBridge, settings: Settings, tree: dict[str, Path]
+) -> None:
+    settings.workspace.allow_writes = True
+    settings.workspace.max_read_bytes = 16
+    bridge = await start_bridge(settings)
+    client = await bridge.client()
+    work = tree["work"]
+    note = work / "note.txt"
+    note.write_text("0123456789")
+
+    async def why(method: str, **params: Any) -> tuple[int | None, str | None]:
+        err = await refused(client, method, params)
+        return err.code, err.message
+
+    def write(**extra: Any) -> dict[str, Any]:
+        return {"uri": uri(note), "data": "x", "encoding": "utf-8", **extra}
+
+    assert await why("resourceWrite", **write(mode="append", position=11)) == (
+        INVALID_PARAMS,
+        f"Invalid params: position: 11 bytes before the end is outside {uri(note)} (10 bytes)",
+    )
+    assert await why("resourceWrite", **write(mode="insert", position=11)) == (
+        INVALID_PARAMS,
+        f"Invalid params: position: offset 11 is outside {uri(note)} (10 bytes)",
+    )
+    assert await why("resourceWrite", **write(position=-1)) == (
+        INVALID_PARAMS,
+        "Invalid params: position: must not be negative",
+    )
+    assert await why("resourceWrite", **write(position=1.5)) == (
+        INVALID_PARAMS,
+        "Invalid params: position: expected a whole number",
+    )
+    assert await why("resourceWrite", **write(data="not base64!", encoding="base64")) == (
+        INVALID_PARAMS,
+        "Invalid params: data: not valid base64",
+    )
+    assert await why("resourceWrite", **write(uri=uri(work / "src"))) == (
+        INVALID_PARAMS,
+        f"Invalid params: uri: {uri(work / 'src')} is a directory",
+    )
+    big = work / "big.txt"
+    big.write_text("y" * 40)
+    assert await why(
+        "resourceWrite", uri=uri(big), data="x", encoding="utf-8", mode="insert", position=2
+    ) == (
+        PERMISSION_DENIED,
+        f"Permission denied: writing there would move 38 bytes of {uri(big)}, more than "
+        "workspace.max_read_bytes (16) allows",
+    )
+    assert await why(
+        "resourceCopy", source=uri(work / "src"), destination=uri(work / "src" / "pkg" / "copy")
+    ) == (
+        INVALID_PARAMS,
+        f"Invalid params: destination: cannot copy {uri(work / 'src')} into itself",
+    )
+    assert await why(
+        "resourceMove", source=uri(work / "src"), destination=uri(work / "src" / "moved")
+    ) == (
+        INVALID_PARAMS,
+        f"Invalid params: destination: cannot move {uri(work / 'src')} into itself",
+    )
+    assert await why("resourceMove", source=uri(work), destination=uri(work / "x")) == (
+        PERMISSION_DENIED,
+        f"Permission denied: {uri(work)} is a directory this host serves; it cannot be moved",
+    )
+    assert await why("resourceDelete", uri=uri(work / "gone")) == (
+        NOT_FOUND,
+        f"Not found: {uri(work / 'gone')}",
+    )
+    # Nothing was changed by any of them.
+    assert note.read_text() == "0123456789"
+    assert big.read_text() == "y" * 40
+    assert sorted(p.name for p in (work / "src").iterdir()) == ["main.py", "pkg"]

@@ -36,7 +36,7 @@ log = structlog.get_logger(__name__)
 #: Methods a client may call before `initialize` (reconnect replaces initialize on a new socket).
 _PRE_INIT = frozenset({"ping", "initialize", "reconnect"})
 
-#: Methods that belong to features this host does not offer (no filesystem, no terminals).
+#: Filesystem methods, refused when the host is built without a workspace (host/app.py adds one).
 _NO_FILESYSTEM = frozenset(
     {
         "resourceRead",

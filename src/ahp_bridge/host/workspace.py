@@ -133,7 +133,9 @@ class Workspace:
                 paths.append(root_path(directory))
             except UriRefused:
                 continue
-        return paths or [session.workdir]
+        if not paths and os.path.isabs(session.workdir):
+            paths.append(session.workdir)
+        return paths
 
     def candidates(self) -> list[str]:
         """Every directory served, as named (not yet resolved)."""

@@ -184,9 +184,9 @@ def resolve(uri: str, roots: list[str], follow_symlinks: bool = True) -> dict[st
         "uri": uri_of_path(target.real) if follow_symlinks else uri,
         "mtime": _iso(st.st_mtime_ns),
     }
-    birth = getattr(st, "st_birthtime_ns", None) or getattr(st, "st_birthtime", None)
-    if isinstance(birth, int) and birth > 10**12:
-        result["ctime"] = _iso(birth)
+    birth = getattr(st, "st_birthtime", None)  # creation time, where the OS records it
+    if isinstance(birth, int | float) and birth > 0:
+        result["ctime"] = _iso(int(birth * 1e9))
     if stat.S_ISLNK(st.st_mode):
         result["type"] = "symlink"
     elif stat.S_ISDIR(st.st_mode):

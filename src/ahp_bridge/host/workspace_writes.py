@@ -106,11 +106,11 @@ def write(
                 _pwrite_all(fd, data, position)
             elif mode == "append":
                 if position > size:
-                    _bad_position(uri, position, size, "bytes before the end")
+                    _bad_position(uri, f"{position} bytes before the end", size)
                 _shifted_write(fd, data, size - position, size, uri, max_shift)
             elif mode == "insert":
                 if position > size:
-                    _bad_position(uri, position, size, "offset")
+                    _bad_position(uri, f"offset {position}", size)
                 _shifted_write(fd, data, position, size, uri, max_shift)
             else:
                 raise RpcError(E.INVALID_PARAMS, f"Invalid params: mode: unknown mode {mode!r}")
@@ -118,10 +118,9 @@ def write(
             os.close(fd)
 
 
-def _bad_position(uri: str, position: int, size: int, what: str) -> NoReturn:
+def _bad_position(uri: str, where: str, size: int) -> NoReturn:
     raise RpcError(
-        E.INVALID_PARAMS,
-        f"Invalid params: position: {position} {what} is past the {size} bytes of {uri}",
+        E.INVALID_PARAMS, f"Invalid params: position: {where} is outside {uri} ({size} bytes)"
     )
 
 
