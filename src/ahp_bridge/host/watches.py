@@ -105,6 +105,8 @@ class ResourceWatches:
         self._waiters = trio.CapacityLimiter(max_watches)
         self._touched = touched
         self._watches: dict[str, _Watch] = {}
+        #: Watches being opened (in a thread), counted against the limit already.
+        self._opening = 0
         self._nursery: trio.Nursery | None = None
         hub.unsubscribed.append(self._last_subscriber_left)
 
@@ -120,7 +122,7 @@ class ResourceWatches:
         """`createResourceWatch` on a file or directory inside `roots` (real paths)."""
         if self._nursery is None:
             raise RpcError(E.INTERNAL_ERROR, "Internal error: resource watches are not running")
-        if len(self._watches) >= self.max_watches:
+        if len(self._watches) + self._opening >= self.max_watches:
             raise RpcError(
                 E.PERMISSION_DENIED,
                 f"Permission denied: {self.max_watches} resource watches are open, the most "
@@ -128,9 +130,13 @@ class ResourceWatches:
             )
         uri = params["uri"]
         recursive = bool(params.get("recursive", False))
-        target, is_dir, notify = await trio.to_thread.run_sync(
-            _open, uri, roots, recursive, limiter=self._limiter
-        )
+        self._opening += 1
+        try:
+            target, is_dir, notify = await trio.to_thread.run_sync(
+                _open, uri, roots, recursive, limiter=self._limiter
+            )
+        finally:
+            self._opening -= 1
         channel = f"ahp-resource-watch:/{uuid.uuid4()}"
         state: dict[str, Any] = {"root": uri, "recursive": recursive}
         for key in ("includes", "excludes"):
