@@ -61,6 +61,33 @@ class BridgeSettings(BaseModel):
     retention_days: int = Field(0, ge=0)
 
 
+class WorkspaceSettings(BaseModel):
+    """What clients may do with the files of the sessions' working directories (resource*,
+    createResourceWatch, `@` mentions in completions). Reading is confined to the working
+    directories and `roots`; writing is off unless `allow_writes` says otherwise."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: Directories served besides the sessions' working directories and the default one.
+    roots: list[Path] = Field(default_factory=list)
+    #: Whether clients may change files (resourceWrite, Mkdir, Move, Copy, Delete).
+    allow_writes: bool = False
+    #: Largest file resourceRead returns, in bytes (base64 makes the frame a third larger).
+    max_read_bytes: int = Field(8 * 1024 * 1024, ge=1)
+    #: Most entries resourceList returns for one directory (the spec has no paging).
+    max_list_entries: int = Field(10_000, ge=1)
+    #: Resource watches open at once across all clients (each holds OS watch handles).
+    max_watches: int = Field(64, ge=1)
+    #: Milliseconds a watch gathers changes before it reports them as one action.
+    watch_debounce_ms: int = Field(200, ge=10, le=10_000)
+    #: Files and folders the mention index of one working directory holds.
+    mention_index_max_entries: int = Field(200_000, ge=1)
+    #: Completions offered for one `@` mention.
+    mention_results: int = Field(50, ge=1, le=1000)
+    #: Seconds a mention index is used before it is rebuilt (in the background).
+    mention_refresh_seconds: float = Field(30.0, ge=0)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="AHP_BRIDGE__", env_nested_delimiter="__", extra="forbid"
@@ -69,6 +96,7 @@ class Settings(BaseSettings):
     server: ServerSettings = Field(default_factory=ServerSettings)
     log: LogSettings = Field(default_factory=LogSettings)
     bridge: BridgeSettings = Field(default_factory=BridgeSettings)
+    workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     #: Per-provider options, passed as they are to the provider's `create_provider`.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

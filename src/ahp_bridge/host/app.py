@@ -11,10 +11,12 @@ from ahp_bridge.config import Settings
 from ahp_bridge.host.catalog import open_catalog
 from ahp_bridge.host.chat import HostClock
 from ahp_bridge.host.clients import KnownClients
+from ahp_bridge.host.completions import Completions, MentionSource
 from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.rpc import RpcHandler
 from ahp_bridge.host.server import ServerOptions, check_bind, serve
 from ahp_bridge.host.sessions import SessionManager
+from ahp_bridge.host.workspace import Workspace
 from ahp_bridge.state.store import Store
 
 log = structlog.get_logger(__name__)
@@ -68,10 +70,19 @@ async def run_bridge(
     workdir = sessions.workdir
     durable = sessions.durable
     clients = KnownClients(persist=durable.remember_client if durable is not None else None)
-    rpc = RpcHandler(hub, sessions, default_directory=Path(workdir).as_uri(), clients=clients)
+    workspace = Workspace(hub, sessions, settings.workspace, default_directory=workdir)
+    completions = Completions(sessions, [MentionSource(workspace)])
+    rpc = RpcHandler(
+        hub,
+        sessions,
+        default_directory=Path(workdir).as_uri(),
+        clients=clients,
+        handlers={**workspace.handlers(), **completions.handlers()},
+        completion_triggers=completions.triggers,
+    )
     async with trio.open_nursery() as keeper:
         await keeper.start(catalog.run)  # ends (writing what is queued) when the bridge stops
-        async with sessions.running(), trio.open_nursery() as nursery:
+        async with sessions.running(), workspace.running(), trio.open_nursery() as nursery:
             if durable is not None:
                 clients.load(await durable.client_lines())
             server = await nursery.start(serve, rpc, options)

@@ -56,6 +56,7 @@ _TURN_ENDS = frozenset({"chat/turnComplete", "chat/turnCancelled", "chat/error"}
 _NAMED_CHANNELS: dict[str, tuple[str, ...]] = {
     "subscribe": ("channel",),
     "fetchTurns": ("channel",),
+    "completions": ("channel",),
     "createChat": ("channel",),
     "disposeChat": ("channel",),
     "initialize": ("initialSubscriptions",),

@@ -32,6 +32,8 @@ class Hub:
         self._subs: dict[str, set[Subscriber]] = {}
         #: Observers of applied envelopes, called after fan-out (the session manager's status sync).
         self.observers: list[Callable[[Envelope], None]] = []
+        #: Called with a channel when its last subscriber leaves (a resource watch ends then).
+        self.unsubscribed: list[Callable[[str], None]] = []
 
     # -- subscriptions -------------------------------------------------------------------------
 
@@ -44,6 +46,8 @@ class Hub:
             subs.discard(sub)
             if not subs:
                 del self._subs[channel]
+                for callback in self.unsubscribed:
+                    callback(channel)
 
     def drop(self, sub: Subscriber, channels: Iterable[str]) -> None:
         for channel in list(channels):

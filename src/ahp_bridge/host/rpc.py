@@ -16,7 +16,7 @@ first.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -49,7 +49,7 @@ log = structlog.get_logger(__name__)
 #: Methods a client may call before `initialize` (reconnect replaces initialize on a new socket).
 _PRE_INIT = frozenset({"ping", "initialize", "reconnect"})
 
-#: Methods that belong to features this host does not offer (no filesystem, no terminals).
+#: Filesystem methods, refused when the host is built without a workspace (host/app.py adds one).
 _NO_FILESYSTEM = frozenset(
     {
         "resourceRead",
@@ -82,6 +82,8 @@ class RpcHandler:
         *,
         default_directory: str | None = None,
         clients: KnownClients | None = None,
+        handlers: Mapping[str, Callable[[Connection, dict[str, Any]], Any]] | None = None,
+        completion_triggers: Sequence[str] = (),
     ):
         self.hub = hub
         self.sessions = sessions
@@ -112,6 +114,8 @@ class RpcHandler:
             self._requests[name] = self.no_filesystem
         for name in AUTOMATION_METHODS:
             self._requests[name] = self.no_automations
+        self._requests.update(handlers or {})  # files, watches, completions (see host/app.py)
+        self.completion_triggers = list(completion_triggers)
 
     # -- connection bookkeeping ----------------------------------------------------------------
 
@@ -232,6 +236,8 @@ class RpcHandler:
         }
         if self.default_directory:
             result["defaultDirectory"] = self.default_directory
+        if self.completion_triggers:
+            result["completionTriggerCharacters"] = self.completion_triggers
         meta = {"ahpBridge.supportedVersions": list(SUPPORTED_VERSIONS)}
         return conn.wire.initialize_result(result, meta)
 
