@@ -177,7 +177,13 @@ class AhpClient:
         """Every frame the host sends validates against this connection's version, strictly."""
         assert frame.get("jsonrpc") == "2.0", frame
         checks: list[tuple[str, Any]] = []
-        if "method" in frame:
+        if "method" in frame and frame["params"].get("rejectionReason") is not None:
+            # A refusal echoes the sender's own action as sent (valid or not): only its
+            # envelope is the host's.
+            env = frame["params"]
+            assert isinstance(env["rejectionReason"], str) and isinstance(env["serverSeq"], int)
+            assert env["origin"]["clientId"] == self.client_id
+        elif "method" in frame:
             name = _NOTIFICATIONS.get(frame["method"])
             assert name is not None, f"a notification {self.line} does not define: {frame}"
             checks.append((name, frame["params"]))
@@ -192,6 +198,8 @@ class AhpClient:
         else:
             method = self._methods.get(frame.get("id"), "")
             result = frame.get("result")
+            if method == "initialize" and isinstance(result, dict):
+                self.line = negotiate_line([result["protocolVersion"]])[1]
             if method == "reconnect":
                 kind = "Replay" if result["type"] == "replay" else "Snapshot"
                 checks.append((f"Reconnect{kind}Result", result))
@@ -305,7 +313,7 @@ async def open_client(
     client_id: str,
     *,
     versions: tuple[str, ...] = ("0.7.0",),
-    check: bool = False,
+    check: bool = True,
     **kwargs: Any,
 ) -> AhpClient:
     ws = await connect_websocket_url(nursery, url, **kwargs)

@@ -161,7 +161,7 @@ class RpcHandler:
             raise RpcError(E.METHOD_NOT_FOUND, f"Method not found: {method}")
         if not conn.initialized and method not in _PRE_INIT:
             raise RpcError(E.INVALID_REQUEST, f"Invalid request: call initialize before {method}")
-        checked = self._params(conn, method, params)
+        checked = conn.wire.params_in(method, self._params(conn, method, params))
         return handler(conn, checked)
 
     @staticmethod
@@ -238,7 +238,10 @@ class RpcHandler:
             result["defaultDirectory"] = self.default_directory
         if self.completion_triggers:
             result["completionTriggerCharacters"] = self.completion_triggers
-        meta = {"ahpBridge.supportedVersions": list(SUPPORTED_VERSIONS)}
+        meta = {
+            "ahpBridge.supportedVersions": list(SUPPORTED_VERSIONS),
+            "ahpBridge.capabilities": self.sessions.capabilities(),
+        }
         return conn.wire.initialize_result(result, meta)
 
     def ping(self, conn: Connection, params: dict[str, Any]) -> None:

@@ -172,7 +172,6 @@ class SessionManager:
         agents = []
         for entry in self.providers.values():
             provider = entry.provider
-            caps = entry.capabilities
             agents.append(
                 {
                     "provider": entry.name,
@@ -182,10 +181,14 @@ class SessionManager:
                     # Each chat is its own provider conversation, so any provider can have
                     # several; forks and side chats need provider support the contract lacks.
                     "capabilities": {"multipleChats": {}},
-                    "_meta": {"ahpBridge.capabilities": caps.to_json()},
                 }
             )
         return agents
+
+    def capabilities(self) -> dict[str, Any]:
+        """Each provider's agentapi capabilities (AgentInfo has no `_meta`: the initialize
+        result's `_meta` carries them, for the versions that have one)."""
+        return {name: entry.capabilities.to_json() for name, entry in self.providers.items()}
 
     @property
     def nursery(self) -> trio.Nursery:

@@ -147,6 +147,10 @@ class Wire:
         """The canonical form of a (valid) client action of this line."""
         return action
 
+    def params_in(self, method: str, params: JSON) -> JSON:
+        """The canonical form of (valid) request params of this line."""
+        return params
+
     def may_dispatch(self, action_type: str) -> bool:
         return action_type in self.actions.dispatchable
 
@@ -208,6 +212,9 @@ class Wire07(Wire):
 
     def action_in(self, kind: str, action: JSON, channel: str) -> JSON:
         return wire07.up_action(kind, action, channel=channel)
+
+    def params_in(self, method: str, params: JSON) -> JSON:
+        return wire07.up_params(method, params)
 
 
 def _without(d: Mapping[str, Any], key: str) -> JSON:

@@ -20,7 +20,7 @@ turn error part                ``Turn.error`` (error parts are never in 0.7 resp
 lifecycle ``failed``           ``creationFailed``
 ``toolClientExecution`` input  counts for InputNeeded (0.7 rule), tracked by :func:`session_status`
 ``session/customizationToggled``  ``{id, enabled}`` from the first enablement decision
-``enablement`` on plugins/MCP  ``enabled``
+``enablement`` on plugins/MCP  ``enabled`` (also on an active client's plugins, both ways)
 ``session/workingDirectoryReplaced``  remove + set that rebuild the exact new list
 ``session/chatsReordered``     ``session/chatRemoved`` + ``session/chatAdded`` in the new order
 terminal ``lifecycle``         ``exitCode``; a session claim's ``chat`` is dropped
@@ -52,6 +52,7 @@ __all__ = [
     "down_turn",
     "session_status",
     "up_action",
+    "up_params",
     "up_state",
 ]
 
@@ -178,6 +179,25 @@ def _session_state(state: JSON, status07: int | None) -> JSON:
     customizations = state.get("customizations")
     if isinstance(customizations, list):
         out["customizations"] = [_customization(c) for c in customizations]
+    clients = state.get("activeClients")
+    if isinstance(clients, list):
+        out["activeClients"] = [_active_client(c, _customization) for c in clients]
+    return out
+
+
+def _active_client(client: Any, plugin: Callable[[Any], Any]) -> Any:
+    items = client.get("customizations") if isinstance(client, dict) else None
+    if not isinstance(items, list):
+        return client
+    return {**client, "customizations": [plugin(c) for c in items]}
+
+
+def _plugin_up(item: Any) -> Any:
+    """A 0.7 client plugin's ``enabled`` as the 1.0 decision list (global scope)."""
+    if not isinstance(item, dict) or "enabled" not in item:
+        return item
+    out = {k: v for k, v in item.items() if k != "enabled"}
+    out["enablement"] = [{"kind": "global", "enabled": bool(item["enabled"])}]
     return out
 
 
@@ -335,6 +355,13 @@ def down_actions(
             return [action]
         case "session/chatAdded":
             return [{**action, "summary": _chat_summary(action.get("summary"))}]
+        case "session/activeClientSet":
+            return [
+                {
+                    **action,
+                    "activeClient": _active_client(action.get("activeClient"), _customization),
+                }
+            ]
         case "session/chatUpdated":
             changes = action.get("changes")
             if isinstance(changes, dict) and ("changes" in changes or "movable" in changes):
@@ -440,6 +467,9 @@ def up_action(kind: str, action: JSON, *, channel: str = "") -> JSON:
             out = {k: v for k, v in action.items() if k != "enabled"}
             out["enablement"] = [{"kind": "session", "enabled": bool(action.get("enabled"))}]
             return out
+        case "session/activeClientSet":
+            client = _active_client(action.get("activeClient"), _plugin_up)
+            return {**action, "activeClient": client}
         case "annotations/set":
             annotation = action.get("annotation")
             if isinstance(annotation, dict):
@@ -453,6 +483,13 @@ def up_action(kind: str, action: JSON, *, channel: str = "") -> JSON:
             return out
         case _:
             return action
+
+
+def up_params(method: str, params: JSON) -> JSON:
+    """The canonical form of a 0.7 peer's (already valid) request params."""
+    if method == "createSession" and isinstance(params.get("activeClient"), dict):
+        return {**params, "activeClient": _active_client(params["activeClient"], _plugin_up)}
+    return params
 
 
 def _annotation_up(annotation: JSON, channel: str) -> JSON:
@@ -478,6 +515,9 @@ def up_state(kind: str, state: JSON, *, channel: str = "") -> JSON:
             out = dict(state)
             if state.get("lifecycle") == "creationFailed":
                 out["lifecycle"] = "failed"
+            clients = state.get("activeClients")
+            if isinstance(clients, list):
+                out["activeClients"] = [_active_client(c, _plugin_up) for c in clients]
             queue = state.get("inputNeeded") or []
             status = state.get("status")
             only_client = bool(queue) and all(

@@ -72,6 +72,8 @@ def _turn_started(state: JSON, action: JSON, client_id: str) -> str | None:
     active = state.get("activeTurn")
     if isinstance(active, dict):
         return f"turn {active.get('id')} is still active"
+    if known_turn(state, action.get("turnId")):  # idempotent in 1.0; 0.7 would restart it
+        return f"turn {action.get('turnId')} already exists: start a turn with a new id"
     if not isinstance(action.get("turnId"), str) or not action["turnId"]:
         return "chat/turnStarted needs a turnId"
     message = action.get("message")
