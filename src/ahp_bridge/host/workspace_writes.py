@@ -34,7 +34,7 @@ __all__ = ["CONFLICT", "copy", "decode_data", "delete", "mkdir", "move", "write"
 
 #: AHP `Conflict` (`resourceWrite` with a stale `ifMatch`). 0.7.0's ResourceWriteParams already
 #: requires it, but only 1.0.0's AhpErrorCode lists the number.
-CONFLICT = -32011
+CONFLICT = E.CONFLICT
 
 _WRITE_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
 

@@ -15,7 +15,8 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
-# AHP 0.7.0 (AhpErrorCode)
+# AHP (AhpErrorCode): 0.7.0's codes, and 1.0's Conflict. 1.0 removed ContentNotFound (-32006
+# stays reserved); the 1.0 and 0.9 wires send NotFound instead (protocol.lens).
 SESSION_NOT_FOUND = -32001
 PROVIDER_NOT_FOUND = -32002
 SESSION_ALREADY_EXISTS = -32003
@@ -26,6 +27,8 @@ AUTH_REQUIRED = -32007
 NOT_FOUND = -32008
 PERMISSION_DENIED = -32009
 ALREADY_EXISTS = -32010
+#: 1.0: a stale precondition, e.g. `resourceWrite` with an `ifMatch` that no longer matches.
+CONFLICT = -32011
 
 
 class RpcError(Exception):

@@ -1,0 +1,461 @@
+"""The lens: each wire version's view of one canonical state stays consistent with what it sends.
+
+The property, for every wire line: a client that starts from the host's snapshot in its
+version and reduces the envelopes it is sent (with its version's reducers: `reduce_07` for 0.7,
+the canonical ones for 0.9 and 1.0) ends where the host's snapshot in its version is. It is
+checked on every reducer fixture we hold, run as canonical sequences (our 1.0 set as is; the
+0.7.0 sets, ours and the release's, lifted as a 0.7 peer's actions are), and on hand-made
+sequences of the actions whose older forms are rebuilt (turnResume, workingDirectoryReplaced,
+chatsReordered) or need the 0.7 view of a session's status. Every action sent validates,
+strictly, against its version's schema.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ahp_bridge.protocol import wire07
+from ahp_bridge.protocol.actions import ACTION_TYPES
+from ahp_bridge.protocol.actions_v1 import ACTIONS_09
+from ahp_bridge.protocol.lens import WIRES, Wire
+from ahp_bridge.protocol.versions import V07, V09, V10
+from ahp_bridge.state.reduce07 import reduce_07
+from ahp_bridge.state.reducers import reduce
+from ahp_bridge.state.store import Store
+from tests.support.paths import FIXTURES
+from tests.support.wire_schema import ours_0_7, release_0_7, v1_0
+
+NOW = "2026-12-01T00:00:00.000Z"
+URIS = {
+    "chat": "ahp-chat:/c",
+    "session": "copilot:/s",
+    "annotations": "copilot:/s/annotations",
+    "terminal": "ahp-terminal:/t",
+    "root": "ahp-root://",
+    "changeset": "ahp-changeset:/x",
+    "resourceWatch": "ahp-resource-watch:/w",
+}
+
+
+def strip_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: strip_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [strip_none(v) for v in value]
+    return value
+
+
+def comparable(state: dict[str, Any]) -> Any:
+    out = strip_none(state)
+    out.pop("modifiedAt", None)
+    return out
+
+
+def reduce_as(wire: Wire, kind: str, uri: str, state: Any, action: Any) -> Any:
+    if wire.line == V07:
+        return reduce_07(kind, state, action, now=NOW, channel=uri)
+    return reduce(kind, state, action)
+
+
+def check_action(wire: Wire, action: dict[str, Any], *, strict: bool) -> None:
+    if wire.line == V07:
+        assert action["type"] in ACTION_TYPES, action["type"]
+        if strict:
+            ours_0_7().check("StateAction", action)
+            release_0_7().check("StateAction", action)
+    else:
+        if wire.line == V09:
+            assert action["type"] in ACTIONS_09.types, action["type"]
+        if strict:
+            v1_0().check("StateAction", action)
+
+
+def converge(
+    kind: str, initial: dict[str, Any], actions: list[dict[str, Any]], *, strict: bool = False
+) -> dict[str, Any]:
+    """Apply canonical `actions`; assert every line converges; return what each line holds."""
+    uri = URIS[kind]
+    store = Store()
+    store.create(uri, kind, initial)
+    start = {line: store.snapshot(uri, wire=wire)["state"] for line, wire in WIRES.items()}
+    envelopes = [store.apply(uri, a, at=NOW) for a in actions]
+    held: dict[str, Any] = {}
+    for line, wire in WIRES.items():
+        local = start[line]
+        for env in envelopes:
+            for sent in env.wires(wire):
+                check_action(wire, sent["action"], strict=strict)
+                local = reduce_as(wire, kind, uri, local, sent["action"])
+        final = store.snapshot(uri, wire=wire)["state"]
+        assert comparable(local) == comparable(final), line
+        held[line] = final
+    return held
+
+
+def _fixtures(folder: str, lift: bool) -> list[tuple[str, str, dict[str, Any], list[Any]]]:
+    out = []
+    for path in sorted((FIXTURES / folder).glob("*.json")):
+        fixture = json.loads(path.read_text())
+        kind = fixture["reducer"]
+        initial = strip_none(fixture["initial"])
+        actions = [strip_none(a) for a in fixture["actions"]]
+        if lift:
+            uri = URIS[kind]
+            initial = wire07.up_state(kind, initial, channel=uri)
+            actions = [wire07.up_action(kind, a, channel=uri) for a in actions]
+        out.append((f"{folder}/{path.name}", kind, initial, actions))
+    return out
+
+
+CORPUS = (
+    _fixtures("ahp-1.0.0/reducers", lift=False)
+    + _fixtures("ahp-0.7.0/reducers", lift=True)
+    + _fixtures("ahp-0.7.0/forward-compat/reducers", lift=True)
+    + _fixtures("ahp-0.7.0-release/reducers", lift=True)
+)
+
+
+def test_the_corpus_is_every_fixture() -> None:
+    assert len(CORPUS) == 33 + 239 + 6 + 247
+
+
+@pytest.mark.parametrize(("name", "kind", "initial", "actions"), CORPUS, ids=[c[0] for c in CORPUS])
+def test_every_line_converges_on_every_fixture(
+    name: str, kind: str, initial: dict[str, Any], actions: list[dict[str, Any]]
+) -> None:
+    if kind == "chat" and not isinstance(initial.get("turns"), list):
+        pytest.fail(f"{name}: a chat fixture without turns")
+    if any(a.get("type") == "chat/turnsLoaded" for a in actions):
+        # The store holds every turn and keeps turn windows itself (state/turn_window.py), so
+        # a turnsLoaded applied to it from outside is the store's business, not the lens's;
+        # tests/e2e/test_wire_versions.py pages turns in through each version instead.
+        return
+    converge(kind, initial, actions)
+
+
+# -- hand-made sequences: the rebuilt forms, checked strictly ----------------------------------
+
+MSG = {"text": "go", "origin": {"kind": "user"}}
+ERR = {"errorType": "providerExit", "message": "gone"}
+
+
+def chat() -> dict[str, Any]:
+    return {"resource": URIS["chat"], "title": "c", "status": 1, "modifiedAt": NOW, "turns": []}
+
+
+def start(turn_id: str, at: str = "2026-12-01T00:00:00.000Z") -> dict[str, Any]:
+    return {"type": "chat/turnStarted", "turnId": turn_id, "startedAt": at, "message": MSG}
+
+
+def md(turn_id: str, part: str, text: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "chat/responsePart",
+            "turnId": turn_id,
+            "part": {"kind": "markdown", "id": part, "content": ""},
+        },
+        {"type": "chat/delta", "turnId": turn_id, "partId": part, "content": text},
+    ]
+
+
+def test_a_resumed_turn_in_every_version() -> None:
+    question = {"id": "r1", "message": "Sure?", "questions": []}
+    actions = [
+        start("t0"),
+        *md("t0", "a", "first"),
+        {"type": "chat/turnComplete", "turnId": "t0", "duration": 5},
+        start("t1", "2026-12-01T00:01:00.000Z"),
+        *md("t1", "b", "partial"),
+        {"type": "chat/usage", "turnId": "t1", "usage": {"inputTokens": 3, "outputTokens": 4}},
+        {"type": "chat/inputRequested", "request": question},
+        {
+            "type": "chat/error",
+            "turnId": "t1",
+            "duration": 10,
+            "part": {"kind": "error", "error": ERR, "resumable": True},
+        },
+        {"type": "chat/turnResume", "turnId": "t1"},
+        *md("t1", "c", " and the rest"),
+        {"type": "chat/inputCompleted", "requestId": "r1", "response": "accept"},
+        {"type": "chat/turnComplete", "turnId": "t1", "duration": 900},
+        start("t1", "2026-12-01T00:09:00.000Z"),  # a retried start of a known turn: no-op
+    ]
+    held = converge("chat", chat(), actions, strict=True)
+    assert [t["id"] for t in held[V07]["turns"]] == ["t0", "t1"]
+    assert [p["kind"] for p in held[V07]["turns"][1]["responseParts"]] == [
+        "markdown",
+        "inputRequest",
+        "markdown",
+    ]
+    assert [p["kind"] for p in held[V10]["turns"][1]["responseParts"]] == [
+        "markdown",
+        "inputRequest",
+        "error",
+        "markdown",
+    ]
+    assert held[V10]["modifiedAt"] == "2026-12-01T00:01:00.900Z"  # startedAt + duration
+    assert held[V07]["modifiedAt"] == NOW  # the host's time, as 0.7 always saw
+
+
+def test_the_first_turn_resumed_truncates_everything_for_0_7() -> None:
+    actions = [
+        start("t1"),
+        {
+            "type": "chat/error",
+            "turnId": "t1",
+            "duration": 1,
+            "part": {"kind": "error", "error": ERR, "resumable": True},
+        },
+        {"type": "chat/turnResume", "turnId": "t1"},
+    ]
+    uri = URIS["chat"]
+    store = Store()
+    store.create(uri, "chat", chat())
+    envs = [store.apply(uri, a) for a in actions]
+    sent = [w["action"]["type"] for w in envs[-1].wires(WIRES[V07])]
+    assert sent == ["chat/truncated", "chat/turnStarted"]
+    assert "turnId" not in envs[-1].wires(WIRES[V07])[0]["action"]  # no earlier turn to keep
+    converge("chat", chat(), actions, strict=True)
+
+
+def test_chat_only_1_0_fields_stay_out_of_older_lines() -> None:
+    shell = {
+        "id": "w1",
+        "label": "npm test",
+        "startedAt": NOW,
+        "kind": "shell",
+        "command": "npm test",
+    }
+    changeset = {"label": "Turn", "uriTemplate": "ahp-changeset:/{turnId}", "changeKind": "turn"}
+    actions = [
+        {"type": "chat/backgroundWorkSet", "work": shell},
+        {"type": "chat/changesetsChanged", "changesets": [changeset]},
+        {"type": "chat/isReadChanged", "isRead": True},
+        {"type": "chat/isArchivedChanged", "isArchived": True},
+        start("t1"),
+        {"type": "chat/backgroundWorkRemoved", "id": "w1"},
+        {"type": "chat/backgroundWorkSet", "work": {**shell, "id": "w2"}},
+    ]
+    held = converge("chat", chat(), actions, strict=True)
+    assert held[V10]["backgroundWork"] == [{**shell, "id": "w2"}]
+    assert held[V10]["status"] == 8 | 64  # turnStarted cleared IsRead
+    for line in (V09, V07):
+        assert {"backgroundWork", "changesets"}.isdisjoint(held[line])
+        assert held[line]["status"] == 8
+
+
+def session(**extra: Any) -> dict[str, Any]:
+    base = {
+        "provider": "copilot",
+        "title": "s",
+        "status": 1,
+        "lifecycle": "ready",
+        "activeClients": [],
+        "chats": [],
+    }
+    return {**base, **extra}
+
+
+def summary(uri: str) -> dict[str, Any]:
+    return {"resource": uri, "title": uri, "status": 1, "modifiedAt": NOW}
+
+
+def test_session_rebuilds_and_the_0_7_status() -> None:
+    execution = {
+        "id": "x1",
+        "kind": "toolClientExecution",
+        "chat": "ahp-chat:/a",
+        "turnId": "t",
+        "clientId": "vscode",
+        "toolCall": {
+            "status": "running",
+            "toolCallId": "c",
+            "toolName": "usages",
+            "displayName": "Usages",
+            "invocationMessage": "Find usages",
+            "confirmed": "not-needed",
+            "contributor": {"kind": "client", "clientId": "vscode"},
+        },
+    }
+    plugin = {
+        "type": "plugin",
+        "id": "p1",
+        "uri": "file:///p",
+        "name": "P",
+        "enablement": [{"kind": "global", "enabled": False}],
+    }
+    mcp = {
+        "type": "mcpServer",
+        "id": "m1",
+        "uri": "mcp:/gh",
+        "name": "gh",
+        "state": {"kind": "starting", "blocking": True},
+    }
+    client = {
+        "clientId": "vscode",
+        "tools": [],
+        "customizations": [{"type": "plugin", "id": "vs", "uri": "vs:/x", "name": "VS"}],
+    }
+    actions = [
+        {"type": "session/chatAdded", "summary": summary("ahp-chat:/a")},
+        {"type": "session/chatAdded", "summary": summary("ahp-chat:/b")},
+        {"type": "session/chatAdded", "summary": summary("ahp-chat:/c")},
+        {"type": "session/defaultChatChanged", "defaultChat": "ahp-chat:/a"},
+        {"type": "session/chatsReordered", "chats": ["ahp-chat:/c", "ahp-chat:/a", "ahp-chat:/b"]},
+        {"type": "session/chatsReordered", "chats": ["ahp-chat:/c"]},  # not a permutation
+        *[{"type": "session/workingDirectorySet", "directory": f"file:///{d}"} for d in "abcd"],
+        {
+            "type": "session/workingDirectoryReplaced",
+            "directory": "file:///b",
+            "replacement": "file:///x",
+        },
+        {
+            "type": "session/workingDirectoryReplaced",
+            "directory": "file:///d",
+            "replacement": "file:///a",
+        },
+        {"type": "session/inputNeededSet", "request": execution},
+        {"type": "session/inputNeededRemoved", "id": "x1"},
+        {"type": "session/customizationsChanged", "customizations": [plugin, mcp]},
+        {
+            "type": "session/customizationToggled",
+            "id": "p1",
+            "enablement": [{"kind": "session", "enabled": True}],
+        },
+        {"type": "session/mcpServerBackgroundRequested", "id": "m1"},
+        {"type": "session/activeClientSet", "activeClient": client},
+        {"type": "session/metaChanged", "_meta": {"ahpBridge.backgroundTasks": {"known": True}}},
+        {"type": "session/creationFailed", "error": {"errorType": "x", "message": "y"}},
+    ]
+    held = converge("session", session(), actions, strict=True)
+    assert [c["resource"] for c in held[V07]["chats"]] == [
+        "ahp-chat:/c",
+        "ahp-chat:/a",
+        "ahp-chat:/b",
+    ]
+    assert held[V07]["defaultChat"] == "ahp-chat:/a"
+    assert held[V07]["workingDirectories"] == ["file:///a", "file:///x", "file:///c"]
+    assert held[V10]["workingDirectories"] == held[V07]["workingDirectories"]
+    assert (held[V10]["lifecycle"], held[V07]["lifecycle"]) == ("failed", "creationFailed")
+    # 0.7 counted the client execution as InputNeeded and so ends InProgress; 1.0 never did.
+    assert (held[V10]["status"], held[V07]["status"]) == (1, 8)
+    assert held[V07]["customizations"][0]["enabled"] is True
+    assert "enablement" not in held[V07]["customizations"][0]
+    assert held[V10]["customizations"][1]["state"] == {"kind": "starting", "blocking": False}
+    assert "blocking" not in held[V09]["customizations"][1]["state"]
+    assert "_meta" not in held[V10] or "ahpBridge.backgroundTasks" not in held[V10]["_meta"]
+    assert held[V07]["_meta"]["ahpBridge.backgroundTasks"] == {"known": True}
+    assert held[V07]["activeClients"][0]["customizations"][0]["enabled"] is True
+
+
+def test_a_0_7_peers_actions_are_lifted_and_come_back_unchanged() -> None:
+    channel = URIS["annotations"]
+    for kind, action in [
+        ("session", {"type": "session/customizationToggled", "id": "p", "enabled": False}),
+        (
+            "session",
+            {
+                "type": "session/activeClientSet",
+                "activeClient": {
+                    "clientId": "vs",
+                    "tools": [],
+                    "customizations": [
+                        {"type": "plugin", "id": "p", "uri": "u:/p", "name": "P", "enabled": True}
+                    ],
+                },
+            },
+        ),
+        (
+            "annotations",
+            {
+                "type": "annotations/set",
+                "annotation": {
+                    "id": "n",
+                    "turnId": "t1",
+                    "resource": "file:///a",
+                    "resolved": False,
+                    "entries": [],
+                },
+            },
+        ),
+        ("annotations", {"type": "annotations/updated", "annotationId": "n", "turnId": "t2"}),
+    ]:
+        lifted = wire07.up_action(kind, action, channel=channel)
+        v1_0().check("StateAction", lifted)
+        assert wire07.down_actions(kind, lifted) == [action]
+
+
+def test_a_terminal_and_annotations_in_every_version() -> None:
+    terminal = {
+        "title": "sh",
+        "content": [],
+        "lifecycle": {"status": "running"},
+        "claim": {"kind": "client", "clientId": "vs"},
+    }
+    held = converge(
+        "terminal",
+        terminal,
+        [
+            {"type": "terminal/data", "data": "hi"},
+            {
+                "type": "terminal/claimed",
+                "claim": {"kind": "session", "session": "copilot:/s", "chat": "ahp-chat:/a"},
+            },
+            {"type": "terminal/exited", "exitCode": 2},
+        ],
+        strict=True,
+    )
+    assert held[V07]["exitCode"] == 2 and "lifecycle" not in held[V07]
+    assert "chat" not in held[V07]["claim"]
+    annotation = {
+        "id": "n",
+        "origin": {"session": "copilot:/s", "turnId": "t1"},
+        "resource": "file:///a",
+        "resolved": False,
+        "entries": [],
+    }
+    held = converge(
+        "annotations",
+        {"annotations": []},
+        [
+            {"type": "annotations/set", "annotation": annotation},
+            {
+                "type": "annotations/updated",
+                "annotationId": "n",
+                "origin": {"session": "copilot:/s", "chat": "ahp-chat:/a", "turnId": "t2"},
+            },
+        ],
+        strict=True,
+    )
+    assert held[V07]["annotations"][0]["turnId"] == "t2"
+
+
+def test_an_envelope_is_encoded_once_per_line_and_shared_when_unchanged() -> None:
+    store = Store()
+    store.create(URIS["chat"], "chat", chat())
+    env = store.apply(URIS["chat"], start("t1"))
+    frames = {line: env.frames(wire) for line, wire in WIRES.items()}
+    assert frames[V10] == frames[V09] == frames[V07] == (env.frame,)
+    assert frames[V10][0] is frames[V07][0]  # one encode for all three
+    assert env.frames(WIRES[V07]) is frames[V07]  # cached
+    error = store.apply(
+        URIS["chat"],
+        {
+            "type": "chat/error",
+            "turnId": "t1",
+            "duration": 1,
+            "part": {"kind": "error", "error": ERR},
+        },
+    )
+    assert error.frames(WIRES[V07]) != error.frames(WIRES[V10])
+    assert json.loads(error.frames(WIRES[V07])[0])["params"]["action"]["error"] == ERR
+
+
+def test_the_1_0_error_codes() -> None:
+    assert WIRES[V10].error_code(-32006) == -32008  # ContentNotFound is gone in 1.0
+    assert WIRES[V09].error_code(-32006) == -32008
+    assert WIRES[V07].error_code(-32006) == -32006
+    assert WIRES[V10].error_code(-32011) == -32011
