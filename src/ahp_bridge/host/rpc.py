@@ -161,6 +161,10 @@ class RpcHandler:
             raise RpcError(E.METHOD_NOT_FOUND, f"Method not found: {method}")
         if not conn.initialized and method not in _PRE_INIT:
             raise RpcError(E.INVALID_REQUEST, f"Invalid request: call initialize before {method}")
+        if method == "reconnect" and isinstance(params, dict) and "channel" not in params:
+            # VS Code 1.131 reconnects without `channel` (tests/fixtures/vscode/); it can only
+            # be the root, so it is read as the root rather than refused.
+            params = {**params, "channel": ROOT}
         checked = conn.wire.params_in(method, self._params(conn, method, params))
         return handler(conn, checked)
 
