@@ -281,10 +281,12 @@ class BenchClient:
         message = {"jsonrpc": "2.0", "method": "dispatchAction", "params": params}
         return orjson.dumps(message).decode()
 
-    async def initialize(self, subscriptions: Sequence[str] = ()) -> dict[str, Any]:
+    async def initialize(
+        self, subscriptions: Sequence[str] = (), versions: Sequence[str] = ("0.7.0",)
+    ) -> dict[str, Any]:
         params: dict[str, Any] = {
             "channel": ROOT,
-            "protocolVersions": ["0.7.0"],
+            "protocolVersions": list(versions),
             "clientId": self.client_id,
         }
         if subscriptions:
@@ -350,6 +352,20 @@ async def ready_session(control: BenchClient) -> tuple[str, str]:
     control.keep = keep
     control.envelopes.clear()
     return session, str(state["defaultChat"])
+
+
+def annotation_action(i: int, session: str, width: int = 48) -> dict[str, Any]:
+    """An annotations/set action: one whose 0.7 form differs from 1.0's (origin -> turnId)."""
+    return {
+        "type": "annotations/set",
+        "annotation": {
+            "id": f"note-{i:08d}",
+            "origin": {"session": session, "turnId": f"turn-{i % 7}"},
+            "resource": "file:///src/app.py",
+            "resolved": False,
+            "entries": [{"id": "e", "text": "x" * max(0, width - 24)}],
+        },
+    }
 
 
 def draft_action(i: int, width: int = 48) -> dict[str, Any]:

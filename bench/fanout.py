@@ -1,14 +1,21 @@
-"""Envelope fan-out throughput: one producer, N actions on one chat, 1/10/50 subscribers.
+"""Envelope fan-out throughput: one producer, N actions on one channel, 1/10/50 subscribers.
 
 Run: python bench/fanout.py [--quick] [--actions N] [--runs R] [--clients 1,10,50]
+                            [--workload draft,annotation]
 
 The bridge (`ahp-bridge serve`, fake provider) runs in its own process; a producer client
-dispatches N `chat/draftChanged` actions as fast as its socket takes them, and every
-subscriber must receive all N envelopes, in order (checked). The figure is envelopes
-delivered per second, summed over subscribers, from the first dispatch sent to the last
-envelope received. Beside it: the same payloads through a bare trio-websocket broadcast
-server in its own process (the transport's ceiling: parse once, serialise once, queue to each
-client), with the same client code. Figures only; nothing is asserted about speed.
+dispatches N actions as fast as its socket takes them, and every subscriber must receive all N
+envelopes, in order (checked). The figure is envelopes delivered per second, summed over
+subscribers, from the first dispatch sent to the last envelope received. Three bridge runs per
+count, interleaved: every subscriber at 1.0, every one at 0.7, and mixed (half 0.7, half 1.0,
+alternating), so the cost of the down-translation to 0.7 is the mixed figure against all-1.0.
+Beside them: the same payloads through a bare trio-websocket broadcast server in its own
+process (the transport's ceiling), with the same client code.
+
+Two workloads: `draft` (`chat/draftChanged`: the same on every wire, like the deltas that make
+up most of a stream, so the versions share one encode) and `annotation` (`annotations/set`,
+whose 0.7 form differs, so every envelope is translated and encoded twice: the worst case).
+Figures only; nothing is asserted about speed.
 
 A burst must fit the bridge's per-client outbound queue (4096 frames by default): a client
 that falls further behind is disconnected by design, so N is capped below it.
@@ -29,6 +36,7 @@ from _common import (
     STEP_TIMEOUT,
     BenchClient,
     Child,
+    annotation_action,
     bare_argv,
     bridge_argv,
     child_process,
@@ -44,8 +52,40 @@ from _common import (
 #: The bridge's default outbound queue, minus room for frames that are not envelopes.
 MAX_ACTIONS = 4000
 BARE_CHAT = "ahp-chat:/bench-fanout"
+V10 = ("1.0.0", "0.9.0")
+V07 = ("0.7.0",)
+#: Bridge runs: what each subscriber offers, by index.
+MIXES: dict[str, Callable[[int], tuple[str, ...]]] = {
+    "1.0": lambda i: V10,
+    "0.7": lambda i: V07,
+    "mixed": lambda i: V07 if i % 2 else V10,
+}
 
-Subscribe = Callable[[BenchClient, str], Awaitable[None]]
+Subscribe = Callable[[BenchClient, str, int], Awaitable[None]]
+
+
+class Workload:
+    """What the producer dispatches, where, and how a subscriber recognises each envelope."""
+
+    def __init__(self, name: str, channel: str, session: str) -> None:
+        self.name = name
+        self.channel = channel
+        self.session = session
+
+    def action(self, i: int) -> dict[str, Any]:
+        if self.name == "annotation":
+            return annotation_action(i, self.session)
+        return draft_action(i)
+
+    @property
+    def type(self) -> str:
+        return "annotations/set" if self.name == "annotation" else "chat/draftChanged"
+
+    @staticmethod
+    def key(action: dict[str, Any]) -> str:
+        if action["type"] == "annotations/set":
+            return str(action["annotation"]["id"])
+        return str(action["draft"]["text"])
 
 
 class Result:
@@ -58,26 +98,30 @@ class Result:
         self.client_us = client_us
 
 
-async def _subscribe_bridge(client: BenchClient, chat: str) -> None:
-    await client.initialize([chat])
+def _subscribe_bridge(mix: Callable[[int], tuple[str, ...]]) -> Subscribe:
+    async def subscribe(client: BenchClient, channel: str, index: int) -> None:
+        await client.initialize([channel], versions=mix(index))
+
+    return subscribe
 
 
-async def _subscribe_bare(client: BenchClient, chat: str) -> None:
-    await client.request("subscribe", {"channel": chat})
+async def _subscribe_bare(client: BenchClient, channel: str, index: int) -> None:
+    await client.request("subscribe", {"channel": channel})
 
 
 async def fan_out(
     server: Child,
     producer: BenchClient,
-    chat: str,
+    work: Workload,
     subscribe: Subscribe,
     count: int,
     actions: int,
     tag: str,
 ) -> Result:
     """One run: `count` fresh subscribers, `actions` dispatches; returns total envelopes/s."""
-    frames = [producer.dispatch_frame(chat, draft_action(i)) for i in range(actions)]
-    expected = [draft_action(i)["draft"]["text"] for i in range(actions)]
+    chat = work.channel
+    frames = [producer.dispatch_frame(chat, work.action(i)) for i in range(actions)]
+    expected = [work.key(work.action(i)) for i in range(actions)]
     received = [0] * count
     finished = [0] * count
     remaining = [count]
@@ -87,12 +131,12 @@ async def fan_out(
 
     def handler_for(index: int) -> Callable[[dict[str, Any], int], None]:
         def on_envelope(env: dict[str, Any], at: int) -> None:
-            if env["channel"] != chat or env["action"]["type"] != "chat/draftChanged":
+            if env["channel"] != chat or env["action"]["type"] != work.type:
                 return
             n = received[index]
             if env.get("rejectionReason") is not None:
                 problems.append(f"rejected: {env['rejectionReason']}")
-            elif env["action"]["draft"]["text"] != expected[n]:
+            elif work.key(env["action"]) != expected[n]:
                 problems.append(f"client {index}: envelope {n} out of order")
             received[index] = n + 1
             if n + 1 == actions:
@@ -108,7 +152,7 @@ async def fan_out(
     async with clients(server.url, count, tag) as subs:
         for index, sub in enumerate(subs):
             sub.keep = False
-            await subscribe(sub, chat)
+            await subscribe(sub, chat, index)
             sub.on_envelope = handler_for(index)
         cpu_before = server.cpu_seconds()
         client_before = time.process_time()
@@ -132,11 +176,19 @@ async def fan_out(
     return Result(delivered / elapsed, size, cpu * 1e6 / delivered, client_cpu * 1e6 / delivered)
 
 
+Results = dict[int, dict[str, list[Result]]]
+
+
 async def measure(
-    counts: list[int], actions: int, runs: int, *, bridge: bool = True
-) -> dict[int, tuple[list[Result], list[Result]]]:
-    """Per subscriber count: (bridge results, bare results), runs interleaved."""
-    results: dict[int, tuple[list[Result], list[Result]]] = {c: ([], []) for c in counts}
+    counts: list[int],
+    actions: int,
+    runs: int,
+    *,
+    workload: str = "draft",
+    mixes: tuple[str, ...] = tuple(MIXES),
+) -> Results:
+    """Per subscriber count: results per bridge mix and "bare", runs interleaved."""
+    results: Results = {c: {m: [] for m in (*mixes, "bare")} for c in counts}
     with tempfile.TemporaryDirectory() as tmp:
         config = write_config(Path(tmp), fake={"time_scale": 0.0})
         async with (
@@ -147,28 +199,32 @@ async def measure(
         ):
             producer.keep = False
             bare_producer.keep = False
-            if bridge:
-                await producer.initialize()
-                _, chat = await ready_session(producer)
+            work = Workload(workload, BARE_CHAT, "ahp-session:/bench")
+            if mixes:
+                await producer.initialize(versions=V10)
+                session, chat = await ready_session(producer)
+                channel = session + "/annotations" if workload == "annotation" else chat
+                work = Workload(workload, channel, session)
+            bare_work = Workload(workload, BARE_CHAT, work.session)
             for count in counts:
                 for run in range(runs):
-                    if bridge:
-                        results[count][0].append(
+                    for mix in mixes:
+                        results[count][mix].append(
                             await fan_out(
                                 bridge_server,
                                 producer,
-                                chat,
-                                _subscribe_bridge,
+                                work,
+                                _subscribe_bridge(MIXES[mix]),
                                 count,
                                 actions,
-                                f"b{count}.{run}",
+                                f"b{mix}-{count}.{run}",
                             )
                         )
-                    results[count][1].append(
+                    results[count]["bare"].append(
                         await fan_out(
                             bare_server,
                             bare_producer,
-                            BARE_CHAT,
+                            bare_work,
                             _subscribe_bare,
                             count,
                             actions,
@@ -180,8 +236,8 @@ async def measure(
 
 async def transport_ceiling(counts: list[int], actions: int, runs: int) -> dict[int, float]:
     """Median envelopes/s per subscriber count through the bare broadcast server only."""
-    results = await measure(counts, actions, runs, bridge=False)
-    return {c: median([r.rate for r in results[c][1]]) for c in counts}
+    results = await measure(counts, actions, runs, mixes=())
+    return {c: median([r.rate for r in results[c]["bare"]]) for c in counts}
 
 
 def main() -> None:
@@ -190,6 +246,9 @@ def main() -> None:
     parser.add_argument("--actions", type=int, help=f"actions per run (at most {MAX_ACTIONS})")
     parser.add_argument("--runs", type=int, help="runs per case (the median is reported)")
     parser.add_argument("--clients", default="1,10,50", help="subscriber counts, comma-separated")
+    parser.add_argument(
+        "--workload", default="draft,annotation", help="draft and/or annotation, comma-separated"
+    )
     args = parser.parse_args()
     actions = args.actions or (400 if args.quick else 2000)
     runs = args.runs or (2 if args.quick else 3)
@@ -198,37 +257,42 @@ def main() -> None:
     counts = [int(c) for c in args.clients.split(",") if c.strip()]
     if not counts or min(counts) < 1 or max(counts) > 200:
         parser.error("--clients: counts between 1 and 200")
+    workloads = [w.strip() for w in args.workload.split(",") if w.strip()]
+    if not workloads or any(w not in ("draft", "annotation") for w in workloads):
+        parser.error("--workload: draft and/or annotation")
     print(machine_note())
-    print(f"fan-out: {actions} chat/draftChanged actions per run, median of {runs} runs")
-    results = trio.run(measure, counts, actions, runs)
-    rows = []
-    for count in counts:
-        bridge, bare = results[count]
-        b = median([r.rate for r in bridge])
-        t = median([r.rate for r in bare])
-        rows.append(
-            [
-                count,
-                f"{b:,.0f}",
-                f"{b / count:,.0f}",
-                f"{t:,.0f}",
-                f"{b / t:.2f}",
-                f"{median([r.cpu_us for r in bridge]):.1f}/{median([r.cpu_us for r in bare]):.1f}",
-                f"{median([r.client_us for r in bridge]):.1f}",
-                f"{bridge[0].frame_bytes}/{bare[0].frame_bytes}",
-            ]
-        )
-    headers = [
-        "clients",
-        "bridge env/s",
-        "per client",
-        "bare ws env/s",
-        "bridge/bare",
-        "server CPU us/env (bridge/bare)",
-        "client CPU us/env",
-        "frame B (bridge/bare)",
+    for workload in workloads:
+        kind = "chat/draftChanged" if workload == "draft" else "annotations/set"
+        print(f"\nfan-out, {workload}: {actions} {kind} actions per run, median of {runs} runs")
+        results = trio.run(lambda w=workload: measure(counts, actions, runs, workload=w))
+        print(table(HEADERS, [_row(count, results[count]) for count in counts]))
+
+
+HEADERS = [
+    "clients",
+    "all 1.0 env/s",
+    "all 0.7 env/s",
+    "mixed env/s",
+    "mixed/1.0",
+    "bare ws env/s",
+    "1.0/bare",
+    "server CPU us/env (1.0/mixed/bare)",
+]
+
+
+def _row(count: int, results: dict[str, list[Result]]) -> list[Any]:
+    rate = {mix: median([r.rate for r in runs]) for mix, runs in results.items()}
+    cpu = {mix: median([r.cpu_us for r in runs]) for mix, runs in results.items()}
+    return [
+        count,
+        f"{rate['1.0']:,.0f}",
+        f"{rate['0.7']:,.0f}",
+        f"{rate['mixed']:,.0f}",
+        f"{rate['mixed'] / rate['1.0']:.2f}",
+        f"{rate['bare']:,.0f}",
+        f"{rate['1.0'] / rate['bare']:.2f}",
+        f"{cpu['1.0']:.1f}/{cpu['mixed']:.1f}/{cpu['bare']:.1f}",
     ]
-    print(table(headers, rows))
 
 
 if __name__ == "__main__":
