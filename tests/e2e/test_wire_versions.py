@@ -345,6 +345,36 @@ async def test_1_0_only_actions_never_reach_0_9_or_0_7(trio_bridge: Bridge) -> N
     assert err.value.code == -32601
 
 
+async def test_background_work_has_its_typed_home_for_1_0_only(trio_bridge: Bridge) -> None:
+    t = await three(trio_bridge)
+    turn = await t.start("background subagent", t.c10)
+    await t.ended(turn)
+    await t.settled()
+    set_ = [e["action"] for e in t.c10.envelopes if e["action"]["type"] == "chat/backgroundWorkSet"]
+    assert set_ and set_[0]["work"]["kind"] == "subagent"
+    assert set_[0]["work"]["label"] == "indexer"
+    assert "chat/backgroundWorkRemoved" in types(t.c10, t.chat)  # it finished
+    for client in (t.c09, t.c07):
+        assert {"chat/backgroundWorkSet", "chat/backgroundWorkRemoved"}.isdisjoint(
+            types(client, t.chat)
+        )
+        assert "backgroundWork" not in client.states[t.chat]
+
+
+async def test_every_command_takes_meta_in_1_0(trio_bridge: Bridge) -> None:
+    t = await three(trio_bridge)
+    meta = {"_meta": {"example.trace": "abc"}}
+    for client in (t.c10, t.c09):
+        assert await client.request("ping", {"channel": ROOT, **meta}) is None
+        listed = await client.request("listSessions", {"channel": ROOT, **meta})
+        assert t.session in [s["resource"] for s in listed["items"]]
+        uri = f"ahp-session:/{uuid.uuid4()}"
+        assert (
+            await client.request("createSession", {"channel": uri, "provider": "fake", **meta})
+            is None
+        )
+
+
 # -- summaries ---------------------------------------------------------------------------------
 
 

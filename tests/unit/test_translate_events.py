@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -11,6 +12,8 @@ import pytest
 from ahp_bridge.agentapi import (
     Activity,
     AssistedReview,
+    BackgroundTask,
+    BackgroundTasks,
     Context,
     Elicitation,
     Event,
@@ -969,6 +972,64 @@ def test_live_snapshots_ride_in_session_meta(h: Harness) -> None:
         "ahpBridge.todos": {"known": True, "todos": []},
     }
     assert h.feed(Event(kind=EventKind.CONTEXT, context=Context(used=10, limit=100))) == []
+
+
+def test_background_shells_are_chat_background_work_and_session_meta(h: Harness) -> None:
+    started = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    running = BackgroundTask(
+        id="7",
+        description="dev server",
+        command="npm run dev",
+        status="running",
+        started_at=started,
+    )
+    other = BackgroundTask(id="8", command="sleep 9", status="running")
+    out = h.feed(
+        Event(
+            kind=EventKind.BACKGROUND_TASKS,
+            background_tasks=BackgroundTasks(known=True, tasks=[running, other]),
+        )
+    )
+    assert types(out) == ["session/metaChanged", "chat/backgroundWorkSet", "chat/backgroundWorkSet"]
+    assert out[1][1]["work"] == {
+        "id": "shell:7",
+        "label": "dev server",
+        "startedAt": "2026-01-02T03:04:05.000Z",
+        "kind": "shell",
+        "command": "npm run dev",
+    }
+    assert out[2][1]["work"]["label"] == "sleep 9"  # no description: the command
+    assert [w["id"] for w in h.chat["backgroundWork"]] == ["shell:7", "shell:8"]
+    assert h.session["_meta"]["ahpBridge.backgroundTasks"]["known"] is True  # 0.7 and 0.9 see it
+    done = running.model_copy(update={"status": "completed"})
+    out = h.feed(
+        Event(
+            kind=EventKind.BACKGROUND_TASKS,
+            background_tasks=BackgroundTasks(known=True, tasks=[done, other]),
+        )
+    )
+    assert types(out) == ["session/metaChanged", "chat/backgroundWorkRemoved"]
+    assert out[1][1] == {"type": "chat/backgroundWorkRemoved", "id": "shell:7"}
+    # Unknown state says nothing about liveness: the work stays as last known.
+    unknown = Event(kind=EventKind.BACKGROUND_TASKS, background_tasks=BackgroundTasks(known=False))
+    assert types(h.feed(unknown)) == ["session/metaChanged"]
+    assert [w["id"] for w in h.chat["backgroundWork"]] == ["shell:8"]
+
+
+def test_a_background_subagent_is_background_work_while_it_runs(h: Harness) -> None:
+    h.start_turn()
+    h.feed(ev_tool("task-1", ToolStatus.RUNNING, name="task"))
+    out = h.feed(ev_sub(SubagentStatus.RUNNING, background=True))
+    work = [a for _, a in out if a["type"] == "chat/backgroundWorkSet"]
+    assert work[0]["work"]["kind"] == "subagent"
+    assert work[0]["work"]["chat"].endswith("agent-1")
+    assert h.chat["backgroundWork"][0]["id"] == "subagent:agent-1"
+    assert h.feed(ev_sub(SubagentStatus.RUNNING, background=True)) == []  # no change, no action
+    out = h.feed(ev_sub(SubagentStatus.COMPLETED, background=True))
+    assert ("chat/backgroundWorkRemoved" in types(out)) and "backgroundWork" in h.chat
+    assert h.chat["backgroundWork"] == []
+    # A subagent in the foreground is not background work.
+    assert "chat/backgroundWorkSet" not in types(h.feed(ev_sub(SubagentStatus.RUNNING, "fg")))
 
 
 @pytest.mark.parametrize(
