@@ -530,3 +530,35 @@ async def test_create_session_can_import_a_conversation_by_id(
         failed = (await client.subscribe(bad))["state"]
         assert failed["lifecycle"] == "creationFailed"
         assert "nope" in failed["creationError"]["message"]
+
+
+async def test_a_client_reconnecting_after_a_restart_keeps_its_wire_version(
+    settings: Settings,
+) -> None:
+    """`reconnect` names no version: the catalog remembers each client's line across runs."""
+    async with bridge(settings) as running:
+        modern = await open_client(
+            running.nursery, running.url, "modern", versions=("1.0.0", "0.9.0")
+        )
+        running.clients.append(modern)
+        await modern.initialize([ROOT])
+        uri, chat = await create_session(modern)
+        await prompt(modern, chat, "before")
+    async with bridge(settings) as running:
+        for name, line in (("modern", "1.0"), ("never-seen", "0.7")):
+            back = await open_client(
+                running.nursery, running.url, name, versions=("1.0.0", "0.9.0")
+            )
+            back.line = line  # the check runs in the line the host remembers
+            running.clients.append(back)
+            result = await back.request(
+                "reconnect",
+                {"clientId": name, "lastSeenServerSeq": 0, "subscriptions": [ROOT, uri]},
+            )
+            assert result["type"] == "snapshot"
+            [root, session] = result["snapshots"]
+            # 1.0 summaries carry `defaultChat`; a line the host never saw is served as 0.7
+            listed = await back.request("listSessions", {"channel": ROOT})
+            [item] = [i for i in listed["items"] if i["resource"] == uri]
+            assert ("defaultChat" in item) is (line == "1.0")
+            assert session["state"]["defaultChat"] == chat

@@ -81,7 +81,7 @@ def converge(
     store = Store()
     store.create(uri, kind, initial)
     start = {line: store.snapshot(uri, wire=wire)["state"] for line, wire in WIRES.items()}
-    envelopes = [store.apply(uri, a, at=NOW) for a in actions]
+    envelopes = [store.apply(uri, a, at=lambda: NOW) for a in actions]
     held: dict[str, Any] = {}
     for line, wire in WIRES.items():
         local = start[line]

@@ -73,8 +73,7 @@ class Hub:
         preload = self.store.preload_for(channel, action)
         if preload is not None:
             self.apply(channel, preload)
-        at = self._clock() if self._clock is not None else None
-        envelope = self.store.apply(channel, action, origin, at=at)
+        envelope = self.store.apply(channel, action, origin, at=self._clock)
         subs = self._subs.get(channel)
         if subs:
             for sub in tuple(subs):

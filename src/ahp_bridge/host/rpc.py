@@ -88,7 +88,7 @@ class RpcHandler:
         self.hub = hub
         self.sessions = sessions
         self.default_directory = default_directory
-        self.clients = clients or KnownClients()
+        self.clients = clients if clients is not None else KnownClients()
         self.connections: set[Connection] = set()
         self._requests: dict[str, Callable[[Connection, dict[str, Any]], Any]] = {
             "initialize": self.initialize,

@@ -14,7 +14,7 @@ the chat's loaded window (see `turn_window`).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import count, islice
 from typing import TYPE_CHECKING, Any
 
@@ -112,13 +112,14 @@ class Store:
         action: dict[str, Any],
         origin: dict[str, Any] | None = None,
         *,
-        at: str | None = None,
+        at: Callable[[], str] | None = None,
     ) -> Envelope:
         """Reduce `action` into `channel`, assign serverSeq + 1 and log it.
 
-        `at` is the host's time (ISO-8601); the reducers never read it, it only dates a chat's
-        activity (`active_at`). KeyError for an unknown channel, ValueError for an action
-        without a type or with fields of the wrong JSON type; neither changes anything.
+        `at` reads the host's time (ISO-8601), only when a chat's activity needs dating
+        (`active_at`); the reducers never read it. KeyError for an unknown channel, ValueError
+        for an action without a type or with fields of the wrong JSON type; neither changes
+        anything.
         """
         state = self._require(channel)
         if not isinstance(action, dict) or not isinstance(action.get("type"), str):
@@ -131,7 +132,7 @@ class Store:
             raise ValueError(f"malformed {action['type']} action for {channel}: {exc}") from exc
         if kind == "chat":
             if at is not None and stamps_07(state, action):
-                self._active_at[channel] = at
+                self._active_at[channel] = at()
             new_state = self._track_window(channel, state, new_state, action)
         elif kind == "session":
             self._status07[channel] = wire07.session_status(
