@@ -556,7 +556,7 @@ async def test_a_client_reconnecting_after_a_restart_keeps_its_wire_version(
                 {"clientId": name, "lastSeenServerSeq": 0, "subscriptions": [ROOT, uri]},
             )
             assert result["type"] == "snapshot"
-            [root, session] = result["snapshots"]
+            [_root, session] = result["snapshots"]
             # 1.0 summaries carry `defaultChat`; a line the host never saw is served as 0.7
             listed = await back.request("listSessions", {"channel": ROOT})
             [item] = [i for i in listed["items"] if i["resource"] == uri]
