@@ -17,6 +17,7 @@ the lines that have no typed home for them). See ``wire07`` and ``wire09`` for t
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import orjson
@@ -29,12 +30,24 @@ from ahp_bridge.protocol.base import WireModel
 from ahp_bridge.protocol.params import METHODS, METHODS_V1
 from ahp_bridge.protocol.versions import V07, V09, V10, Line
 
-__all__ = ["BACKGROUND_META_KEY", "WIRES", "EnvelopeLike", "Wire"]
+__all__ = ["BACKGROUND_META_KEY", "NO_LEGACY", "WIRES", "EnvelopeLike", "Legacy07", "Wire"]
 
 JSON = dict[str, Any]
 
 #: The session ``_meta`` key the translator keeps the provider's background tasks under.
 BACKGROUND_META_KEY: Final = "ahpBridge.backgroundTasks"
+
+
+@dataclass(frozen=True, slots=True)
+class Legacy07:
+    """What the store keeps of a channel as 0.7 saw it: a session's status (0.7 counted
+    client-execution inputs) and a chat's `modifiedAt` (0.7's reducer read a clock)."""
+
+    status: int | None = None
+    modified_at: str | None = None
+
+
+NO_LEGACY: Final = Legacy07()
 
 
 class EnvelopeLike(Protocol):
@@ -101,19 +114,8 @@ class Wire:
             return (env.frame,)
         return tuple(_frame(_envelope(env, a)) for a in sent)
 
-    def state(
-        self,
-        kind: str,
-        state: JSON,
-        *,
-        status07: int | None = None,
-        modified07: str | None = None,
-    ) -> JSON:
-        """A canonical channel state as this line shows it.
-
-        ``status07`` and ``modified07`` are the 0.7 views the store keeps of a session's status
-        and a chat's ``modifiedAt`` (the 0.7.0 reducer counted other inputs and read a clock).
-        """
+    def state(self, kind: str, state: JSON, legacy: Legacy07 = NO_LEGACY) -> JSON:
+        """A canonical channel state as this line shows it (`legacy`: the store's 0.7 views)."""
         if kind == "session":
             meta = state.get("_meta")
             if isinstance(meta, dict) and BACKGROUND_META_KEY in meta:
@@ -165,14 +167,7 @@ class Wire09(Wire):
     def actions_for(self, env: EnvelopeLike) -> list[JSON]:
         return wire09.down_actions(env.kind, env.action, changed=env.changed, post=env.post)
 
-    def state(
-        self,
-        kind: str,
-        state: JSON,
-        *,
-        status07: int | None = None,
-        modified07: str | None = None,
-    ) -> JSON:
+    def state(self, kind: str, state: JSON, legacy: Legacy07 = NO_LEGACY) -> JSON:
         return wire09.down_state(kind, state)
 
 
@@ -188,17 +183,10 @@ class Wire07(Wire):
     def actions_for(self, env: EnvelopeLike) -> list[JSON]:
         return wire07.down_actions(env.kind, env.action, changed=env.changed, post=env.post)
 
-    def state(
-        self,
-        kind: str,
-        state: JSON,
-        *,
-        status07: int | None = None,
-        modified07: str | None = None,
-    ) -> JSON:
-        shown = wire07.down_state(kind, state, session_status=status07)
-        if kind == "chat" and modified07 is not None:
-            shown = {**shown, "modifiedAt": modified07}
+    def state(self, kind: str, state: JSON, legacy: Legacy07 = NO_LEGACY) -> JSON:
+        shown = wire07.down_state(kind, state, session_status=legacy.status)
+        if kind == "chat" and legacy.modified_at is not None:
+            shown = {**shown, "modifiedAt": legacy.modified_at}
         return shown
 
     def summary(self, summary: JSON) -> JSON:

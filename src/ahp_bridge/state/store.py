@@ -19,6 +19,7 @@ from itertools import count, islice
 from typing import TYPE_CHECKING, Any
 
 from ahp_bridge.protocol import wire07
+from ahp_bridge.protocol.lens import Legacy07
 
 from .envelope import Envelope
 from .reduce07 import stamps_07
@@ -198,12 +199,8 @@ class Store:
                 raise ValueError("last_turns must not be negative")
             state = self._windowed(uri, state, last_turns)
         if wire is not None:
-            state = wire.state(
-                kind,
-                state,
-                status07=self._status07.get(uri),
-                modified07=self._active_at.get(uri),
-            )
+            legacy = Legacy07(self._status07.get(uri), self._active_at.get(uri))
+            state = wire.state(kind, state, legacy)
         return {"resource": uri, "state": state, "fromSeq": self._seq}
 
     def load_older_turns(self, chat: str, cursor: str | None) -> dict[str, Any]:
