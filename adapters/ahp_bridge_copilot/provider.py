@@ -26,6 +26,7 @@ from ahp_bridge.agentapi import (
     ContextSize,
     Conversation,
     ConversationNotFound,
+    HostToolClash,
     Media,
     Model,
     OpenRequest,
@@ -38,6 +39,7 @@ from ahp_bridge.agentapi import (
 from .bridge import AsyncioThread
 from .client import close_pipes, make_client, process_of
 from .conversation import CopilotConversation, clean_title
+from .host_tools import HostToolRunner, clash_error, clash_names
 from .options import PROTOCOL_VERSION, CopilotOptions, find_cli
 from .sdk_errors import is_not_found, is_signed_out, plain_error
 from .titler import run_title
@@ -79,6 +81,7 @@ class CopilotProvider:
             history=True,
             titles=True,
             import_=True,
+            host_tools=True,
         )
 
     @property
@@ -267,11 +270,16 @@ class CopilotProvider:
 
     async def open(self, req: OpenRequest) -> Conversation:
         client = await self._ensure_client()
+        nursery = self._require_started()
         if req.events is None:
             raise ValueError("OpenRequest.events (the EventSink) is required")
         if req.agent:
             raise Unsupported("custom agents are not supported by this adapter yet")
-        conv = CopilotConversation(self._loop, req.events, self._forget)
+        runner = None
+        if req.tools:
+            token = trio.lowlevel.current_trio_token()
+            runner = HostToolRunner(req.tools, req.call_tool, req.session_id, token, nursery)
+        conv = CopilotConversation(self._loop, req.events, self._forget, host_tools=runner)
         opts = self._opts
         workdir = req.workdir or opts.workdir or None
         common: dict[str, Any] = {
@@ -288,12 +296,15 @@ class CopilotProvider:
             common["provider"] = provider_cfg
         if req.skill_directories:
             common["skill_directories"] = list(req.skill_directories)
+        if runner is not None:
+            common["tools"] = runner.sdk_tools()
 
         if req.conversation_id:
             conv_id = req.conversation_id
 
             async def go() -> Any:
                 session = await client.resume_session(conv_id, **common)
+                await _validate_tools(client, session, req, created=False)
                 conv.attach(session)
                 return session
 
@@ -313,6 +324,7 @@ class CopilotProvider:
 
             async def go() -> Any:
                 session = await client.create_session(**create)
+                await _validate_tools(client, session, req, created=True)
                 conv.attach(session)
                 return session
 
@@ -320,6 +332,9 @@ class CopilotProvider:
             self._conversations[id(conv)] = conv
         try:
             await self._loop.run(go())
+        except HostToolClash:
+            self._forget(conv)
+            raise
         except Exception as exc:
             self._forget(conv)
             if req.conversation_id and is_not_found(exc):
@@ -387,6 +402,29 @@ class CopilotProvider:
     def _open_conversations(self) -> list[CopilotConversation]:
         with self._conversations_lock:
             return list(self._conversations.values())
+
+
+async def _validate_tools(client: Any, session: Any, req: OpenRequest, *, created: bool) -> None:
+    """Initialize the session's tools now, so host tools that clash fail the open.
+
+    The CLI names a clash only when it initializes the tools (else at the first turn, which
+    would fail). A refused session is detached, and deleted when this open created it.
+    """
+    if not req.tools:
+        return
+    try:
+        await session.rpc.tools.initialize_and_validate()
+    except Exception as exc:
+        with contextlib.suppress(Exception):
+            await session.disconnect()
+        if created:
+            with contextlib.suppress(Exception):
+                await client.delete_session(session.session_id)
+        names = clash_names(exc, req.tools)
+        message = plain_error("initialize the tools", exc)
+        if names:
+            raise clash_error(names, message) from None
+        raise AgentAPIError(message) from None
 
 
 def _no_result(request: Any, invocation: Any) -> Any:
