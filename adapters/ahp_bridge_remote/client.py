@@ -208,6 +208,8 @@ class RemoteProvider:
         self._conversations.add(conversation)
         with trio.CancelScope(shield=True):  # opened: never leave it without its stream
             await nursery.start(conversation._pump_task)
+            if req.tools and req.call_tool is not None:
+                await nursery.start(conversation._host_pump_task, req.call_tool)
         return conversation
 
     async def shutdown(self, *, stop_remote: bool | None = None) -> None:
@@ -298,7 +300,6 @@ UNFORWARDED_CAPABILITIES = frozenset(
         "usage_metrics",
         "aside",
         "import_",
-        "host_tools",
         "account",
         "device_sign_in",
         "mcp",

@@ -5,10 +5,12 @@ every type both ways instead of some fifty hand-written pairs that would drift. 
 each (model, message) pair is built once from the pydantic fields and the proto descriptor,
 and it fails loudly when the two disagree: a contract field the .proto lacks is a bug, never
 silently dropped data. Go's callbacks (OpenRequest.events, ...) are the only fields skipped.
+A free-form JSON object (``HostTool.parameters``, a ``dict``) travels as JSON text in bytes.
 """
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from dataclasses import dataclass
@@ -30,11 +32,11 @@ M = TypeVar("M", bound=BaseModel)
 _RENAMES: dict[str, str] = {"import_": "import"}
 # Contract fields that cannot cross a process boundary (callables), per model name.
 CALLBACK_FIELDS: dict[str, frozenset[str]] = {
-    "OpenRequest": frozenset({"events", "validate_file", "hooks", "tools", "call_tool"}),
+    "OpenRequest": frozenset({"events", "validate_file", "hooks", "call_tool"}),
     "TitleRequest": frozenset({"on_usage"}),
 }
 
-_SCALAR, _ENUMSTR, _TIME, _MESSAGE, _LISTS = range(5)
+_SCALAR, _ENUMSTR, _TIME, _MESSAGE, _LISTS, _JSON = range(6)
 
 
 class ConversionError(TypeError):
@@ -65,6 +67,10 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
         if found is not None:
             return found
     return None
+
+
+def _is_dict(annotation: Any) -> bool:
+    return annotation is dict or typing.get_origin(annotation) is dict
 
 
 def _is_nested_list(annotation: Any) -> bool:
@@ -98,6 +104,8 @@ def _plan(model: type[BaseModel], descriptor: Descriptor) -> tuple[_Step, ...]:
             if not _is_nested_list(info.annotation):
                 raise ConversionError(f"{model.__name__}.{attr} is not a list of lists")
             kind = _LISTS
+        elif fd.type == fd.TYPE_BYTES and _is_dict(info.annotation):
+            kind = _JSON
         elif fd.message_type is not None:
             kind = _MESSAGE
             sub = _model_in(info.annotation)
@@ -137,6 +145,8 @@ def _fill(message: Message, obj: BaseModel) -> Message:
                 getattr(message, step.field).SetInParent()
         elif step.kind == _TIME:
             getattr(message, step.field).FromDatetime(value)
+        elif step.kind == _JSON:
+            setattr(message, step.field, json.dumps(value, separators=(",", ":")).encode())
         else:  # _LISTS
             target = getattr(message, step.field)
             for values in value:
@@ -194,6 +204,12 @@ def _read_step(message: Message, step: _Step, data: dict[str, Any]) -> None:
     elif step.kind == _TIME:
         if message.HasField(step.field):
             data[step.attr] = _timestamp_out(getattr(message, step.field))
+    elif step.kind == _JSON:
+        raw = getattr(message, step.field)
+        try:
+            data[step.attr] = json.loads(raw) if raw else {}
+        except ValueError:
+            raise InvalidMessage(f"{step.attr}: not JSON text") from None
     else:  # _LISTS
         data[step.attr] = [list(v.values) for v in getattr(message, step.field)]
 

@@ -3,7 +3,8 @@
 Unary calls hop in with ``trio.from_thread.run(..., trio_token=...)`` inside a cancel scope
 that the RPC's termination callback cancels, so a client that cancels a call cancels the
 provider call. Failures leave as a status plus ErrorInfo (see errors.py). Event streams
-drain a Served queue on their own thread (served.py).
+drain a Served queue on their own thread (served.py); host tool call streams drain a
+ServedHostCalls queue the same way (host_calls.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from . import errors
 from ._gen.agentapi.v1 import agentapi_pb2 as pb
 from ._gen.agentapi.v1 import agentapi_pb2_grpc as pb_grpc
 from .convert import InvalidMessage, from_proto, to_proto
+from .host_calls import ServedHostCalls
 from .served import Served
 
 log = logging.getLogger(__name__)
@@ -105,6 +107,9 @@ class Service:
             _fail(context, grpc.StatusCode.CANCELLED, "call cancelled")
         except InvalidMessage as exc:
             self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "", str(exc))
+        except agentapi.HostToolClash as exc:
+            context.set_trailing_metadata(errors.error_trailer(exc.reason, str(exc), exc.tools))
+            _fail(context, errors.status_for(exc), str(exc))
         except agentapi.AgentAPIError as exc:
             self._abort(context, errors.status_for(exc), exc.reason, str(exc))
         except Exception as exc:
@@ -147,9 +152,16 @@ class Service:
             served.dropped = True
             self.nursery.start_soon(self._close, served)
 
+    @staticmethod
+    def _end(served: Served) -> None:
+        """No more events; host tool calls still waiting fail (trio thread)."""
+        served.end()
+        if served.host_calls is not None:
+            served.host_calls.end()
+
     async def _close(self, served: Served) -> None:
         self.served.pop(served.handle, None)
-        served.end()
+        self._end(served)
         if served.conversation is not None:
             try:
                 await served.conversation.close()
@@ -167,7 +179,7 @@ class Service:
 
     def info(self) -> pb.ProviderInfo:
         p = self.provider
-        caps = p.capabilities().model_copy(update={"host_tools": False})
+        caps = p.capabilities()
         return pb.ProviderInfo(
             name=p.name(),
             display_name=p.display_name(),
@@ -187,7 +199,11 @@ class Service:
                 f"the provider server already holds {self.max_conversations} open conversations"
             )
         served = Served(secrets.token_urlsafe(12), self.event_buffer)
-        req = from_proto(request, agentapi.OpenRequest, events=served)
+        extra: dict[str, Any] = {"events": served}
+        if request.tools:
+            served.host_calls = ServedHostCalls(self.event_buffer)
+            extra["call_tool"] = served.host_calls.call_tool
+        req = from_proto(request, agentapi.OpenRequest, **extra)
         conversation = await self.provider.open(req)
         served.conversation = conversation
         self.served[served.handle] = served
@@ -198,7 +214,7 @@ class Service:
         for served in list(self.served.values()):
             served.dropped = True
             self.served.pop(served.handle, None)
-            served.end()
+            self._end(served)
         await self.provider.shutdown()
 
     async def read_history(self, request: pb.ReadRequest) -> pb.History:
@@ -294,7 +310,43 @@ class Service:
         try:
             await served.conversation.close()
         finally:
-            served.end()
+            self._end(served)
+
+    def host_tool_calls(
+        self, request: pb.ConversationRef, context: grpc.ServicerContext
+    ) -> Iterator[pb.HostToolRequest]:
+        served = self.served.get(request.handle)
+        if served is None or served.dropped:
+            self._abort(
+                context, grpc.StatusCode.FAILED_PRECONDITION, agentapi.Closed.reason, "closed"
+            )
+        calls = served.host_calls
+        if calls is None:
+            self._abort(
+                context, grpc.StatusCode.FAILED_PRECONDITION, "", "opened without host tools"
+            )
+        if not calls.attach():
+            self._abort(
+                context,
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "",
+                "host tool calls already subscribed",
+            )
+        context.add_callback(calls.wake)
+        while True:
+            batch, ended = calls.take(context.is_active)
+            if not context.is_active():
+                return
+            yield from batch
+            if ended:
+                return
+
+    async def host_tool_return(self, request: pb.HostToolReply) -> None:
+        served = self.served.get(request.handle)
+        if served is None or served.host_calls is None:
+            return  # closed meanwhile: nothing waits for it any more
+        result = from_proto(request.result, agentapi.HostToolResult)
+        served.host_calls.answer(request.id, result)
 
 
 class ProviderServicer(pb_grpc.ProviderServiceServicer):
@@ -416,4 +468,13 @@ class ConversationServicer(pb_grpc.ConversationServiceServicer):
 
     def Close(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:
         self.s.call(context, self.s.close, request.handle)
+        return EMPTY
+
+    def HostToolCalls(
+        self, request: pb.ConversationRef, context: grpc.ServicerContext
+    ) -> Iterator[pb.HostToolRequest]:
+        return self.s.host_tool_calls(request, context)
+
+    def HostToolReturn(self, request: pb.HostToolReply, context: grpc.ServicerContext) -> Any:
+        self.s.call(context, self.s.host_tool_return, request)
         return EMPTY

@@ -167,12 +167,14 @@ class DiffResponse(_message.Message):
     def __init__(self, files: _Optional[_Iterable[_Union[FileDiff, _Mapping]]] = ...) -> None: ...
 
 class ErrorInfo(_message.Message):
-    __slots__ = ("reason", "message")
+    __slots__ = ("reason", "message", "host_tools")
     REASON_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    HOST_TOOLS_FIELD_NUMBER: _ClassVar[int]
     reason: str
     message: str
-    def __init__(self, reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+    host_tools: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, reason: _Optional[str] = ..., message: _Optional[str] = ..., host_tools: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Capabilities(_message.Message):
     __slots__ = ("plan", "cancel", "permissions", "questions", "session_diff", "session_diff_needs_tracking", "history", "fork", "rewind", "context_size", "context_breakdown", "usage", "usage_metrics", "aside", "titles", "execution_modes", "host_tools", "account", "device_sign_in", "mcp", "cli_update", "subagent_models", "github_mcp", "assisted_permissions", "assisted_unavailable", "custom_agents")
@@ -304,7 +306,7 @@ class Model(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., efforts: _Optional[_Iterable[str]] = ..., context_sizes: _Optional[_Iterable[_Union[ContextSize, _Mapping]]] = ..., media: _Optional[_Union[Media, _Mapping]] = ..., cost_tier: _Optional[str] = ..., discount_percent: _Optional[int] = ..., prices: _Optional[_Union[Prices, _Mapping]] = ...) -> None: ...
 
 class OpenRequest(_message.Message):
-    __slots__ = ("session_id", "conversation_id", "workdir", "title", "model", "effort", "context_size", "agent", "skill_directories", "compaction_threshold", "assisted_approval_model")
+    __slots__ = ("session_id", "conversation_id", "workdir", "title", "model", "effort", "context_size", "agent", "skill_directories", "compaction_threshold", "assisted_approval_model", "tools")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     WORKDIR_FIELD_NUMBER: _ClassVar[int]
@@ -316,6 +318,7 @@ class OpenRequest(_message.Message):
     SKILL_DIRECTORIES_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     ASSISTED_APPROVAL_MODEL_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     conversation_id: str
     workdir: str
@@ -327,7 +330,62 @@ class OpenRequest(_message.Message):
     skill_directories: _containers.RepeatedScalarFieldContainer[str]
     compaction_threshold: float
     assisted_approval_model: str
-    def __init__(self, session_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., workdir: _Optional[str] = ..., title: _Optional[str] = ..., model: _Optional[str] = ..., effort: _Optional[str] = ..., context_size: _Optional[str] = ..., agent: _Optional[str] = ..., skill_directories: _Optional[_Iterable[str]] = ..., compaction_threshold: _Optional[float] = ..., assisted_approval_model: _Optional[str] = ...) -> None: ...
+    tools: _containers.RepeatedCompositeFieldContainer[HostTool]
+    def __init__(self, session_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., workdir: _Optional[str] = ..., title: _Optional[str] = ..., model: _Optional[str] = ..., effort: _Optional[str] = ..., context_size: _Optional[str] = ..., agent: _Optional[str] = ..., skill_directories: _Optional[_Iterable[str]] = ..., compaction_threshold: _Optional[float] = ..., assisted_approval_model: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[HostTool, _Mapping]]] = ...) -> None: ...
+
+class HostTool(_message.Message):
+    __slots__ = ("name", "description", "parameters")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    parameters: bytes
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[bytes] = ...) -> None: ...
+
+class HostToolCall(_message.Message):
+    __slots__ = ("name", "call_id", "task_id", "agent_id", "arguments")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    call_id: str
+    task_id: str
+    agent_id: str
+    arguments: bytes
+    def __init__(self, name: _Optional[str] = ..., call_id: _Optional[str] = ..., task_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., arguments: _Optional[bytes] = ...) -> None: ...
+
+class HostToolResult(_message.Message):
+    __slots__ = ("text", "failed", "payload")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    failed: bool
+    payload: bytes
+    def __init__(self, text: _Optional[str] = ..., failed: _Optional[bool] = ..., payload: _Optional[bytes] = ...) -> None: ...
+
+class HostToolRequest(_message.Message):
+    __slots__ = ("id", "call", "cancel")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CALL_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    call: HostToolCall
+    cancel: bool
+    def __init__(self, id: _Optional[int] = ..., call: _Optional[_Union[HostToolCall, _Mapping]] = ..., cancel: _Optional[bool] = ...) -> None: ...
+
+class HostToolReply(_message.Message):
+    __slots__ = ("handle", "id", "result")
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    handle: str
+    id: int
+    result: HostToolResult
+    def __init__(self, handle: _Optional[str] = ..., id: _Optional[int] = ..., result: _Optional[_Union[HostToolResult, _Mapping]] = ...) -> None: ...
 
 class ReadRequest(_message.Message):
     __slots__ = ("conversation_id", "workdir")

@@ -585,6 +585,16 @@ class ConversationServiceStub:
                 request_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.ConversationRef.SerializeToString,
                 response_deserializer=google_dot_protobuf_dot_empty__pb2.Empty.FromString,
                 _registered_method=True)
+        self.HostToolCalls = channel.unary_stream(
+                '/agentapi.v1.ConversationService/HostToolCalls',
+                request_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.ConversationRef.SerializeToString,
+                response_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.HostToolRequest.FromString,
+                _registered_method=True)
+        self.HostToolReturn = channel.unary_unary(
+                '/agentapi.v1.ConversationService/HostToolReturn',
+                request_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.HostToolReply.SerializeToString,
+                response_deserializer=google_dot_protobuf_dot_empty__pb2.Empty.FromString,
+                _registered_method=True)
 
 
 class ConversationServiceServicer:
@@ -679,6 +689,22 @@ class ConversationServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def HostToolCalls(self, request, context):
+        """HostToolCalls streams the served provider's host tool calls (OpenRequest.tools) to the
+        client, which runs each and answers with HostToolReturn; a request with `cancel` set says
+        the provider stopped waiting for that call. It ends (OK) when the conversation closes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def HostToolReturn(self, request, context):
+        """HostToolReturn answers one HostToolRequest; an id nothing waits for any more is ignored.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConversationServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -750,6 +776,16 @@ def add_ConversationServiceServicer_to_server(servicer, server):
             'Close': grpc.unary_unary_rpc_method_handler(
                     servicer.Close,
                     request_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.ConversationRef.FromString,
+                    response_serializer=google_dot_protobuf_dot_empty__pb2.Empty.SerializeToString,
+            ),
+            'HostToolCalls': grpc.unary_stream_rpc_method_handler(
+                    servicer.HostToolCalls,
+                    request_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.ConversationRef.FromString,
+                    response_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.HostToolRequest.SerializeToString,
+            ),
+            'HostToolReturn': grpc.unary_unary_rpc_method_handler(
+                    servicer.HostToolReturn,
+                    request_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.HostToolReply.FromString,
                     response_serializer=google_dot_protobuf_dot_empty__pb2.Empty.SerializeToString,
             ),
     }
@@ -1130,6 +1166,60 @@ class ConversationService:
             target,
             '/agentapi.v1.ConversationService/Close',
             ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.ConversationRef.SerializeToString,
+            google_dot_protobuf_dot_empty__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HostToolCalls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/agentapi.v1.ConversationService/HostToolCalls',
+            ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.ConversationRef.SerializeToString,
+            ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.HostToolRequest.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HostToolReturn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentapi.v1.ConversationService/HostToolReturn',
+            ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.HostToolReply.SerializeToString,
             google_dot_protobuf_dot_empty__pb2.Empty.FromString,
             options,
             channel_credentials,
