@@ -34,6 +34,7 @@ from ahp_bridge.agentapi import (
     SignedOut,
     TitleRequest,
     Unsupported,
+    UtilityRequest,
 )
 
 from .bridge import AsyncioThread
@@ -42,9 +43,13 @@ from .conversation import CopilotConversation, clean_title
 from .host_tools import HostToolRunner, clash_error, clash_names
 from .options import PROTOCOL_VERSION, CopilotOptions, find_cli
 from .sdk_errors import is_not_found, is_signed_out, plain_error
+from .throwaway import Throwaway, run_throwaway
 from .titler import run_title
 
 log = logging.getLogger(__name__)
+
+#: Seconds a utility call may take when its request sets no timeout.
+UTILITY_TIMEOUT = 300.0
 
 
 class CopilotProvider:
@@ -391,6 +396,36 @@ class CopilotProvider:
         """agentapi Titler: the model's title for a Task's first message, as it came."""
         client = await self._ensure_client()
         text, usage = await self._loop.run(run_title(client, self._opts, req), cancel_on_abort=True)
+        if usage is not None and req.on_usage is not None:
+            req.on_usage(usage)
+        return text
+
+    async def run_utility(self, req: UtilityRequest) -> str:
+        """agentapi UtilityRunner: one throwaway session whose system message is req.system and
+        whose only tools are req.tools (their calls have no task id); permissions are
+        rejected; the reply as it came. The session is deleted whatever the outcome."""
+        client = await self._ensure_client()
+        nursery = self._require_started()
+        token = trio.lowlevel.current_trio_token()
+        runner = HostToolRunner(req.tools, req.call_tool, "", token, nursery)
+        seconds = req.timeout.total_seconds()
+        job = Throwaway(
+            purpose=req.purpose or "utility",
+            system=req.system,
+            prompt=req.prompt,
+            model=req.model,
+            workdir=req.workdir,
+            images=list(req.attachments),
+            timeout=seconds if seconds > 0 else UTILITY_TIMEOUT,
+            tools=runner.sdk_tools(),
+            response_schema=req.response_schema,
+        )
+        try:
+            text, usage = await self._loop.run(
+                run_throwaway(client, self._opts, job), cancel_on_abort=True
+            )
+        finally:
+            runner.cancel_all()
         if usage is not None and req.on_usage is not None:
             req.on_usage(usage)
         return text

@@ -37,6 +37,7 @@ from ahp_bridge.agentapi import (
     SubagentWindow,
     TitleRequest,
     Unsupported,
+    UtilityRequest,
     WindowRequest,
 )
 
@@ -44,6 +45,7 @@ from .conversation import FakeConversation, TurnSource
 from .script import Script
 from .transcript import Meta, Transcript
 from .turns import ScriptedTurns
+from .utility import run_utility
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9_.-]+")
 
@@ -280,6 +282,13 @@ class FakeProvider:
         await trio.lowlevel.checkpoint()
         first = next((line.strip() for line in req.text.splitlines() if line.strip()), "")
         return first[:60] if first else "New conversation"
+
+    async def run_utility(self, req: UtilityRequest) -> str:
+        """UtilityRunner: the rule matching req.prompt, in a throwaway conversation whose only
+        tools are req.tools; permissions are rejected, questions declined."""
+        if self._nursery is None:
+            raise Closed("the fake provider is not running (use `async with provider:`)")
+        return await run_utility(self, req)
 
     async def quota(self) -> list[Quota]:
         """QuotaReporter: the fake has no account, so one unlimited quota."""

@@ -14,7 +14,7 @@ import json
 import types
 import typing
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from functools import cache
 from typing import Any, TypeVar
@@ -34,9 +34,10 @@ _RENAMES: dict[str, str] = {"import_": "import"}
 CALLBACK_FIELDS: dict[str, frozenset[str]] = {
     "OpenRequest": frozenset({"events", "validate_file", "hooks", "call_tool"}),
     "TitleRequest": frozenset({"on_usage"}),
+    "UtilityRequest": frozenset({"call_tool", "on_usage"}),
 }
 
-_SCALAR, _ENUMSTR, _TIME, _MESSAGE, _LISTS, _JSON = range(6)
+_SCALAR, _ENUMSTR, _TIME, _MESSAGE, _LISTS, _JSON, _DURATION = range(7)
 
 
 class ConversionError(TypeError):
@@ -70,7 +71,11 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
 
 
 def _is_dict(annotation: Any) -> bool:
-    return annotation is dict or typing.get_origin(annotation) is dict
+    """``dict[...]``, also ``dict[...] | None``."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_dict(a) for a in typing.get_args(annotation))
+    return annotation is dict or origin is dict
 
 
 def _is_nested_list(annotation: Any) -> bool:
@@ -106,6 +111,8 @@ def _plan(model: type[BaseModel], descriptor: Descriptor) -> tuple[_Step, ...]:
             kind = _LISTS
         elif fd.type == fd.TYPE_BYTES and _is_dict(info.annotation):
             kind = _JSON
+        elif fd.type == fd.TYPE_INT64 and info.annotation is timedelta:
+            kind = _DURATION
         elif fd.message_type is not None:
             kind = _MESSAGE
             sub = _model_in(info.annotation)
@@ -147,6 +154,8 @@ def _fill(message: Message, obj: BaseModel) -> Message:
             getattr(message, step.field).FromDatetime(value)
         elif step.kind == _JSON:
             setattr(message, step.field, json.dumps(value, separators=(",", ":")).encode())
+        elif step.kind == _DURATION:
+            setattr(message, step.field, value // timedelta(microseconds=1) * 1000)
         else:  # _LISTS
             target = getattr(message, step.field)
             for values in value:
@@ -206,10 +215,14 @@ def _read_step(message: Message, step: _Step, data: dict[str, Any]) -> None:
             data[step.attr] = _timestamp_out(getattr(message, step.field))
     elif step.kind == _JSON:
         raw = getattr(message, step.field)
+        if not raw:
+            return  # none: the model's default
         try:
-            data[step.attr] = json.loads(raw) if raw else {}
+            data[step.attr] = json.loads(raw)
         except ValueError:
             raise InvalidMessage(f"{step.attr}: not JSON text") from None
+    elif step.kind == _DURATION:
+        data[step.attr] = timedelta(microseconds=getattr(message, step.field) / 1000)
     else:  # _LISTS
         data[step.attr] = [list(v.values) for v in getattr(message, step.field)]
 

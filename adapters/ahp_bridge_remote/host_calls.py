@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import trio
+from google.protobuf.message import Message
 
 from ahp_bridge import agentapi
 
@@ -38,12 +39,16 @@ class _Waiting:
 
 
 class ServedHostCalls:
-    """A served conversation's host tool calls: queued for the client, answered by it."""
+    """A served conversation's (or utility call's) host tool calls: queued for the client,
+    answered by it. ``wrap`` turns each HostToolRequest into the stream's message type."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(
+        self, limit: int, wrap: Callable[[pb.HostToolRequest], Message] | None = None
+    ) -> None:
         self._limit = limit
+        self._wrap = wrap
         self._cond = threading.Condition()
-        self._queue: collections.deque[pb.HostToolRequest] = collections.deque()
+        self._queue: collections.deque[Message] = collections.deque()
         self._ended = False
         self._attached = False
         self._ids = itertools.count(1)
@@ -94,11 +99,17 @@ class ServedHostCalls:
         with contextlib.suppress(trio.RunFinishedError):
             token.run_sync_soon(self.end)
 
+    def finish(self, last: Message) -> None:
+        """Queue the stream's last message and end it (a utility call's reply)."""
+        with self._cond:
+            self._queue.append(last)
+        self.end()
+
     def _push(self, request: pb.HostToolRequest) -> bool:
         with self._cond:
             if self._ended or len(self._queue) >= self._limit:
                 return False
-            self._queue.append(request)
+            self._queue.append(self._wrap(request) if self._wrap is not None else request)
             self._cond.notify_all()
             return True
 
@@ -115,7 +126,7 @@ class ServedHostCalls:
         with self._cond:
             self._cond.notify_all()
 
-    def take(self, active: Callable[[], bool]) -> tuple[list[pb.HostToolRequest], bool]:
+    def take(self, active: Callable[[], bool]) -> tuple[list[Message], bool]:
         """Wait for requests; return (batch, ended). Returns empty when the RPC went away."""
         with self._cond:
             while not self._queue and not self._ended and active():

@@ -91,6 +91,8 @@ class Service:
         self.token = token
         self.event_buffer = event_buffer
         self.served: dict[str, Served] = {}
+        #: Host tool calls of the utility calls running, by their handle (trio thread).
+        self.utilities: dict[str, ServedHostCalls] = {}
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -105,16 +107,20 @@ class Service:
             _fail(context, grpc.StatusCode.UNAVAILABLE, "the provider server is shutting down")
         except _CallCancelledError:
             _fail(context, grpc.StatusCode.CANCELLED, "call cancelled")
-        except InvalidMessage as exc:
+        except Exception as exc:
+            self.fail_with(context, exc)
+
+    def fail_with(self, context: grpc.ServicerContext, exc: Exception) -> NoReturn:
+        """End the RPC with the status and ErrorInfo of the provider's failure ``exc``."""
+        if isinstance(exc, InvalidMessage):
             self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "", str(exc))
-        except agentapi.HostToolClash as exc:
+        if isinstance(exc, agentapi.HostToolClash):
             context.set_trailing_metadata(errors.error_trailer(exc.reason, str(exc), exc.tools))
             _fail(context, errors.status_for(exc), str(exc))
-        except agentapi.AgentAPIError as exc:
+        if isinstance(exc, agentapi.AgentAPIError):
             self._abort(context, errors.status_for(exc), exc.reason, str(exc))
-        except Exception as exc:
-            log.warning("provider call failed: %s", type(exc).__name__)
-            self._abort(context, grpc.StatusCode.UNKNOWN, "", str(exc) or type(exc).__name__)
+        log.warning("provider call failed: %s", type(exc).__name__)
+        self._abort(context, grpc.StatusCode.UNKNOWN, "", str(exc) or type(exc).__name__)
 
     @staticmethod
     def _abort(
@@ -189,6 +195,7 @@ class Service:
             titler=isinstance(p, agentapi.Titler),
             subagent_pager=isinstance(p, agentapi.SubagentPager),
             quota_reporter=isinstance(p, agentapi.QuotaReporter),
+            utility_runner=isinstance(p, agentapi.UtilityRunner),
         )
 
     async def open(self, request: pb.OpenRequest) -> pb.OpenResponse:
@@ -343,10 +350,84 @@ class Service:
 
     async def host_tool_return(self, request: pb.HostToolReply) -> None:
         served = self.served.get(request.handle)
-        if served is None or served.host_calls is None:
-            return  # closed meanwhile: nothing waits for it any more
-        result = from_proto(request.result, agentapi.HostToolResult)
-        served.host_calls.answer(request.id, result)
+        calls = served.host_calls if served is not None else self.utilities.get(request.handle)
+        if calls is None:
+            return  # closed or finished meanwhile: nothing waits for it any more
+        calls.answer(request.id, from_proto(request.result, agentapi.HostToolResult))
+
+    def run_utility(
+        self, request: pb.UtilityRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.UtilityUpdate]:
+        """UtilityRunner over a stream: host tool calls while it runs, then the reply."""
+        provider = self.provider
+        if not isinstance(provider, agentapi.UtilityRunner):
+            self._abort(
+                context,
+                grpc.StatusCode.UNIMPLEMENTED,
+                agentapi.Unsupported.reason,
+                "the provider runs no utility calls",
+            )
+        handle = secrets.token_urlsafe(12)
+        calls = ServedHostCalls(
+            self.event_buffer, wrap=lambda call: pb.UtilityUpdate(handle=handle, call=call)
+        )
+        usage: list[agentapi.UtilityUsage] = []
+        req = self.decode_with(
+            context,
+            request,
+            agentapi.UtilityRequest,
+            call_tool=calls.call_tool,
+            on_usage=usage.append,
+        )
+        scope = trio.CancelScope()
+        failure: list[Exception] = []
+
+        async def run() -> None:
+            try:
+                with scope:
+                    text = await provider.run_utility(req)
+                    done = pb.UtilityResponse(text=text)
+                    if usage:
+                        done.usage.CopyFrom(to_proto(usage[-1]))
+                    calls.finish(pb.UtilityUpdate(handle=handle, done=done))
+            except Exception as exc:
+                failure.append(exc)
+            finally:
+                calls.end()
+                self.utilities.pop(handle, None)
+
+        def start() -> None:
+            self.utilities[handle] = calls
+            self.nursery.start_soon(run)
+
+        try:
+            trio.from_thread.run_sync(start, trio_token=self.token)
+        except trio.RunFinishedError:
+            _fail(context, grpc.StatusCode.UNAVAILABLE, "the provider server is shutting down")
+        context.add_callback(lambda: self._cancel_soon(scope))
+        context.add_callback(calls.wake)
+        while True:
+            batch, ended = calls.take(context.is_active)
+            if not context.is_active():
+                return
+            yield from batch
+            if ended:
+                break
+        if failure:
+            self.fail_with(context, failure[0])
+
+    def _cancel_soon(self, scope: trio.CancelScope) -> None:
+        with contextlib.suppress(trio.RunFinishedError):
+            self.token.run_sync_soon(scope.cancel)
+
+    def decode_with(
+        self, context: grpc.ServicerContext, message: Any, model: type[M], **extra: Any
+    ) -> M:
+        """The request's agentapi value with callbacks added, or INVALID_ARGUMENT."""
+        try:
+            return from_proto(message, model, **extra)
+        except InvalidMessage as exc:
+            self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "", str(exc))
 
 
 class ProviderServicer(pb_grpc.ProviderServiceServicer):
@@ -392,6 +473,11 @@ class ProviderServicer(pb_grpc.ProviderServiceServicer):
 
     def Quota(self, request: Any, context: grpc.ServicerContext) -> pb.QuotaResponse:
         return self.s.call(context, self.s.quota)
+
+    def RunUtility(
+        self, request: pb.UtilityRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.UtilityUpdate]:
+        return self.s.run_utility(request, context)
 
 
 class ConversationServicer(pb_grpc.ConversationServiceServicer):

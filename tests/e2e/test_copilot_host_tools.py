@@ -166,7 +166,7 @@ async def test_host_tools_named_like_the_clis_own_fail_the_open(
 ) -> None:
     state = cli.home / "copilot-home" / "session-state"
     state.mkdir(parents=True, exist_ok=True)
-    before = {p.name for p in state.iterdir()}
+    before = {p.name for p in state.iterdir() if not p.name.startswith(".")}
     grep = HostTool(name="grep", description="the client's grep")
     with pytest.raises(HostToolClash) as info:
         await provider.open(
@@ -174,7 +174,9 @@ async def test_host_tools_named_like_the_clis_own_fail_the_open(
         )
     assert info.value.tools == ("grep",)
     assert "grep" in info.value.message
-    assert {p.name for p in state.iterdir()} == before, "the refused session was deleted"
+    assert {p.name for p in state.iterdir() if not p.name.startswith(".")} == before, (
+        "the refused session was deleted"
+    )
 
 
 async def test_reopening_by_id_registers_new_host_tools_and_keeps_the_transcript(
@@ -206,6 +208,47 @@ async def test_reopening_by_id_registers_new_host_tools_and_keeps_the_transcript
     first = models.chat_requests("ht-after")[0]
     assert "No tools yet." in json.dumps(first.messages)  # the earlier exchange is still there
     await reopened.close()
+
+
+async def test_a_utility_call_has_only_the_host_tools_and_a_replaced_system_message(
+    provider: CopilotProvider, models: ModelServer, cli: CliServer, tmp_path: Path
+) -> None:
+    from ahp_bridge.agentapi import UtilityRequest, UtilityRunner, UtilityUsage
+
+    assert isinstance(provider, UtilityRunner)
+    models.script(
+        "ht-utility", [ToolCall("usages", {"symbol": "u"}, "call_ht_5")], [Text("Two usages.")]
+    )
+    tools = Tools(lambda call: HostToolResult(text="u.py:1, v.py:2"))
+    seen: list[UtilityUsage] = []
+    state = cli.home / "copilot-home" / "session-state"
+    state.mkdir(parents=True, exist_ok=True)
+    before = {p.name for p in state.iterdir() if not p.name.startswith(".")}
+    reply = await provider.run_utility(
+        UtilityRequest(
+            model="fake-model",
+            workdir=str(tmp_path),
+            purpose="usages",
+            system="You count usages with the usages tool.",
+            prompt="ht-utility: how often is u used?",
+            tools=[USAGES],
+            call_tool=tools,
+            on_usage=seen.append,
+        )
+    )
+    assert reply == "Two usages."
+    [call] = tools.calls
+    assert call.task_id == "" and call.call_id == "call_ht_5"  # a utility call has no Task
+    first = models.chat_requests("ht-utility")[0]
+    assert first.tool_names == ["usages"]  # no provider tools
+    system = [m for m in first.messages if m["role"] == "system"]
+    assert system and "You count usages" in json.dumps(system)
+    [message] = tool_messages(models, "ht-utility")
+    assert message["content"] == "u.py:1, v.py:2"
+    assert seen and seen[-1].tokens
+    assert {p.name for p in state.iterdir() if not p.name.startswith(".")} == before, (
+        "the throwaway session was deleted"
+    )
 
 
 # -- through the bridge ------------------------------------------------------------------------

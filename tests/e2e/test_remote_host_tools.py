@@ -131,6 +131,20 @@ async def test_closing_fails_a_waiting_call_and_a_clash_crosses_with_its_names()
         assert "shell" in info.value.message
 
 
+async def test_a_utility_call_crosses_with_its_host_tool_calls() -> None:
+    async with remote_fake() as (remote, _):
+        assert isinstance(remote, agentapi.UtilityRunner)
+        tools = Tools(agentapi.HostToolResult(text="util.py:2"))
+        request = agentapi.UtilityRequest(
+            prompt="find usages", system="count usages", tools=[USAGES], call_tool=tools
+        )
+        assert await remote.run_utility(request) == "The client said: util.py:2"
+        [call] = tools.calls
+        assert call.task_id == "" and call.name == "usages"
+        with pytest.raises(agentapi.AgentAPIError, match="scripted failure"):
+            await remote.run_utility(agentapi.UtilityRequest(prompt="fail please"))
+
+
 # -- through a bridge --------------------------------------------------------------------------
 
 

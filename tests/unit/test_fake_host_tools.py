@@ -13,6 +13,7 @@ from ahp_bridge_fake.testing import EventLog
 
 from ahp_bridge.agentapi import (
     MAX_HOST_TOOL_ARGUMENTS,
+    AgentAPIError,
     Event,
     HostTool,
     HostToolCall,
@@ -23,6 +24,8 @@ from ahp_bridge.agentapi import (
     Prompt,
     ToolStatus,
     TurnState,
+    UtilityRequest,
+    UtilityRunner,
 )
 
 BIG = json.dumps({"q": "x" * MAX_HOST_TOOL_ARGUMENTS})
@@ -57,6 +60,18 @@ text = "shell"
 [[prompts.steps]]
 kind = "tool"
 name = "shell"
+
+[[prompts]]
+text = "ask"
+[[prompts.steps]]
+kind = "permission"
+title = "Run it?"
+[[prompts.steps.on.allow]]
+kind = "text"
+text = "allowed"
+[[prompts.steps.on.reject]]
+kind = "text"
+text = "rejected"
 """
 USAGES = HostTool(name="usages", description="Find usages", parameters={"type": "object"})
 
@@ -173,3 +188,17 @@ async def test_host_tools_named_like_the_scripts_own_tools_fail_the_open(
         await provider.open(OpenRequest(events=EventLog(), tools=[USAGES, shell]))
     assert info.value.tools == ("shell",)
     assert "shell" in info.value.message
+
+
+async def test_a_utility_call_uses_only_host_tools_and_rejects_permissions(
+    provider: FakeProvider,
+) -> None:
+    assert isinstance(provider, UtilityRunner)
+    tools = Tools(HostToolResult(text="util.py:9"))
+    request = UtilityRequest(prompt="call", tools=[USAGES], call_tool=tools, system="be brief")
+    assert await provider.run_utility(request) == "ok branch"
+    [call] = tools.calls
+    assert call.task_id == "" and call.name == "usages"  # a utility call belongs to no Task
+    assert await provider.run_utility(UtilityRequest(prompt="ask")) == "rejected"
+    with pytest.raises(AgentAPIError, match="no script rule matches"):
+        await provider.run_utility(UtilityRequest(prompt="unknown prompt"))

@@ -66,6 +66,8 @@ def _sample(annotation: Any, seed: int) -> Any:
             return f"text {seed} ✓"
         if annotation is bytes:
             return bytes([0, 255, seed % 256]) + b"\n"
+        if annotation is timedelta:  # Go time.Duration: whole nanoseconds cross
+            return timedelta(seconds=seed, microseconds=250)
         if annotation is datetime:
             return datetime(2026, 11, 29, 19, 0, seed % 60, 123456, tzinfo=PLUS_TWO)
     raise TypeError(f"no sample for {annotation!r}")

@@ -15,7 +15,7 @@ class InfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ProviderInfo(_message.Message):
-    __slots__ = ("name", "display_name", "capabilities", "history_reader", "history_pager", "titler", "subagent_pager", "quota_reporter")
+    __slots__ = ("name", "display_name", "capabilities", "history_reader", "history_pager", "titler", "subagent_pager", "quota_reporter", "utility_runner")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
@@ -24,6 +24,7 @@ class ProviderInfo(_message.Message):
     TITLER_FIELD_NUMBER: _ClassVar[int]
     SUBAGENT_PAGER_FIELD_NUMBER: _ClassVar[int]
     QUOTA_REPORTER_FIELD_NUMBER: _ClassVar[int]
+    UTILITY_RUNNER_FIELD_NUMBER: _ClassVar[int]
     name: str
     display_name: str
     capabilities: Capabilities
@@ -32,7 +33,8 @@ class ProviderInfo(_message.Message):
     titler: bool
     subagent_pager: bool
     quota_reporter: bool
-    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., history_reader: _Optional[bool] = ..., history_pager: _Optional[bool] = ..., titler: _Optional[bool] = ..., subagent_pager: _Optional[bool] = ..., quota_reporter: _Optional[bool] = ...) -> None: ...
+    utility_runner: bool
+    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., history_reader: _Optional[bool] = ..., history_pager: _Optional[bool] = ..., titler: _Optional[bool] = ..., subagent_pager: _Optional[bool] = ..., quota_reporter: _Optional[bool] = ..., utility_runner: _Optional[bool] = ...) -> None: ...
 
 class ModelsResponse(_message.Message):
     __slots__ = ("models",)
@@ -145,6 +147,46 @@ class UtilityUsage(_message.Message):
     credits: float
     tokens: _containers.RepeatedCompositeFieldContainer[TokenUsage]
     def __init__(self, input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., credits: _Optional[float] = ..., tokens: _Optional[_Iterable[_Union[TokenUsage, _Mapping]]] = ...) -> None: ...
+
+class UtilityRequest(_message.Message):
+    __slots__ = ("model", "workdir", "purpose", "system", "prompt", "attachments", "tools", "timeout", "response_schema")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    WORKDIR_FIELD_NUMBER: _ClassVar[int]
+    PURPOSE_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    ATTACHMENTS_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    workdir: str
+    purpose: str
+    system: str
+    prompt: str
+    attachments: _containers.RepeatedCompositeFieldContainer[Blob]
+    tools: _containers.RepeatedCompositeFieldContainer[HostTool]
+    timeout: int
+    response_schema: bytes
+    def __init__(self, model: _Optional[str] = ..., workdir: _Optional[str] = ..., purpose: _Optional[str] = ..., system: _Optional[str] = ..., prompt: _Optional[str] = ..., attachments: _Optional[_Iterable[_Union[Blob, _Mapping]]] = ..., tools: _Optional[_Iterable[_Union[HostTool, _Mapping]]] = ..., timeout: _Optional[int] = ..., response_schema: _Optional[bytes] = ...) -> None: ...
+
+class UtilityUpdate(_message.Message):
+    __slots__ = ("handle", "call", "done")
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    CALL_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    handle: str
+    call: HostToolRequest
+    done: UtilityResponse
+    def __init__(self, handle: _Optional[str] = ..., call: _Optional[_Union[HostToolRequest, _Mapping]] = ..., done: _Optional[_Union[UtilityResponse, _Mapping]] = ...) -> None: ...
+
+class UtilityResponse(_message.Message):
+    __slots__ = ("text", "usage")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    usage: UtilityUsage
+    def __init__(self, text: _Optional[str] = ..., usage: _Optional[_Union[UtilityUsage, _Mapping]] = ...) -> None: ...
 
 class TitleResponse(_message.Message):
     __slots__ = ("title", "usage")

@@ -88,6 +88,11 @@ class ProviderServiceStub:
                 request_serializer=google_dot_protobuf_dot_empty__pb2.Empty.SerializeToString,
                 response_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.QuotaResponse.FromString,
                 _registered_method=True)
+        self.RunUtility = channel.unary_stream(
+                '/agentapi.v1.ProviderService/RunUtility',
+                request_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.UtilityRequest.SerializeToString,
+                response_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.UtilityUpdate.FromString,
+                _registered_method=True)
 
 
 class ProviderServiceServicer:
@@ -168,6 +173,16 @@ class ProviderServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RunUtility(self, request, context):
+        """UtilityRunner (ProviderInfo.utility_runner; Capabilities.host_tools): one throwaway model
+        call whose only tools are request.tools. The stream carries the call's host tool calls
+        (answered with HostToolReturn under UtilityUpdate.handle) and ends with `done`; a failed
+        call ends it with a status and ErrorInfo. Cancelling the stream cancels the call.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ProviderServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -220,6 +235,11 @@ def add_ProviderServiceServicer_to_server(servicer, server):
                     servicer.Quota,
                     request_deserializer=google_dot_protobuf_dot_empty__pb2.Empty.FromString,
                     response_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.QuotaResponse.SerializeToString,
+            ),
+            'RunUtility': grpc.unary_stream_rpc_method_handler(
+                    servicer.RunUtility,
+                    request_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.UtilityRequest.FromString,
+                    response_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.UtilityUpdate.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -495,6 +515,33 @@ class ProviderService:
             '/agentapi.v1.ProviderService/Quota',
             google_dot_protobuf_dot_empty__pb2.Empty.SerializeToString,
             ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.QuotaResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RunUtility(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/agentapi.v1.ProviderService/RunUtility',
+            ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.UtilityRequest.SerializeToString,
+            ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.UtilityUpdate.FromString,
             options,
             channel_credentials,
             insecure,
