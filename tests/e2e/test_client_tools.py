@@ -395,6 +395,36 @@ async def test_malformed_and_oversized_arguments_never_reach_the_client(
     await flow.settled()
 
 
+async def test_the_host_refuses_oversized_arguments_a_provider_let_through(
+    start_bridge: StartBridge, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The contract makes adapters refuse them; the host does not rely on it."""
+    import ahp_bridge_fake.turns
+
+    monkeypatch.setattr(ahp_bridge_fake.turns, "MAX_HOST_TOOL_ARGUMENTS", 1 << 30)
+    size = agentapi.MAX_HOST_TOOL_ARGUMENTS + 1
+    arguments = json.dumps({"symbol": "x" * (size - len('{"symbol": ""}'))})
+    assert len(arguments) == size
+    extra = (
+        '\n[[conversations]]\nindex = 1\n[[conversations.prompts]]\ntext = "oversized"\n'
+        "[[conversations.prompts.steps]]\n"
+        f'kind = "host_tool"\nname = "usages"\narguments_json = {json.dumps(arguments)}\n'
+        'reply = "The call failed: {text}"\n'
+    )
+    settings.providers["fake"]["script"] = str(tool_script(tmp_path, extra))
+    bridge = await start_bridge(settings)
+    owner = await bridge.client("editor", versions=V1)
+    flow = ToolSession(owner)
+    await flow.open([USAGES])
+    turn = await flow.ended(await flow.start("oversized"))
+    assert text_of(turn) == (
+        f"The call failed: The arguments of the usages tool call are {size} bytes; a client "
+        f"tool takes at most {agentapi.MAX_HOST_TOOL_ARGUMENTS} bytes (MaxHostToolArguments)."
+    )
+    assert not any(a["type"] == "session/inputNeededSet" for a in owner.actions(flow.session))
+    await flow.settled()
+
+
 # -- which tools -------------------------------------------------------------------------------
 
 
