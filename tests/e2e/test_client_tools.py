@@ -535,3 +535,49 @@ async def test_a_provider_without_host_tools_gets_none_and_the_session_says_so(
     turn = await flow.ended(await flow.start("find usages"))
     assert text_of(turn) == "The client said: There is no tool named usages."
     await flow.settled()
+
+
+async def test_a_result_awaiting_confirmation_reaches_the_model_only_once_confirmed(
+    bridge: Bridge,
+) -> None:
+    owner = await bridge.client("editor", versions=V1)
+    flow = ToolSession(owner)
+    await flow.open([USAGES])
+    reviewer = await flow.join(await bridge.client("reviewer", versions=V1))
+    for approved, said in (
+        (False, "The user rejected the result of the usages tool call."),
+        (True, "main.py:1, app.py:7"),
+    ):
+        turn_id = await flow.start("find usages")
+        call_id = (await flow.execution())["toolCall"]["toolCallId"]
+        complete = {
+            "type": "chat/toolCallComplete",
+            "turnId": turn_id,
+            "toolCallId": call_id,
+            "result": RESULT,
+            "requiresResultConfirmation": True,
+        }
+        assert "rejectionReason" not in await owner.echo_of(
+            await owner.dispatch(flow.chat, complete)
+        )
+        await reviewer.wait_for(
+            lambda: (
+                (running := reviewer.states[flow.chat].get("activeTurn"))
+                and any(
+                    p["kind"] == "toolCall"
+                    and p["toolCall"]["status"] == "pending-result-confirmation"
+                    for p in running["responseParts"]
+                )
+            )
+        )
+        confirm = {
+            "type": "chat/toolCallResultConfirmed",
+            "turnId": turn_id,
+            "toolCallId": call_id,
+            "approved": approved,
+        }
+        echo = await reviewer.echo_of(await reviewer.dispatch(flow.chat, confirm))
+        assert "rejectionReason" not in echo
+        turn = await flow.ended(turn_id)
+        assert text_of(turn) == f"The client said: {said}"
+    await flow.settled()

@@ -164,9 +164,9 @@ class ClientTools:
         chat = self.chat
         if chat.sink is not None:
             chat.sink.flush()  # the call's own item and its turn come first
-        if call.call_id and call.call_id in self._results:
-            return self._results[call.call_id]
         tool_call_id = f"{call.agent_id}/{call.call_id}" if call.agent_id else call.call_id
+        if call.call_id and tool_call_id in self._results:
+            return self._results[tool_call_id]
         ongoing = self._calls.get(tool_call_id)
         if ongoing is not None:
             await ongoing.done.wait()
@@ -188,7 +188,7 @@ class ClientTools:
             )
         if problem is not None or owner is None:
             result = failed_result(problem or "", owner.display if owner else call.name)[0]
-            self._remember(call.call_id, result)
+            self._remember(call.call_id and tool_call_id, result)
             return result
         pending = _Call(tool_call_id, call, owner, chat.translator.active_turn_id)
         self._calls[tool_call_id] = pending
@@ -208,7 +208,7 @@ class ClientTools:
                 f"{self.limits.timeout:g} seconds (client_tools.timeout); the call failed.",
             )
         assert pending.result is not None
-        self._remember(call.call_id, pending.result)
+        self._remember(call.call_id and tool_call_id, pending.result)
         return pending.result
 
     def client_action(self, action: Mapping[str, Any]) -> None:
