@@ -42,6 +42,7 @@ from ahp_bridge.agentapi import (
 
 from .bridge import AsyncioThread
 from .history import rebuild_history
+from .host_tools import HostToolRunner
 from .mapping import APPROVE_ONCE, APPROVE_SESSION, EventMapper, todo_rows, usage_from_metrics
 from .sdk_errors import is_definite_rejection, plain_error
 
@@ -103,8 +104,11 @@ class CopilotConversation:
         loop: AsyncioThread,
         sink: EventSink,
         on_closed: Callable[[CopilotConversation], None],
+        *,
+        host_tools: HostToolRunner | None = None,
     ) -> None:
         self._loop = loop
+        self._host_tools = host_tools
         self._sink = sink
         self._on_closed = on_closed
         self._mapper = EventMapper()
@@ -133,6 +137,8 @@ class CopilotConversation:
             self._emit_all(self._mapper.map(data))
             etype = data.get("type")
             if etype == "session.idle" and not data.get("agentId"):
+                if self._host_tools is not None:  # the turn is over: so are its tool calls
+                    self._host_tools.cancel_all()
                 self._spawn(self._refresh_usage())
             elif etype == "session.todos_changed":
                 self._spawn(self._refresh_todos())
@@ -256,6 +262,8 @@ class CopilotConversation:
 
     def _finish_close(self) -> None:
         self._closed = True
+        if self._host_tools is not None:
+            self._host_tools.cancel_all()
         for fut in list(self._parked):
             if not fut.done():
                 fut.cancel()

@@ -26,6 +26,7 @@ from ahp_bridge.agentapi import (
     ContextSize,
     Conversation,
     ConversationNotFound,
+    HostToolClash,
     Media,
     Model,
     OpenRequest,
@@ -33,16 +34,22 @@ from ahp_bridge.agentapi import (
     SignedOut,
     TitleRequest,
     Unsupported,
+    UtilityRequest,
 )
 
 from .bridge import AsyncioThread
 from .client import close_pipes, make_client, process_of
 from .conversation import CopilotConversation, clean_title
+from .host_tools import HostToolRunner, clash_error, clash_names
 from .options import PROTOCOL_VERSION, CopilotOptions, find_cli
 from .sdk_errors import is_not_found, is_signed_out, plain_error
+from .throwaway import Throwaway, run_throwaway
 from .titler import run_title
 
 log = logging.getLogger(__name__)
+
+#: Seconds a utility call may take when its request sets no timeout.
+UTILITY_TIMEOUT = 300.0
 
 
 class CopilotProvider:
@@ -79,6 +86,7 @@ class CopilotProvider:
             history=True,
             titles=True,
             import_=True,
+            host_tools=True,
         )
 
     @property
@@ -267,11 +275,16 @@ class CopilotProvider:
 
     async def open(self, req: OpenRequest) -> Conversation:
         client = await self._ensure_client()
+        nursery = self._require_started()
         if req.events is None:
             raise ValueError("OpenRequest.events (the EventSink) is required")
         if req.agent:
             raise Unsupported("custom agents are not supported by this adapter yet")
-        conv = CopilotConversation(self._loop, req.events, self._forget)
+        runner = None
+        if req.tools:
+            token = trio.lowlevel.current_trio_token()
+            runner = HostToolRunner(req.tools, req.call_tool, req.session_id, token, nursery)
+        conv = CopilotConversation(self._loop, req.events, self._forget, host_tools=runner)
         opts = self._opts
         workdir = req.workdir or opts.workdir or None
         common: dict[str, Any] = {
@@ -288,12 +301,15 @@ class CopilotProvider:
             common["provider"] = provider_cfg
         if req.skill_directories:
             common["skill_directories"] = list(req.skill_directories)
+        if runner is not None:
+            common["tools"] = runner.sdk_tools()
 
         if req.conversation_id:
             conv_id = req.conversation_id
 
             async def go() -> Any:
                 session = await client.resume_session(conv_id, **common)
+                await _validate_tools(client, session, req, created=False)
                 conv.attach(session)
                 return session
 
@@ -313,6 +329,7 @@ class CopilotProvider:
 
             async def go() -> Any:
                 session = await client.create_session(**create)
+                await _validate_tools(client, session, req, created=True)
                 conv.attach(session)
                 return session
 
@@ -320,6 +337,9 @@ class CopilotProvider:
             self._conversations[id(conv)] = conv
         try:
             await self._loop.run(go())
+        except HostToolClash:
+            self._forget(conv)
+            raise
         except Exception as exc:
             self._forget(conv)
             if req.conversation_id and is_not_found(exc):
@@ -380,6 +400,36 @@ class CopilotProvider:
             req.on_usage(usage)
         return text
 
+    async def run_utility(self, req: UtilityRequest) -> str:
+        """agentapi UtilityRunner: one throwaway session whose system message is req.system and
+        whose only tools are req.tools (their calls have no task id); permissions are
+        rejected; the reply as it came. The session is deleted whatever the outcome."""
+        client = await self._ensure_client()
+        nursery = self._require_started()
+        token = trio.lowlevel.current_trio_token()
+        runner = HostToolRunner(req.tools, req.call_tool, "", token, nursery)
+        seconds = req.timeout.total_seconds()
+        job = Throwaway(
+            purpose=req.purpose or "utility",
+            system=req.system,
+            prompt=req.prompt,
+            model=req.model,
+            workdir=req.workdir,
+            images=list(req.attachments),
+            timeout=seconds if seconds > 0 else UTILITY_TIMEOUT,
+            tools=runner.sdk_tools(),
+            response_schema=req.response_schema,
+        )
+        try:
+            text, usage = await self._loop.run(
+                run_throwaway(client, self._opts, job), cancel_on_abort=True
+            )
+        finally:
+            runner.cancel_all()
+        if usage is not None and req.on_usage is not None:
+            req.on_usage(usage)
+        return text
+
     def _forget(self, conv: CopilotConversation) -> None:
         with self._conversations_lock:
             self._conversations.pop(id(conv), None)
@@ -387,6 +437,29 @@ class CopilotProvider:
     def _open_conversations(self) -> list[CopilotConversation]:
         with self._conversations_lock:
             return list(self._conversations.values())
+
+
+async def _validate_tools(client: Any, session: Any, req: OpenRequest, *, created: bool) -> None:
+    """Initialize the session's tools now, so host tools that clash fail the open.
+
+    The CLI names a clash only when it initializes the tools (else at the first turn, which
+    would fail). A refused session is detached, and deleted when this open created it.
+    """
+    if not req.tools:
+        return
+    try:
+        await session.rpc.tools.initialize_and_validate()
+    except Exception as exc:
+        with contextlib.suppress(Exception):
+            await session.disconnect()
+        if created:
+            with contextlib.suppress(Exception):
+                await client.delete_session(session.session_id)
+        names = clash_names(exc, req.tools)
+        message = plain_error("initialize the tools", exc)
+        if names:
+            raise clash_error(names, message) from None
+        raise AgentAPIError(message) from None
 
 
 def _no_result(request: Any, invocation: Any) -> Any:

@@ -24,6 +24,7 @@ from ahp_bridge.agentapi import (
     Answer,
     Attachment,
     Busy,
+    CallTool,
     Closed,
     Command,
     Event,
@@ -31,6 +32,7 @@ from ahp_bridge.agentapi import (
     EventSink,
     FileDiff,
     History,
+    HostTool,
     Interaction,
     InteractionGone,
     InteractionKind,
@@ -108,6 +110,11 @@ class FakeConversation:
         self.turn: ActiveTurn | None = None
         self.session_approvals: dict[str, str] = {}
         """Requests allowed for the session (key -> option id), until this handle closes."""
+        self.host_tools: dict[str, HostTool] = {}
+        """OpenRequest.tools by name: the host's tools a ``host_tool`` step may call."""
+        self.call_tool: CallTool | None = None
+        self.session_id = ""
+        """OpenRequest.session_id: the Task a host tool call belongs to."""
         self.source: TurnSource = provider.turn_source(self)
 
     # -- plumbing --------------------------------------------------------------------------

@@ -26,6 +26,8 @@ from ahp_bridge.agentapi import (
     ConversationNotFound,
     History,
     HistoryWindow,
+    HostTool,
+    HostToolClash,
     ItemNotFound,
     Model,
     OpenRequest,
@@ -35,6 +37,7 @@ from ahp_bridge.agentapi import (
     SubagentWindow,
     TitleRequest,
     Unsupported,
+    UtilityRequest,
     WindowRequest,
 )
 
@@ -42,12 +45,24 @@ from .conversation import FakeConversation, TurnSource
 from .script import Script
 from .transcript import Meta, Transcript
 from .turns import ScriptedTurns
+from .utility import run_utility
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def check_host_tools(tools: list[HostTool], own: frozenset[str]) -> None:
+    """Refuse host tools named like the script's own tools, or twice (HostToolClash)."""
+    names = [tool.name for tool in tools]
+    clashing = sorted({n for n in names if n in own} | {n for n in names if names.count(n) > 1})
+    if clashing:
+        raise HostToolClash(
+            f"host tools named like the fake script's own tools (or twice): {', '.join(clashing)}",
+            clashing,
+        )
 
 
 class FakeProvider:
@@ -133,6 +148,7 @@ class FakeProvider:
             context_size=True,
             usage=True,
             titles=True,
+            host_tools=True,
         )
 
     async def check(self) -> None:
@@ -169,6 +185,7 @@ class FakeProvider:
             raise AgentUnavailable(f"the fake provider has no custom agent {req.agent!r}")
         if req.assisted_approval_model:
             raise Unsupported("the fake provider has no assisted permission review")
+        check_host_tools(req.tools, self.script.tool_names())
         if req.conversation_id:
             transcript = self._find(req.conversation_id)
             previous = self._open.get(req.conversation_id)
@@ -191,6 +208,9 @@ class FakeProvider:
         self._opened += 1
         conversation = self._conversation_class(self, transcript, self._opened)
         conversation.attach(req.events)
+        conversation.host_tools = {tool.name: tool for tool in req.tools}
+        conversation.call_tool = req.call_tool
+        conversation.session_id = req.session_id
         if self.on_open is not None:
             self.on_open(conversation)
         self._open[transcript.meta.id] = conversation
@@ -262,6 +282,13 @@ class FakeProvider:
         await trio.lowlevel.checkpoint()
         first = next((line.strip() for line in req.text.splitlines() if line.strip()), "")
         return first[:60] if first else "New conversation"
+
+    async def run_utility(self, req: UtilityRequest) -> str:
+        """UtilityRunner: the rule matching req.prompt, in a throwaway conversation whose only
+        tools are req.tools; permissions are rejected, questions declined."""
+        if self._nursery is None:
+            raise Closed("the fake provider is not running (use `async with provider:`)")
+        return await run_utility(self, req)
 
     async def quota(self) -> list[Quota]:
         """QuotaReporter: the fake has no account, so one unlimited quota."""

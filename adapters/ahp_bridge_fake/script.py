@@ -56,6 +56,15 @@ Step kinds (``kind = ...``):
   max_length, min_items, max_items }``; ``source``. Both wait for the answer. Branches:
   ``on.reject``, ``on.cancel``, then ``on.<first answer of the first question>``, then
   ``on.answered``, then ``on.default``.
+- ``host_tool``: ``name`` *required* (a host tool of ``OpenRequest.tools``: a tool an AHP
+  client offers), ``title``, ``arguments`` (a table, the call's JSON object; default ``{}``),
+  ``arguments_json`` (the raw JSON text instead, to send what a table cannot, such as a
+  malformed or oversized call), ``call_id`` (default: a fresh id; repeat one to repeat a call),
+  ``reply`` (assistant text streamed after the result, ``{text}`` replaced by the result's
+  text). Emits the tool item running, calls the host's ``call_tool`` (unless the tool is not
+  registered, or the arguments exceed ``MAX_HOST_TOOL_ARGUMENTS``: the call then fails without
+  reaching the host), then the item completed or failed with the result's text. Branches:
+  ``on.ok``, ``on.failed``, ``on.missing`` (no such host tool), then ``on.default``.
 - ``subagent``: ``name`` *required*, ``id``, ``description``, ``model``, ``background``,
   ``status`` ("completed" or "failed"), ``error``, ``steps`` (nested steps the subagent runs,
   ``[[prompts.steps.steps]]``; their items carry its agent id).
@@ -73,6 +82,7 @@ the field, with 0-based indices: ``demo.toml:42: prompts[3].steps[1].kind: unkno
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from collections.abc import Mapping
@@ -126,6 +136,19 @@ class ToolStep(Step):
     duration: float = 0.0
     progress: str = ""
     file_edits: tuple[FileEditSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class HostToolStep(Step):
+    """A call of a host tool (a tool an AHP client runs), through OpenRequest.call_tool."""
+
+    name: str = ""
+    title: str = ""
+    arguments: str = "{}"
+    """The call's JSON arguments, as text."""
+    call_id: str = ""
+    reply: str = ""
+    on: Mapping[str, tuple[Step, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -292,6 +315,24 @@ class Script:
     prompts: tuple[PromptRule, ...] = ()
     conversations: tuple[ConversationRules, ...] = ()
 
+    def tool_names(self) -> frozenset[str]:
+        """The names of the script's own tools (tool steps, permission tools, ``task``)."""
+        names: set[str] = set()
+        rules = [*self.prompts, *(r for block in self.conversations for r in block.prompts)]
+        pending: list[Step] = [step for rule in rules for step in rule.steps]
+        while pending:
+            step = pending.pop()
+            if isinstance(step, ToolStep):
+                names.add(step.name)
+            elif isinstance(step, SubagentStep):
+                names.add("task")
+                pending.extend(step.steps)
+            if isinstance(step, PermissionStep) and step.tool is not None:
+                names.add(step.tool.name)
+            for branch in getattr(step, "on", {}).values():
+                pending.extend(branch)
+        return frozenset(names)
+
     def rule_for(
         self, text: str, order: int, *, title: str = "", workdir: str = "", index: int = 0
     ) -> PromptRule | None:
@@ -311,6 +352,7 @@ STEP_KINDS = (
     "text",
     "reasoning",
     "tool",
+    "host_tool",
     "permission",
     "question",
     "form",
@@ -601,6 +643,29 @@ class _Parser:
             duration=self.number(table, "duration", path, self.delay) or 0.0,
             progress=self.text(table, "progress", path),
             file_edits=tuple(edits),
+        )
+
+    def step_host_tool(self, kind: str, table: Mapping[str, Any], path: Path) -> Step:
+        keys = ("kind", "name", "title", "arguments", "arguments_json", "call_id", "reply", "on")
+        self.check_keys(table, path, keys)
+        if "arguments" in table and "arguments_json" in table:
+            raise self.fail((*path, "arguments_json"), "give arguments or arguments_json, not both")
+        arguments = "{}"
+        if "arguments" in table:
+            arguments = json.dumps(
+                self.table(table["arguments"], (*path, "arguments")), ensure_ascii=False
+            )
+        elif "arguments_json" in table:
+            arguments = self.text(table, "arguments_json", path)
+        allowed = {"ok", "failed", "missing", "default"}
+        return HostToolStep(
+            kind=kind,
+            name=self.text(table, "name", path, required=True),
+            title=self.text(table, "title", path),
+            arguments=arguments,
+            call_id=self.text(table, "call_id", path),
+            reply=self.text(table, "reply", path),
+            on=self.branches(table, path, allowed, "ok, failed, missing or default"),
         )
 
     def step_permission(self, kind: str, table: Mapping[str, Any], path: Path) -> Step:

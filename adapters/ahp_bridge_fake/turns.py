@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from ahp_bridge.agentapi import (
     ELICITATION_FORM,
+    MAX_HOST_TOOL_ARGUMENTS,
     Answer,
     Context,
     Delta,
@@ -13,6 +15,8 @@ from ahp_bridge.agentapi import (
     Event,
     EventKind,
     FileEdit,
+    HostToolCall,
+    HostToolResult,
     Interaction,
     InteractionKind,
     InteractionState,
@@ -35,6 +39,7 @@ from .conversation import ActiveTurn, FakeConversation, TurnEnded
 from .script import (
     ContextStep,
     FieldSpec,
+    HostToolStep,
     OptionSpec,
     PermissionStep,
     QuestionStep,
@@ -106,6 +111,8 @@ class _Player:
             await self.text(step, agent)
         elif isinstance(step, ToolStep):
             await self.tool(step, agent, self.c.next_id(self.turn, "t"))
+        elif isinstance(step, HostToolStep):
+            await self.host_tool(step, agent)
         elif isinstance(step, PermissionStep):
             await self.permission(step, agent)
         elif isinstance(step, QuestionStep):
@@ -221,6 +228,55 @@ class _Player:
                 agent_id=agent,
             )
         )
+
+    async def host_tool(self, step: HostToolStep, agent: str) -> None:
+        """Call a host tool as a model would: the tool item, call_tool, the item's end.
+
+        A tool the conversation was not opened with, or arguments beyond
+        MAX_HOST_TOOL_ARGUMENTS, fail the call without reaching the host.
+        """
+        item_id = step.call_id or self.c.next_id(self.turn, "h")
+        started = self.c.now()
+        running = ToolCall(
+            name=step.name, title=step.title, status=ToolStatus.RUNNING, input=step.arguments
+        )
+        self.item(Item(id=item_id, kind=ItemKind.TOOL, tool=running, time=started, agent_id=agent))
+        arguments = step.arguments.encode("utf-8")
+        call_tool = self.c.call_tool
+        outcome = "failed"
+        if step.name not in self.c.host_tools or call_tool is None:
+            result = HostToolResult(text=f"There is no tool named {step.name}.", failed=True)
+            outcome = "missing"
+        elif len(arguments) > MAX_HOST_TOOL_ARGUMENTS:
+            text = f"The call's arguments exceed {MAX_HOST_TOOL_ARGUMENTS} bytes."
+            result = HostToolResult(text=text, failed=True)
+        else:
+            call = HostToolCall(
+                name=step.name,
+                call_id=item_id,
+                task_id=self.c.session_id,
+                agent_id=agent,
+                arguments=_raw_arguments(arguments),
+            )
+            result = await call_tool(call)
+            outcome = "failed" if result.failed else "ok"
+        done = ToolCall(
+            name=step.name,
+            title=step.title,
+            status=ToolStatus.FAILED if result.failed else ToolStatus.COMPLETED,
+            input=step.arguments,
+            output=result.text,
+        )
+        ended = self.c.now()
+        item = Item(
+            id=item_id, kind=ItemKind.TOOL, tool=done, time=started, ended_at=ended, agent_id=agent
+        )
+        self.item(item)
+        self.tool_calls[agent] = self.tool_calls.get(agent, 0) + 1
+        if step.reply:
+            reply = step.reply.replace("{text}", result.text)
+            await self.text(TextStep(kind="text", text=reply, chunk_size=max(1, len(reply))), agent)
+        await self.branch(step.on, (outcome, "default"), agent)
 
     async def permission(self, step: PermissionStep, agent: str) -> None:
         """Ask, unless an earlier allow-for-session answer covers this request.
@@ -380,6 +436,15 @@ class _Player:
             )
         )
         self.tool_calls[agent] = self.tool_calls.get(agent, 0) + 1
+
+
+def _raw_arguments(arguments: bytes) -> bytes:
+    """The model's arguments as RawJSON: malformed JSON travels as a JSON string of its text."""
+    try:
+        json.loads(arguments or b"{}")
+    except ValueError:
+        return json.dumps(arguments.decode("utf-8", errors="replace")).encode()
+    return arguments
 
 
 def _question_keys(answer: Answer) -> tuple[str, ...]:

@@ -27,6 +27,7 @@ from ._gen.agentapi.v1 import agentapi_pb2 as pb
 from ._gen.agentapi.v1 import agentapi_pb2_grpc as pb_grpc
 from .conversation import RemoteConversation
 from .convert import from_proto, to_proto
+from .host_calls import HostCallRunner
 
 EMPTY = empty_pb2.Empty()
 
@@ -208,6 +209,8 @@ class RemoteProvider:
         self._conversations.add(conversation)
         with trio.CancelScope(shield=True):  # opened: never leave it without its stream
             await nursery.start(conversation._pump_task)
+            if req.tools and req.call_tool is not None:
+                await nursery.start(conversation._host_pump_task, req.call_tool)
         return conversation
 
     async def shutdown(self, *, stop_remote: bool | None = None) -> None:
@@ -266,12 +269,63 @@ class _QuotaReporter(RemoteProvider):
         return [from_proto(q, agentapi.Quota) for q in reply.quotas]
 
 
+class _UtilityRunner(RemoteProvider):
+    """agentapi.UtilityRunner, mixed in when the served provider is one."""
+
+    async def run_utility(self, req: agentapi.UtilityRequest) -> str:
+        self._started()
+        await self._ready("run_utility")
+        stream = self._provider.RunUtility(to_proto(req), metadata=self._metadata)
+        handle: list[str] = []
+
+        async def reply(call_id: int, result: agentapi.HostToolResult) -> None:
+            message = pb.HostToolReply(handle=handle[0], id=call_id, result=to_proto(result))
+            with contextlib.suppress(errors.RemoteError, agentapi.AgentAPIError):
+                await self._call(self._conv.HostToolReturn, message, "host tool result")
+
+        token = trio.lowlevel.current_trio_token()
+        async with trio.open_nursery() as nursery:
+            runner = HostCallRunner(req.call_tool or _no_host_tools, reply, nursery)
+
+            def pump() -> Any:
+                for update in stream:
+                    if update.HasField("done"):
+                        return update.done
+                    handle[:] = [update.handle]
+                    trio.from_thread.run_sync(runner.receive, update.call, trio_token=token)
+                return None
+
+            failure: Exception | None = None
+            done = None
+            try:
+                done = await trio.to_thread.run_sync(
+                    pump, abandon_on_cancel=True, limiter=self._stream_limiter
+                )
+            except grpc.RpcError as exc:
+                failure = errors.from_rpc_error(exc, where="run_utility")
+            finally:
+                stream.cancel()
+                runner.cancel_all()
+        if failure is not None:  # raised out here, not as the nursery's exception group
+            raise failure
+        if done is None:
+            raise errors.RemoteError("run_utility: the provider server sent no reply")
+        if done.HasField("usage") and req.on_usage is not None:
+            req.on_usage(from_proto(done.usage, agentapi.UtilityUsage))
+        return str(done.text)
+
+
+async def _no_host_tools(call: agentapi.HostToolCall) -> agentapi.HostToolResult:
+    return agentapi.HostToolResult(text="This call runs no host tools.", failed=True)
+
+
 _MIXINS = (
     ("history_reader", _HistoryReader),
     ("history_pager", _HistoryPager),
     ("titler", _Titler),
     ("subagent_pager", _SubagentPager),
     ("quota_reporter", _QuotaReporter),
+    ("utility_runner", _UtilityRunner),
 )
 
 
@@ -298,7 +352,6 @@ UNFORWARDED_CAPABILITIES = frozenset(
         "usage_metrics",
         "aside",
         "import_",
-        "host_tools",
         "account",
         "device_sign_in",
         "mcp",

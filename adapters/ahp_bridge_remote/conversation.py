@@ -3,7 +3,9 @@
 Its Events stream is drained by one worker thread that emits straight into the EventSink
 (safe from any thread). A stream that ends other than by Close becomes exactly one
 EventExit, and the conversation is closed: calls then raise Closed. Transport failures of a
-call become Closed, or SubmissionUncertain for calls that submit a prompt.
+call become Closed, or SubmissionUncertain for calls that submit a prompt. Opened with host
+tools, it also drains its HostToolCalls stream on a second worker thread, running each call
+with the host's call_tool (host_calls.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ahp_bridge import agentapi
 from . import errors
 from ._gen.agentapi.v1 import agentapi_pb2 as pb
 from .convert import ConversionError, InvalidMessage, from_proto, to_proto
+from .host_calls import HostCallRunner
 
 if TYPE_CHECKING:
     from .client import RemoteProvider
@@ -39,6 +42,7 @@ class RemoteConversation:
         self._id = conversation_id
         self._sink: agentapi.EventSink = sink
         self._call_obj: Any = None
+        self._host_call: Any = None
         self._closing = False  # Close was called: the stream's end is expected
         self._gone = False  # an exit was delivered or the stream died
         self._pump_done = trio.Event()
@@ -113,6 +117,50 @@ class RemoteConversation:
             self._sink.emit(event)
         except Exception as exc:  # the host's sink broke its contract; keep the stream going
             log.error("event sink failed on a %s event: %s", event.kind.value, type(exc).__name__)
+
+    # -- host tool calls -----------------------------------------------------------------
+
+    async def _host_pump_task(
+        self,
+        call_tool: agentapi.CallTool,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        call = self._p._conv.HostToolCalls(self._ref, metadata=self._p._metadata)
+        self._host_call = call
+        token = trio.lowlevel.current_trio_token()
+        async with trio.open_nursery() as nursery:
+            runner = HostCallRunner(call_tool, self._host_reply, nursery)
+            task_status.started()
+            try:
+                await trio.to_thread.run_sync(
+                    self._host_pump,
+                    call,
+                    runner,
+                    token,
+                    abandon_on_cancel=True,
+                    limiter=self._p._stream_limiter,
+                )
+            finally:
+                call.cancel()
+                runner.cancel_all()
+
+    def _host_pump(self, call: Any, runner: HostCallRunner, token: trio.lowlevel.TrioToken) -> None:
+        """Worker thread: hand each host tool request to the runner on the trio thread."""
+        try:
+            for request in call:
+                trio.from_thread.run_sync(runner.receive, request, trio_token=token)
+        except grpc.RpcError as exc:
+            if not (self._gone or self._closing) and exc.code() != grpc.StatusCode.CANCELLED:
+                log.warning("host tool call stream ended: %s", exc.code().name)
+        except trio.RunFinishedError:
+            return
+
+    async def _host_reply(self, call_id: int, result: agentapi.HostToolResult) -> None:
+        reply = pb.HostToolReply(handle=self._handle, id=call_id, result=to_proto(result))
+        try:
+            await self._p._call(self._p._conv.HostToolReturn, reply, "host tool result")
+        except (errors.RemoteError, agentapi.AgentAPIError) as exc:
+            log.info("host tool result not delivered: %s", type(exc).__name__)
 
     # -- calls ---------------------------------------------------------------------------
 
@@ -204,6 +252,8 @@ class RemoteConversation:
         finally:
             if not closed and self._call_obj is not None:
                 self._call_obj.cancel()
+            if self._host_call is not None:
+                self._host_call.cancel()
             await self._pump_done.wait()
 
 

@@ -5,14 +5,16 @@ every type both ways instead of some fifty hand-written pairs that would drift. 
 each (model, message) pair is built once from the pydantic fields and the proto descriptor,
 and it fails loudly when the two disagree: a contract field the .proto lacks is a bug, never
 silently dropped data. Go's callbacks (OpenRequest.events, ...) are the only fields skipped.
+A free-form JSON object (``HostTool.parameters``, a ``dict``) travels as JSON text in bytes.
 """
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from functools import cache
 from typing import Any, TypeVar
@@ -30,11 +32,12 @@ M = TypeVar("M", bound=BaseModel)
 _RENAMES: dict[str, str] = {"import_": "import"}
 # Contract fields that cannot cross a process boundary (callables), per model name.
 CALLBACK_FIELDS: dict[str, frozenset[str]] = {
-    "OpenRequest": frozenset({"events", "validate_file", "hooks", "tools", "call_tool"}),
+    "OpenRequest": frozenset({"events", "validate_file", "hooks", "call_tool"}),
     "TitleRequest": frozenset({"on_usage"}),
+    "UtilityRequest": frozenset({"call_tool", "on_usage"}),
 }
 
-_SCALAR, _ENUMSTR, _TIME, _MESSAGE, _LISTS = range(5)
+_SCALAR, _ENUMSTR, _TIME, _MESSAGE, _LISTS, _JSON, _DURATION = range(7)
 
 
 class ConversionError(TypeError):
@@ -65,6 +68,14 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
         if found is not None:
             return found
     return None
+
+
+def _is_dict(annotation: Any) -> bool:
+    """``dict[...]``, also ``dict[...] | None``."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_dict(a) for a in typing.get_args(annotation))
+    return annotation is dict or origin is dict
 
 
 def _is_nested_list(annotation: Any) -> bool:
@@ -98,6 +109,10 @@ def _plan(model: type[BaseModel], descriptor: Descriptor) -> tuple[_Step, ...]:
             if not _is_nested_list(info.annotation):
                 raise ConversionError(f"{model.__name__}.{attr} is not a list of lists")
             kind = _LISTS
+        elif fd.type == fd.TYPE_BYTES and _is_dict(info.annotation):
+            kind = _JSON
+        elif fd.type == fd.TYPE_INT64 and info.annotation is timedelta:
+            kind = _DURATION
         elif fd.message_type is not None:
             kind = _MESSAGE
             sub = _model_in(info.annotation)
@@ -137,6 +152,10 @@ def _fill(message: Message, obj: BaseModel) -> Message:
                 getattr(message, step.field).SetInParent()
         elif step.kind == _TIME:
             getattr(message, step.field).FromDatetime(value)
+        elif step.kind == _JSON:
+            setattr(message, step.field, json.dumps(value, separators=(",", ":")).encode())
+        elif step.kind == _DURATION:
+            setattr(message, step.field, value // timedelta(microseconds=1) * 1000)
         else:  # _LISTS
             target = getattr(message, step.field)
             for values in value:
@@ -194,6 +213,16 @@ def _read_step(message: Message, step: _Step, data: dict[str, Any]) -> None:
     elif step.kind == _TIME:
         if message.HasField(step.field):
             data[step.attr] = _timestamp_out(getattr(message, step.field))
+    elif step.kind == _JSON:
+        raw = getattr(message, step.field)
+        if not raw:
+            return  # none: the model's default
+        try:
+            data[step.attr] = json.loads(raw)
+        except ValueError:
+            raise InvalidMessage(f"{step.attr}: not JSON text") from None
+    elif step.kind == _DURATION:
+        data[step.attr] = timedelta(microseconds=getattr(message, step.field) / 1000)
     else:  # _LISTS
         data[step.attr] = [list(v.values) for v in getattr(message, step.field)]
 

@@ -65,9 +65,11 @@ def status_for(error: agentapi.AgentAPIError) -> grpc.StatusCode:
     return grpc.StatusCode.FAILED_PRECONDITION
 
 
-def error_trailer(reason: str, message: str) -> tuple[tuple[str, bytes], ...]:
-    """Trailing metadata carrying ErrorInfo."""
-    info = pb.ErrorInfo(reason=reason, message=message)
+def error_trailer(
+    reason: str, message: str, host_tools: tuple[str, ...] = ()
+) -> tuple[tuple[str, bytes], ...]:
+    """Trailing metadata carrying ErrorInfo (with the clashing tools of a HostToolClash)."""
+    info = pb.ErrorInfo(reason=reason, message=message, host_tools=list(host_tools))
     return ((ERROR_METADATA_KEY, info.SerializeToString()),)
 
 
@@ -87,6 +89,8 @@ def from_rpc_error(error: grpc.RpcError, *, where: str) -> Exception:
     info = error_info(error)
     code = error.code() if callable(getattr(error, "code", None)) else grpc.StatusCode.UNKNOWN
     details = error.details() if callable(getattr(error, "details", None)) else ""
+    if info is not None and info.reason == agentapi.HostToolClash.reason:
+        return agentapi.HostToolClash(info.message, list(info.host_tools))
     if info is not None and info.reason:
         return agentapi.error_for_reason(info.reason, info.message)
     if info is not None:

@@ -17,6 +17,8 @@ import trio
 
 from ahp_bridge import agentapi
 
+from .host_calls import ServedHostCalls
+
 
 class Served:
     """One open conversation: the EventSink given at Open and the queue its stream drains."""
@@ -32,6 +34,8 @@ class Served:
         self.attached = False
         self.attached_event = trio.Event()
         self.dropped = False  # scheduled for (or done with) closing on the server side
+        self.host_calls: ServedHostCalls | None = None
+        """The conversation's host tool calls, when it was opened with host tools."""
 
     def emit(self, event: agentapi.Event) -> None:
         """EventSink.emit: never blocks (a short lock), safe from any thread."""

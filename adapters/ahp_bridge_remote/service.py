@@ -3,7 +3,8 @@
 Unary calls hop in with ``trio.from_thread.run(..., trio_token=...)`` inside a cancel scope
 that the RPC's termination callback cancels, so a client that cancels a call cancels the
 provider call. Failures leave as a status plus ErrorInfo (see errors.py). Event streams
-drain a Served queue on their own thread (served.py).
+drain a Served queue on their own thread (served.py); host tool call streams drain a
+ServedHostCalls queue the same way (host_calls.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from . import errors
 from ._gen.agentapi.v1 import agentapi_pb2 as pb
 from ._gen.agentapi.v1 import agentapi_pb2_grpc as pb_grpc
 from .convert import InvalidMessage, from_proto, to_proto
+from .host_calls import ServedHostCalls
 from .served import Served
 
 log = logging.getLogger(__name__)
@@ -89,6 +91,8 @@ class Service:
         self.token = token
         self.event_buffer = event_buffer
         self.served: dict[str, Served] = {}
+        #: Host tool calls of the utility calls running, by their handle (trio thread).
+        self.utilities: dict[str, ServedHostCalls] = {}
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -103,13 +107,20 @@ class Service:
             _fail(context, grpc.StatusCode.UNAVAILABLE, "the provider server is shutting down")
         except _CallCancelledError:
             _fail(context, grpc.StatusCode.CANCELLED, "call cancelled")
-        except InvalidMessage as exc:
-            self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "", str(exc))
-        except agentapi.AgentAPIError as exc:
-            self._abort(context, errors.status_for(exc), exc.reason, str(exc))
         except Exception as exc:
-            log.warning("provider call failed: %s", type(exc).__name__)
-            self._abort(context, grpc.StatusCode.UNKNOWN, "", str(exc) or type(exc).__name__)
+            self.fail_with(context, exc)
+
+    def fail_with(self, context: grpc.ServicerContext, exc: Exception) -> NoReturn:
+        """End the RPC with the status and ErrorInfo of the provider's failure ``exc``."""
+        if isinstance(exc, InvalidMessage):
+            self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "", str(exc))
+        if isinstance(exc, agentapi.HostToolClash):
+            context.set_trailing_metadata(errors.error_trailer(exc.reason, str(exc), exc.tools))
+            _fail(context, errors.status_for(exc), str(exc))
+        if isinstance(exc, agentapi.AgentAPIError):
+            self._abort(context, errors.status_for(exc), exc.reason, str(exc))
+        log.warning("provider call failed: %s", type(exc).__name__)
+        self._abort(context, grpc.StatusCode.UNKNOWN, "", str(exc) or type(exc).__name__)
 
     @staticmethod
     def _abort(
@@ -147,9 +158,16 @@ class Service:
             served.dropped = True
             self.nursery.start_soon(self._close, served)
 
+    @staticmethod
+    def _end(served: Served) -> None:
+        """No more events; host tool calls still waiting fail (trio thread)."""
+        served.end()
+        if served.host_calls is not None:
+            served.host_calls.end()
+
     async def _close(self, served: Served) -> None:
         self.served.pop(served.handle, None)
-        served.end()
+        self._end(served)
         if served.conversation is not None:
             try:
                 await served.conversation.close()
@@ -167,7 +185,7 @@ class Service:
 
     def info(self) -> pb.ProviderInfo:
         p = self.provider
-        caps = p.capabilities().model_copy(update={"host_tools": False})
+        caps = p.capabilities()
         return pb.ProviderInfo(
             name=p.name(),
             display_name=p.display_name(),
@@ -177,6 +195,7 @@ class Service:
             titler=isinstance(p, agentapi.Titler),
             subagent_pager=isinstance(p, agentapi.SubagentPager),
             quota_reporter=isinstance(p, agentapi.QuotaReporter),
+            utility_runner=isinstance(p, agentapi.UtilityRunner),
         )
 
     async def open(self, request: pb.OpenRequest) -> pb.OpenResponse:
@@ -187,7 +206,11 @@ class Service:
                 f"the provider server already holds {self.max_conversations} open conversations"
             )
         served = Served(secrets.token_urlsafe(12), self.event_buffer)
-        req = from_proto(request, agentapi.OpenRequest, events=served)
+        extra: dict[str, Any] = {"events": served}
+        if request.tools:
+            served.host_calls = ServedHostCalls(self.event_buffer)
+            extra["call_tool"] = served.host_calls.call_tool
+        req = from_proto(request, agentapi.OpenRequest, **extra)
         conversation = await self.provider.open(req)
         served.conversation = conversation
         self.served[served.handle] = served
@@ -198,7 +221,7 @@ class Service:
         for served in list(self.served.values()):
             served.dropped = True
             self.served.pop(served.handle, None)
-            served.end()
+            self._end(served)
         await self.provider.shutdown()
 
     async def read_history(self, request: pb.ReadRequest) -> pb.History:
@@ -294,7 +317,117 @@ class Service:
         try:
             await served.conversation.close()
         finally:
-            served.end()
+            self._end(served)
+
+    def host_tool_calls(
+        self, request: pb.ConversationRef, context: grpc.ServicerContext
+    ) -> Iterator[pb.HostToolRequest]:
+        served = self.served.get(request.handle)
+        if served is None or served.dropped:
+            self._abort(
+                context, grpc.StatusCode.FAILED_PRECONDITION, agentapi.Closed.reason, "closed"
+            )
+        calls = served.host_calls
+        if calls is None:
+            self._abort(
+                context, grpc.StatusCode.FAILED_PRECONDITION, "", "opened without host tools"
+            )
+        if not calls.attach():
+            self._abort(
+                context,
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "",
+                "host tool calls already subscribed",
+            )
+        context.add_callback(calls.wake)
+        while True:
+            batch, ended = calls.take(context.is_active)
+            if not context.is_active():
+                return
+            yield from batch
+            if ended:
+                return
+
+    async def host_tool_return(self, request: pb.HostToolReply) -> None:
+        served = self.served.get(request.handle)
+        calls = served.host_calls if served is not None else self.utilities.get(request.handle)
+        if calls is None:
+            return  # closed or finished meanwhile: nothing waits for it any more
+        calls.answer(request.id, from_proto(request.result, agentapi.HostToolResult))
+
+    def run_utility(
+        self, request: pb.UtilityRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.UtilityUpdate]:
+        """UtilityRunner over a stream: host tool calls while it runs, then the reply."""
+        provider = self.provider
+        if not isinstance(provider, agentapi.UtilityRunner):
+            self._abort(
+                context,
+                grpc.StatusCode.UNIMPLEMENTED,
+                agentapi.Unsupported.reason,
+                "the provider runs no utility calls",
+            )
+        handle = secrets.token_urlsafe(12)
+        calls = ServedHostCalls(
+            self.event_buffer, wrap=lambda call: pb.UtilityUpdate(handle=handle, call=call)
+        )
+        usage: list[agentapi.UtilityUsage] = []
+        req = self.decode_with(
+            context,
+            request,
+            agentapi.UtilityRequest,
+            call_tool=calls.call_tool,
+            on_usage=usage.append,
+        )
+        scope = trio.CancelScope()
+        failure: list[Exception] = []
+
+        async def run() -> None:
+            try:
+                with scope:
+                    text = await provider.run_utility(req)
+                    done = pb.UtilityResponse(text=text)
+                    if usage:
+                        done.usage.CopyFrom(to_proto(usage[-1]))
+                    calls.finish(pb.UtilityUpdate(handle=handle, done=done))
+            except Exception as exc:
+                failure.append(exc)
+            finally:
+                calls.end()
+                self.utilities.pop(handle, None)
+
+        def start() -> None:
+            self.utilities[handle] = calls
+            self.nursery.start_soon(run)
+
+        try:
+            trio.from_thread.run_sync(start, trio_token=self.token)
+        except trio.RunFinishedError:
+            _fail(context, grpc.StatusCode.UNAVAILABLE, "the provider server is shutting down")
+        context.add_callback(lambda: self._cancel_soon(scope))
+        context.add_callback(calls.wake)
+        while True:
+            batch, ended = calls.take(context.is_active)
+            if not context.is_active():
+                return
+            yield from batch
+            if ended:
+                break
+        if failure:
+            self.fail_with(context, failure[0])
+
+    def _cancel_soon(self, scope: trio.CancelScope) -> None:
+        with contextlib.suppress(trio.RunFinishedError):
+            self.token.run_sync_soon(scope.cancel)
+
+    def decode_with(
+        self, context: grpc.ServicerContext, message: Any, model: type[M], **extra: Any
+    ) -> M:
+        """The request's agentapi value with callbacks added, or INVALID_ARGUMENT."""
+        try:
+            return from_proto(message, model, **extra)
+        except InvalidMessage as exc:
+            self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "", str(exc))
 
 
 class ProviderServicer(pb_grpc.ProviderServiceServicer):
@@ -340,6 +473,11 @@ class ProviderServicer(pb_grpc.ProviderServiceServicer):
 
     def Quota(self, request: Any, context: grpc.ServicerContext) -> pb.QuotaResponse:
         return self.s.call(context, self.s.quota)
+
+    def RunUtility(
+        self, request: pb.UtilityRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.UtilityUpdate]:
+        return self.s.run_utility(request, context)
 
 
 class ConversationServicer(pb_grpc.ConversationServiceServicer):
@@ -416,4 +554,13 @@ class ConversationServicer(pb_grpc.ConversationServiceServicer):
 
     def Close(self, request: pb.ConversationRef, context: grpc.ServicerContext) -> Any:
         self.s.call(context, self.s.close, request.handle)
+        return EMPTY
+
+    def HostToolCalls(
+        self, request: pb.ConversationRef, context: grpc.ServicerContext
+    ) -> Iterator[pb.HostToolRequest]:
+        return self.s.host_tool_calls(request, context)
+
+    def HostToolReturn(self, request: pb.HostToolReply, context: grpc.ServicerContext) -> Any:
+        self.s.call(context, self.s.host_tool_return, request)
         return EMPTY

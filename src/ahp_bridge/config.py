@@ -61,6 +61,20 @@ class BridgeSettings(BaseModel):
     retention_days: int = Field(0, ge=0)
 
 
+class ClientToolSettings(BaseModel):
+    """Tools an active client runs for the agent (VS Code's `usages`, `rename`, ...): the
+    provider's host tools, each call completed by that client."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: Seconds the bridge waits for the client to complete one call before it fails the call.
+    timeout: float = Field(300.0, gt=0)
+    #: Bytes of a client's result the model is given (UTF-8); the rest is cut, and that is said.
+    max_result_bytes: int = Field(256 * 1024, ge=1024)
+    #: Client tools one conversation registers; further ones are refused with that reason.
+    max_tools: int = Field(128, ge=1)
+
+
 class WorkspaceSettings(BaseModel):
     """What clients may do with the files of the sessions' working directories (resource*,
     createResourceWatch, `@` mentions in completions). Reading is confined to the working
@@ -97,6 +111,7 @@ class Settings(BaseSettings):
     log: LogSettings = Field(default_factory=LogSettings)
     bridge: BridgeSettings = Field(default_factory=BridgeSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
+    client_tools: ClientToolSettings = Field(default_factory=ClientToolSettings)
     #: Per-provider options, passed as they are to the provider's `create_provider`.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

@@ -36,6 +36,7 @@ PROMPTS = Prompts(
     long="conformance long",
     permission="conformance permission",
     question="conformance question",
+    host_tool="conformance host tool",
 )
 
 
@@ -53,6 +54,11 @@ def models() -> Iterator[ModelServer]:
             "conformance permission",
             [ToolCall("bash", {"command": "echo conformance", "description": "Echo"})],
             [Text("done")],
+        )
+        srv.script(
+            "conformance host tool",
+            [ToolCall("ahp_conformance_echo", {"text": "conformance"})],
+            [Text("echoed")],
         )
         srv.script(
             "conformance question",

@@ -3,7 +3,8 @@
 The conformance suite's own tests run it clean (every check passes) and with one fault
 at a time (exactly that fault's check fails), which proves each check can fail. Prompts
 pick the behaviour: "answer" streams a short answer, "long" runs until cancelled,
-"permission" and "question" wait for an answer; anything else answers "ok".
+"permission" and "question" wait for an answer, "host tool" calls the host tool it was opened
+with; anything else answers "ok".
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import trio
 from ahp_bridge.agentapi import (
     Answer,
     Busy,
+    CallTool,
     Capabilities,
     Closed,
     Command,
@@ -30,6 +32,8 @@ from ahp_bridge.agentapi import (
     EventSink,
     FileDiff,
     History,
+    HostTool,
+    HostToolCall,
     Interaction,
     InteractionGone,
     InteractionKind,
@@ -49,6 +53,7 @@ from ahp_bridge.agentapi import (
     Turn,
     TurnState,
     Unsupported,
+    UtilityRequest,
 )
 
 PROMPTS = {
@@ -57,6 +62,7 @@ PROMPTS = {
     "permission": "permission",
     "question": "question",
     "exit": "exit",
+    "host_tool": "host tool",
 }
 
 
@@ -90,6 +96,8 @@ class Faults:
     steer_dropped: bool = False  # cap_steer: an unused steer ends without a notice
     run_command_unsupported_lie: bool = False  # cap_commands: no commands, run_command runs
     subagent_accepts_unknown: bool = False  # cap_subagents: cancel_subagent of nobody succeeds
+    host_call_wrong_id: bool = False  # cap_host_tools: the call's id names no tool item
+    utility_task_id: bool = False  # host_tools_utility: a utility's call claims a Task
 
 
 @dataclass
@@ -152,6 +160,7 @@ class ToyProvider:
             session_diff=on and not self.faults.diff_unadvertised,
             history=on,
             titles=on,
+            host_tools=on,
         )
 
     async def check(self) -> None:
@@ -179,8 +188,19 @@ class ToyProvider:
             self._records[conversation_id] = []
         assert req.events is not None
         conv = ToyConversation(self, conversation_id, req.events, self._records[conversation_id])
+        conv.tools, conv.call_tool, conv.task_id = list(req.tools), req.call_tool, req.session_id
         self._open.append(conv)
         return conv
+
+    async def run_utility(self, req: UtilityRequest) -> str:
+        """A utility call: one host tool call if the prompt asks for it, then the reply."""
+        await trio.lowlevel.checkpoint()
+        if req.prompt == PROMPTS["host_tool"] and req.tools and req.call_tool is not None:
+            task = "toy-task" if self.faults.utility_task_id else ""
+            call = HostToolCall(name=req.tools[0].name, call_id="u1", task_id=task, arguments=b"{}")
+            result = await req.call_tool(call)
+            return f"the tool said {result.text}"
+        return "ok"
 
     async def read_history(self, req: ReadRequest) -> History:
         await trio.lowlevel.checkpoint()
@@ -226,6 +246,9 @@ class ToyConversation:
         self._exited = False
         self._seq = itertools.count(1)
         self._finished: set[str] = set()
+        self.tools: list[HostTool] = []
+        self.call_tool: CallTool | None = None
+        self.task_id = ""
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -358,6 +381,18 @@ class ToyConversation:
             await self._emit(Event(kind=EventKind.EXIT, error="the toy runtime exited"))
         elif text in (PROMPTS["permission"], PROMPTS["question"]):
             await self._ask(turn, text, n)
+        elif text == PROMPTS["host_tool"] and self.tools and self.call_tool is not None:
+            tool = self.tools[0]
+            running = ToolCall(name=tool.name, status=ToolStatus.RUNNING)
+            await self._item(Item(id=f"h{n}", kind=ItemKind.TOOL, tool=running))
+            call_id = f"x{n}" if self._faults.host_call_wrong_id else f"h{n}"
+            call = HostToolCall(
+                name=tool.name, call_id=call_id, task_id=self.task_id, arguments=b'{"text":"toy"}'
+            )
+            result = await self.call_tool(call)
+            done = ToolCall(name=tool.name, status=ToolStatus.COMPLETED, output=result.text)
+            await self._item(Item(id=f"h{n}", kind=ItemKind.TOOL, tool=done))
+            await self._item(Item(id=f"a{n}", kind=ItemKind.ASSISTANT, text=result.text))
         else:
             await self._item(Item(id=f"a{n}", kind=ItemKind.ASSISTANT, text="ok"))
 

@@ -44,7 +44,7 @@ async def test_calls_results_and_sentinel_errors_cross_the_wire() -> None:
         assert remote.display_name() == "Controlled test provider"
         caps = remote.capabilities()
         assert caps.cancel and caps.session_diff
-        assert not caps.host_tools  # host tools are callbacks: they cannot cross
+        assert caps.host_tools  # host tools cross (HostToolCalls / HostToolReturn)
         with pytest.raises(agentapi.SignedOut, match="ctl login"):
             await remote.check()
         assert await remote.models() == [agentapi.Model(id="m1", name="Model One", efforts=["low"])]

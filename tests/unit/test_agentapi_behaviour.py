@@ -157,7 +157,7 @@ def test_error_reasons_map_back_to_their_classes() -> None:
         err = error_for_reason(reason, "detail")
         assert type(err) is cls and err.reason == reason and str(err) == "detail"
         assert isinstance(err, AgentAPIError)
-    assert len(api.ERRORS_BY_REASON) == 17
+    assert len(api.ERRORS_BY_REASON) == 18  # Go's 17 sentinels and ahp-bridge's HostToolClash
 
 
 def test_unknown_reason_keeps_the_reason() -> None:

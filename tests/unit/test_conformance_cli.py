@@ -116,7 +116,9 @@ def test_any_provider_factory_gets_the_parsed_options_and_prompts() -> None:
     argv = ["--provider", "toy", "--option", "broken=true", "--workdir", "/srv/x"]
     for scenario in ("answer", "long", "permission", "question"):
         argv += ["--prompt", f"{scenario}={scenario}"]
+    argv += ["--prompt", "host_tool=host tool"]
     target = build_target(_parser().parse_args(argv), create)
+    assert target.prompts.host_tool == "host tool"
     assert target.open_request.workdir == "/srv/x"
     assert target.prompts.long == "long"
     report = trio.run(run, target)

@@ -15,6 +15,8 @@ from tests.conformance.targets import toy_target
 from tests.conformance.toy import PROMPTS, Faults, Options
 
 FAULT_BREAKS = {
+    "host_call_wrong_id": ("cap_host_tools", "no tool item has the call's id 'x"),
+    "utility_task_id": ("host_tools_utility", "carried task id 'toy-task', expected ''"),
     "empty_display_name": ("provider_basics", "display_name() is empty"),
     "delta_kind_mismatch": ("transcript", "delta of kind reasoning for assistant item"),
     "dangling_tool_call": ("transcript", "names tool call 't-missing', which is no tool item"),
@@ -82,6 +84,8 @@ async def test_absent_features_raise_unsupported_or_do_not_apply() -> None:
         "respond_gone",
         "close_expires",
         "cap_steer",
+        "cap_host_tools",
+        "host_tools_utility",
     }
     reasons = {r.check: r.reason for r in report.results}
     assert reasons["cap_set_title"] == "unsupported, as advertised"
@@ -109,10 +113,19 @@ async def test_run_command_without_commands_must_be_unsupported() -> None:
 
 
 async def test_a_missing_prompt_fails_when_the_capability_is_advertised() -> None:
-    prompts = Prompts(answer=PROMPTS["answer"], long=PROMPTS["long"], question=PROMPTS["question"])
+    prompts = Prompts(
+        answer=PROMPTS["answer"],
+        long=PROMPTS["long"],
+        question=PROMPTS["question"],
+        host_tool=PROMPTS["host_tool"],
+    )
     failures = failed(await run(toy_target(prompts=prompts)))
     expected = "Capabilities.permissions is true but the target gives no permission prompt"
     assert failures == {"respond_gone": expected, "close_expires": expected}
+    prompts = dataclasses.replace(prompts, permission=PROMPTS["permission"], host_tool=None)
+    failures = failed(await run(toy_target(prompts=prompts)))
+    expected = "Capabilities.host_tools is true but the target gives no host_tool prompt"
+    assert failures == {"cap_host_tools": expected, "host_tools_utility": expected}
 
 
 async def test_without_an_answer_prompt_the_turn_checks_fail() -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from ahp_bridge_fake.script import (
+    HostToolStep,
     PermissionStep,
     QuestionStep,
     ScriptError,
@@ -402,6 +404,22 @@ MISTAKES = [
         'steps = "go"',
         "expected an array of tables",
     ),
+    (
+        "host tool arguments twice",
+        BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "host_tool"\nname = "usages"\n'
+        'arguments = { a = 1 }\narguments_json = "{}"\n',
+        "prompts[1].steps[0].arguments_json",
+        "arguments_json",
+        "give arguments or arguments_json, not both",
+    ),
+    (
+        "host tool branch",
+        BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "host_tool"\nname = "usages"\n'
+        '[[prompts.steps.on.maybe]]\nkind = "stop"\n',
+        "prompts[1].steps[0].on.maybe",
+        None,
+        'unknown branch "maybe" (expected ok, failed, missing or default)',
+    ),
 ]
 
 
@@ -470,3 +488,21 @@ def test_question_branches_accept_answer_texts() -> None:
     step = parse_script(source).prompts[0].steps[0]
     assert isinstance(step, QuestionStep)
     assert set(step.on) == {"Blue", "cancel"}
+
+
+def test_host_tool_steps_carry_their_json_arguments_and_the_script_names_its_own_tools() -> None:
+    script = parse_script(
+        GOOD + '[[prompts]]\ntext = "ht"\n[[prompts.steps]]\nkind = "host_tool"\nname = "usages"\n'
+        'arguments = { symbol = "main", n = 2 }\ncall_id = "h1"\nreply = "said {text}"\n'
+        '[[prompts.steps.on.missing]]\nkind = "tool"\nname = "grep"\n',
+        "ok.toml",
+    )
+    step = script.rule_for("ht", 1).steps[0]  # type: ignore[union-attr]
+    assert isinstance(step, HostToolStep)
+    assert json.loads(step.arguments) == {"symbol": "main", "n": 2}
+    assert (step.call_id, step.reply) == ("h1", "said {text}")
+    # Tool steps anywhere (branches, permissions, subagents as "task"); host tools are not its own.
+    assert script.tool_names() == {"shell", "extra", "task", "grep"} | {
+        s.name for r in script.prompts for s in r.steps if isinstance(s, ToolStep)
+    }
+    assert "usages" not in script.tool_names()

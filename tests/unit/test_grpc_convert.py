@@ -15,11 +15,18 @@ from typing import Any
 
 import pytest
 from ahp_bridge_remote._gen.agentapi.v1 import agentapi_pb2 as pb
-from ahp_bridge_remote.convert import CALLBACK_FIELDS, ConversionError, from_proto, to_proto
+from ahp_bridge_remote.convert import (
+    CALLBACK_FIELDS,
+    ConversionError,
+    InvalidMessage,
+    from_proto,
+    to_proto,
+)
 from pydantic import BaseModel
 
 from ahp_bridge import agentapi
 from ahp_bridge.agentapi import events as agentapi_events
+from ahp_bridge.agentapi._base import _parse_raw
 
 # Every agentapi type that has a message of the same name in agentapi.v1.
 CROSSING = [
@@ -41,6 +48,8 @@ def _sample(annotation: Any, seed: int) -> Any:
     if origin is list:
         (inner,) = typing.get_args(annotation)
         return [_sample(inner, seed), _sample(inner, seed + 1)]
+    if origin is dict:  # a free-form JSON object
+        return {"type": "object", "seed": seed, "nested": {"list": [1, "two ✓", None]}}
     if isinstance(annotation, type):
         if issubclass(annotation, BaseModel):
             return sample(annotation, seed)
@@ -57,6 +66,8 @@ def _sample(annotation: Any, seed: int) -> Any:
             return f"text {seed} ✓"
         if annotation is bytes:
             return bytes([0, 255, seed % 256]) + b"\n"
+        if annotation is timedelta:  # Go time.Duration: whole nanoseconds cross
+            return timedelta(seconds=seed, microseconds=250)
         if annotation is datetime:
             return datetime(2026, 11, 29, 19, 0, seed % 60, 123456, tzinfo=PLUS_TWO)
     raise TypeError(f"no sample for {annotation!r}")
@@ -69,7 +80,10 @@ def sample(model: type[BaseModel], seed: int = 1) -> BaseModel:
     data: dict[str, Any] = {}
     for name, info in model.model_fields.items():
         if name in CALLBACK_FIELDS.get(model.__name__, ()):
-            continue  # no wire form (callbacks, and host tools that need them)
+            continue  # no wire form (callbacks)
+        if any(getattr(m, "func", None) is _parse_raw for m in info.metadata):
+            data[name] = b'{"raw": %d, "text": "\xe2\x9c\x93"}' % (seed + len(data))  # RawJSON
+            continue
         data[name] = _sample(info.annotation, seed + len(data))
     return model.model_validate(data, by_name=True)
 
@@ -137,3 +151,13 @@ def test_a_message_the_model_refuses_is_an_error_not_a_guess() -> None:
 def test_mismatched_types_are_refused() -> None:
     with pytest.raises(ConversionError):
         to_proto(agentapi.Usage(ai_units=1.0), pb.Context)
+
+
+def test_host_tool_parameters_travel_as_json_text_and_must_be_json() -> None:
+    tool = agentapi.HostTool(name="usages", parameters={"type": "object", "required": ["a"]})
+    message = to_proto(tool)
+    assert message.parameters == b'{"type":"object","required":["a"]}'
+    broken = pb.HostTool(name="usages", parameters=b"{not json")
+    with pytest.raises(InvalidMessage, match="parameters: not JSON text"):
+        from_proto(broken, agentapi.HostTool)
+    assert from_proto(pb.HostTool(name="bare"), agentapi.HostTool).parameters == {}

@@ -31,6 +31,7 @@ from ahp_bridge.state.reducers import reduce
 from ahp_bridge.translate._wire import iso_from_ms
 from ahp_bridge.translate.commands import (
     CALL_ACTIONS,
+    CLIENT_TOOL_ACTIONS,
     NO_CALL_ACTIONS,
     RESUME_PROMPT,
     UNSUPPORTED_ACTIONS,
@@ -289,7 +290,7 @@ CHAT_AND_SESSION = sorted(
 
 
 def test_every_client_dispatchable_chat_and_session_action_has_one_decision() -> None:
-    tables = [CALL_ACTIONS, NO_CALL_ACTIONS, frozenset(UNSUPPORTED_ACTIONS)]
+    tables = [CALL_ACTIONS, NO_CALL_ACTIONS, CLIENT_TOOL_ACTIONS, frozenset(UNSUPPORTED_ACTIONS)]
     assert sum(len(t) for t in tables) == len(frozenset().union(*tables))
     assert frozenset().union(*tables) == frozenset(CHAT_AND_SESSION)
 
@@ -662,3 +663,15 @@ def test_synced_answers_reads_the_open_request() -> None:
         }
     )
     assert synced_answers(h.chat, "ask-1") == {"q0": submitted("text", "x")}
+
+
+@pytest.mark.parametrize("kind", sorted(CLIENT_TOOL_ACTIONS))
+def test_client_tool_answers_need_a_call_the_provider_waits_on(kind: str) -> None:
+    action = {"type": kind, "turnId": "t1", "toolCallId": "call-1"}
+    waiting = CommandContext(active_turn_id="t1", client_calls=frozenset({"call-1"}))
+    assert plan_command(action, waiting) == CallPlan()  # the host resolves the call itself
+    # A client tool call nothing waits for (the host restarted, or it already ended) is refused.
+    other = CommandContext(active_turn_id="t1", client_calls=frozenset({"call-2"}))
+    refused = plan_command(action, other)
+    assert isinstance(refused, Rejection)
+    assert refused.reason == "no client tool call call-1 is waiting for its client"

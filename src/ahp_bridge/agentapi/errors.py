@@ -154,6 +154,25 @@ class CLIBusy(AgentAPIError):
     default_message = "conversations are still open on the runtime"
 
 
+class HostToolClash(AgentAPIError):
+    """Open refused host tools whose names clash with the provider's own or an MCP server's.
+
+    Go's contract says only that such an open fails; this is ahp-bridge's named form of that
+    failure, so the host can refuse exactly those tools (with this message as the reason) and
+    open again without them. ``tools`` are the clashing names.
+    """
+
+    reason = "host_tool_clash"
+    default_message = "host tools clash with the provider's own tools"
+
+    def __init__(self, message: str = "", tools: tuple[str, ...] | list[str] = ()) -> None:
+        super().__init__(message)
+        self.tools = tuple(tools)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (HostToolClash, (self.message, self.tools))
+
+
 ERRORS_BY_REASON: Mapping[str, type[AgentAPIError]] = MappingProxyType(
     {
         cls.reason: cls
@@ -175,10 +194,11 @@ ERRORS_BY_REASON: Mapping[str, type[AgentAPIError]] = MappingProxyType(
             BackgroundTaskInactive,
             CLIIncompatible,
             CLIBusy,
+            HostToolClash,
         )
     }
 )
-"""Every sentinel class by its reason."""
+"""Every sentinel class by its reason (Go's, and ahp-bridge's HostToolClash)."""
 
 
 def error_for_reason(reason: str, message: str = "") -> AgentAPIError:

@@ -26,12 +26,13 @@ from ahp_bridge.conformance.fake import FAKE_PROMPTS, fake_target
 from ahp_bridge.conformance.report import CheckResult, Outcome, Report
 from ahp_bridge.conformance.runner import run, run_check
 from ahp_bridge.conformance.sink import RecordingSink
-from ahp_bridge.conformance.target import Prompts, ProviderFactory, Target
+from ahp_bridge.conformance.target import HOST_TOOL, Prompts, ProviderFactory, Target
 
 __all__ = [
     "CHECKS",
     "CHECKS_BY_NAME",
     "FAKE_PROMPTS",
+    "HOST_TOOL",
     "Check",
     "CheckResult",
     "Outcome",

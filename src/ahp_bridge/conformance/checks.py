@@ -8,6 +8,7 @@ calls raise, never a provider's wording.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
@@ -17,6 +18,7 @@ import trio.testing
 
 from ahp_bridge.agentapi import (
     DELIVERY_STEER,
+    MAX_HOST_TOOL_ARGUMENTS,
     AgentAPIError,
     Answer,
     Busy,
@@ -27,6 +29,8 @@ from ahp_bridge.agentapi import (
     EventKind,
     History,
     HistoryReader,
+    HostToolCall,
+    HostToolResult,
     Interaction,
     InteractionGone,
     InteractionKind,
@@ -36,8 +40,11 @@ from ahp_bridge.agentapi import (
     Provider,
     ReadRequest,
     Titler,
+    ToolStatus,
     TurnState,
     Unsupported,
+    UtilityRequest,
+    UtilityRunner,
 )
 from ahp_bridge.conformance.driver import (
     CheckFailed,
@@ -53,6 +60,7 @@ from ahp_bridge.conformance.stream import (
     TurnTracker,
     describe,
 )
+from ahp_bridge.conformance.target import HOST_TOOL
 
 CheckFn = Callable[[Context], Awaitable[str | None]]
 
@@ -781,6 +789,134 @@ async def cap_subagents(ctx: Context) -> str | None:
     return f"cancel: {type(cancel).__name__}, prompt: {type(prompt).__name__}"
 
 
+class _HostTools:
+    """A call_tool that records each call and answers ``result``, or with None waits until
+    its call is cancelled (and notes that it was)."""
+
+    def __init__(self, result: HostToolResult | None) -> None:
+        self.result = result
+        self.calls: list[HostToolCall] = []
+        self.cancelled = trio.Event()
+
+    async def __call__(self, call: HostToolCall) -> HostToolResult:
+        self.calls.append(call)
+        if self.result is not None:
+            return self.result
+        try:
+            await trio.sleep_forever()
+        finally:
+            self.cancelled.set()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def wait_call(self, ctx: Context, what: str) -> HostToolCall:
+        ctx.step = f"waiting for {what}"
+        while not self.calls:
+            await trio.sleep(0.01)
+        return self.calls[0]
+
+
+_HOST_TOOL_TEXT = "ahp-conformance host tool result"
+
+
+def _judge_call(call: HostToolCall, task_id: str, what: str) -> None:
+    if call.name != HOST_TOOL.name:
+        raise CheckFailed(f"{what} named tool {call.name!r}, not {HOST_TOOL.name!r}")
+    if call.task_id != task_id:
+        raise CheckFailed(f"{what} carried task id {call.task_id!r}, expected {task_id!r}")
+    if len(call.arguments) > MAX_HOST_TOOL_ARGUMENTS:
+        raise CheckFailed(f"{what} reached call_tool with {len(call.arguments)} bytes of arguments")
+    try:
+        arguments = json.loads(call.arguments or b"null")
+    except ValueError:
+        arguments = None
+    if not isinstance(arguments, dict):
+        raise CheckFailed(f"{what} arguments are not a JSON object")
+
+
+async def cap_host_tools(ctx: Context) -> str | None:
+    """Capabilities.host_tools: a call of an OpenRequest host tool reaches call_tool (its
+    item's id, the Task's id, a JSON object) and the item ends with the result; a call still
+    waiting when the turn is cancelled (or the conversation closed) is cancelled."""
+    if not ctx.capabilities().host_tools:
+        raise NotApplicable("Capabilities.host_tools is false")
+    prompt = ctx.prompt("host_tool", "host_tools")
+    answering = _HostTools(HostToolResult(text=_HOST_TOOL_TEXT))
+    conv = await ctx.open(tools=[HOST_TOOL], call_tool=answering)
+    index, state = await conv.run_turn(prompt, "the host tool turn")
+    if state != TurnState.COMPLETED:
+        raise CheckFailed(f"the host tool turn ended {state.value}, not completed")
+    if not answering.calls:
+        raise CheckFailed("the host tool turn ended without calling call_tool")
+    call = answering.calls[0]
+    _judge_call(call, ctx.target.open_request.session_id, "the host tool call")
+    if not call.call_id:
+        raise CheckFailed("the host tool call has no call id")
+    items = [
+        e.item
+        for e in conv.sink.events[:index]
+        if e.item is not None
+        and e.item.kind == ItemKind.TOOL
+        and e.item.id == call.call_id
+        and e.item.agent_id == call.agent_id
+    ]
+    if not items:
+        raise CheckFailed(f"no tool item has the call's id {call.call_id!r}")
+    last = items[-1].tool
+    if last is None or last.status != ToolStatus.COMPLETED:
+        shown = last.status.value if last is not None else "no tool call"
+        raise CheckFailed(f"the host tool's item ended {shown}, not completed with the result")
+    await conv.close()
+    waiting = _HostTools(None)
+    conv = await ctx.open(tools=[HOST_TOOL], call_tool=waiting)
+    start = len(conv.sink)
+    await conv.send(prompt)
+    await waiting.wait_call(ctx, "the second host tool call")
+    how = "cancel" if ctx.capabilities().cancel else "close"
+    ctx.step = f"waiting for {how} to return"
+    try:
+        await (conv.conversation.cancel() if how == "cancel" else conv.close())
+    except AgentAPIError as exc:
+        raise CheckFailed(f"{how} during a host tool call raised {error_name(exc)}") from exc
+    ctx.step = f"waiting for call_tool to be cancelled after {how}"
+    await waiting.cancelled.wait()
+    if how == "cancel":
+        await conv.wait_end(start, "the cancelled host tool turn to end")
+    return f"{len(answering.calls)} call(s); a waiting call ends on {how}"
+
+
+async def host_tools_utility(ctx: Context) -> str | None:
+    """Capabilities.host_tools also means UtilityRunner: a utility call's model calls the host
+    tools (calls without a task id) and its reply is returned."""
+    if not ctx.capabilities().host_tools:
+        raise NotApplicable("Capabilities.host_tools is false")
+    provider = ctx.started
+    if not isinstance(provider, UtilityRunner):
+        raise CheckFailed("Capabilities.host_tools is true but the provider is no UtilityRunner")
+    prompt = ctx.prompt("host_tool", "host_tools")
+    answering = _HostTools(HostToolResult(text=_HOST_TOOL_TEXT))
+    request = UtilityRequest(
+        model=ctx.target.open_request.model,
+        workdir=ctx.target.open_request.workdir,
+        purpose="conformance",
+        system="You answer in one short sentence and use the tools you are given.",
+        prompt=prompt,
+        tools=[HOST_TOOL],
+        call_tool=answering,
+    )
+    ctx.step = "waiting for run_utility to return"
+    try:
+        reply = await provider.run_utility(request)
+    except AgentAPIError as exc:
+        raise CheckFailed(f"run_utility raised {error_name(exc)}") from exc
+    if not isinstance(reply, str):
+        raise CheckFailed(f"run_utility returned {type(reply).__name__}, not the reply text")
+    if not answering.calls:
+        raise CheckFailed("the utility call never called its host tool")
+    for call in answering.calls:
+        _judge_call(call, "", "a utility call's host tool call")
+    return f"{len(answering.calls)} call(s), a reply of {len(reply)} characters"
+
+
 CHECKS: tuple[Check, ...] = (
     Check("provider_basics", "identity, check and models", provider_basics),
     Check("transcript", "items upsert by (agent_id, id); deltas match their item", transcript),
@@ -803,6 +939,8 @@ CHECKS: tuple[Check, ...] = (
     Check("cap_steer", "steer during a turn or Unsupported", cap_steer),
     Check("cap_commands", "commands/run_command or Unsupported", cap_commands),
     Check("cap_subagents", "unknown subagents are refused", cap_subagents),
+    Check("cap_host_tools", "host tool calls reach call_tool and end with it", cap_host_tools),
+    Check("host_tools_utility", "host tools also mean a UtilityRunner", host_tools_utility),
 )
 """Every check, in the order the runner runs them."""
 

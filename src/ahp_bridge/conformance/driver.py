@@ -14,10 +14,12 @@ import trio
 
 from ahp_bridge.agentapi import (
     AgentAPIError,
+    CallTool,
     Capabilities,
     Conversation,
     Event,
     EventKind,
+    HostTool,
     Interaction,
     InteractionKind,
     InteractionState,
@@ -191,12 +193,20 @@ class Context:
             f"Capabilities.{capability} is true but the target gives no {scenario} prompt"
         )
 
-    async def open(self, conversation_id: str = "") -> OpenConversation:
-        """Open (or with ``conversation_id``, reopen) a conversation with a fresh sink."""
+    async def open(
+        self,
+        conversation_id: str = "",
+        *,
+        tools: list[HostTool] | None = None,
+        call_tool: CallTool | None = None,
+    ) -> OpenConversation:
+        """Open (or with ``conversation_id``, reopen) a conversation with a fresh sink, with
+        ``tools`` as its host tools when given."""
         sink = RecordingSink()
-        request = self.target.open_request.model_copy(
-            update={"events": sink, "conversation_id": conversation_id}
-        )
+        update: dict[str, object] = {"events": sink, "conversation_id": conversation_id}
+        if tools is not None:
+            update.update(tools=list(tools), call_tool=call_tool)
+        request = self.target.open_request.model_copy(update=update)
         self.step = "waiting for open to return"
         conversation = await self.started.open(request)
         opened = OpenConversation(conversation, sink, self)

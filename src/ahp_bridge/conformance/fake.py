@@ -23,6 +23,7 @@ FAKE_PROMPTS = Prompts(
     permission="conformance: permission",
     question="conformance: question",
     exit="conformance: exit",
+    host_tool="conformance: host tool",
 )
 """The prompt texts the fake's conformance.toml reacts to."""
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
-from ahp_bridge.agentapi import OpenRequest, Provider
+from ahp_bridge.agentapi import HostTool, OpenRequest, Provider
 
 ProviderFactory = Callable[[], AbstractAsyncContextManager[Provider]]
 """Returns an async context manager that yields a started Provider and shuts it down."""
@@ -22,7 +22,8 @@ class Prompts:
     wait for the answer. A scenario left as None is "not applicable" only where the
     provider's Capabilities say it cannot do it; otherwise the checks that need it fail.
     ``exit`` (optional: few runtimes can be made to exit by a prompt) makes the runtime
-    exit during the turn.
+    exit during the turn. ``host_tool`` (needed when Capabilities.host_tools is set) makes
+    the model call the host tool ``HOST_TOOL`` once, with a JSON object, and then answer.
     """
 
     answer: str | None = None
@@ -30,6 +31,19 @@ class Prompts:
     permission: str | None = None
     question: str | None = None
     exit: str | None = None
+    host_tool: str | None = None
+
+
+HOST_TOOL = HostTool(
+    name="ahp_conformance_echo",
+    description="Returns its text argument. The AHP conformance suite checks host tools with it.",
+    parameters={
+        "type": "object",
+        "properties": {"text": {"type": "string", "description": "The text to echo."}},
+        "required": ["text"],
+    },
+)
+"""The host tool the ``host_tool`` prompt makes the model call."""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import trio
 from ahp_bridge.config import Settings
 from ahp_bridge.host.catalog import open_catalog
 from ahp_bridge.host.chat import HostClock
+from ahp_bridge.host.client_tools import ClientToolLimits
 from ahp_bridge.host.clients import KnownClients
 from ahp_bridge.host.completions import Completions, MentionSource
 from ahp_bridge.host.hub import Hub
@@ -66,6 +67,7 @@ async def run_bridge(
         clock=clock,
         active_client_grace=settings.bridge.active_client_grace,
         catalog=catalog,
+        client_tools=ClientToolLimits(**settings.client_tools.model_dump()),
     )
     workdir = sessions.workdir
     durable = sessions.durable

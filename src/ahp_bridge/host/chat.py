@@ -20,6 +20,7 @@ import structlog
 import trio
 
 from ahp_bridge import agentapi
+from ahp_bridge.host.client_tools import ClientTools
 from ahp_bridge.host.sinks import ChatSink
 from ahp_bridge.protocol.uris import session_id
 from ahp_bridge.state import status as st
@@ -91,26 +92,79 @@ class ChatRuntime:
         self._subagents: dict[str, EventTranslator] = {}
         self._send, self._recv = trio.open_memory_channel[Job](CALL_QUEUE)
         self._closed = False
+        self.client_tools = ClientTools(self, manager.client_tool_limits)
+        self._tools_refresh_queued = False
 
     # -- conversation lifetime -----------------------------------------------------------------
 
     async def open(self, conversation_id: str) -> None:
-        """Open (or reopen by id) the provider conversation behind this chat."""
-        sink = ChatSink(self._on_events, self.manager.token)
-        request = agentapi.OpenRequest(
-            session_id=session_id(self.session.uri),
-            conversation_id=conversation_id,
-            workdir=self.session.workdir,
-            events=sink,
-        )
-        try:
-            conversation = await self.entry.provider.open(request)
-        except BaseException:
-            sink.close()
-            raise
+        """Open (or reopen by id) the provider conversation behind this chat.
+
+        The session's active clients' tools are its host tools; an open the provider refuses
+        for clashing tool names is made again without them (their refusal says why).
+        """
+        while True:
+            plan = self.client_tools.wanted()
+            sink = ChatSink(self._on_events, self.manager.token)
+            request = agentapi.OpenRequest(
+                session_id=session_id(self.session.uri),
+                conversation_id=conversation_id,
+                workdir=self.session.workdir,
+                events=sink,
+                tools=plan.host_tools(),
+                call_tool=self.client_tools.call_tool if plan.tools else None,
+            )
+            try:
+                conversation = await self.entry.provider.open(request)
+            except agentapi.HostToolClash as exc:
+                sink.close()
+                if not plan.tools or not self.client_tools.refuse_clash(exc, plan):
+                    raise
+                continue
+            except BaseException:
+                sink.close()
+                raise
+            break
         self.sink = sink
         self.conversation = conversation
         self.conversation_id = conversation.id()
+        self.client_tools.opened(plan)
+
+    async def _reopen(self) -> None:
+        """Open the conversation again by its id (same transcript) with the current host tools."""
+        conversation, self.conversation = self.conversation, None
+        if self.sink is not None:
+            self.sink.close()
+        if conversation is not None:
+            with trio.move_on_after(CLOSE_TIMEOUT):
+                try:
+                    await conversation.close()
+                except Exception as exc:
+                    log.info("close before reopening failed", chat=self.uri, error=str(exc))
+        log.info("reopening conversation with new client tools", chat=self.uri)
+        await self.open(self.conversation_id)
+
+    def client_tools_changed(self, active: set[str]) -> None:
+        """The session's active clients changed: their calls, and the tools the chat registers."""
+        if self.client_tools.clients_changed(active):
+            self._queue_tools_refresh()
+
+    def _queue_tools_refresh(self) -> None:
+        if self._tools_refresh_queued or self._closed or self.conversation is None:
+            return
+        self._tools_refresh_queued = True
+        self._enqueue(self._refresh_tools)
+
+    async def _refresh_tools(self) -> None:
+        """Reopen with the active clients' tools, unless a turn runs (its end comes back here)."""
+        self._tools_refresh_queued = False
+        if self.conversation is None or self.translator.active_turn_id is not None:
+            return
+        if self.client_tools.stale():
+            try:
+                await self._reopen()
+            except Exception as exc:  # the next call reopens it (or says why it cannot)
+                log.warning("reopening with new client tools failed", chat=self.uri, error=str(exc))
 
     def start(self) -> None:
         self.manager.nursery.start_soon(self._worker)
@@ -118,6 +172,7 @@ class ChatRuntime:
     def detach(self) -> None:
         """Stop listening without calling the provider (host shutdown: the provider closes all)."""
         self._closed = True
+        self.client_tools.close()
         if self.sink is not None:
             self.sink.close()
         self._send.close()
@@ -224,6 +279,10 @@ class ChatRuntime:
             if self.sink is not None:
                 self.sink.close()
             self.conversation = None
+        if event.kind in (agentapi.EventKind.TURN, agentapi.EventKind.EXIT):
+            self.client_tools.sweep()
+            if self.translator.active_turn_id is None and self.client_tools.stale():
+                self._queue_tools_refresh()
         self._start_queued_if_idle()
 
     def _names_session(self) -> bool:
@@ -232,6 +291,12 @@ class ChatRuntime:
             return True
         default = self.hub.store.state(self.session.uri).get("defaultChat")
         return default is None or default == self.uri
+
+    def names_session(self) -> bool:
+        return self._names_session()
+
+    def apply_all(self, emitted: list[tuple[str, dict[str, Any]]]) -> None:
+        self._apply_all(emitted)
 
     def _apply_all(self, emitted: list[tuple[str, dict[str, Any]]]) -> None:
         store = self.hub.store
@@ -257,6 +322,7 @@ class ChatRuntime:
             can_set_title=self.entry.capabilities.titles,
             workdir=self.session.workdir,
             resumable_turn_id=_resumable_turn_id(state),
+            client_calls=self.client_tools.waiting(),
         )
 
     def client_action(
@@ -290,6 +356,10 @@ class ChatRuntime:
             return
         self.hub.apply(channel, action, origin)
         self._apply_all(self.translator.observe_client_action(action))
+        if action.get("type") in _CLIENT_TOOL_ACTIONS:
+            self.client_tools.client_action(action)
+        elif action.get("type") == "chat/turnCancelled":
+            self.client_tools.sweep()
         if action.get("type") == "chat/turnResume":
             # The reopened turn runs on: its duration counts from when it first started.
             active = self.hub.store.state(self.uri).get("activeTurn") or {}
@@ -324,6 +394,9 @@ class ChatRuntime:
                 break
             try:
                 conversation = await self._ensure_open()
+                if isinstance(call, SetModel | Send) and self.client_tools.stale():
+                    await self._reopen()  # no turn runs yet: the new one gets the new tools
+                    conversation = await self._ensure_open()
                 await _execute(conversation, call)
             except agentapi.InteractionGone:
                 # Answered elsewhere or expired: the provider's own event resolves the request.
@@ -428,6 +501,8 @@ async def _execute(conversation: agentapi.Conversation, call: Call) -> None:
             await conversation.select_agent(agent_id)
 
 
+#: Client actions that answer a client tool call the provider waits on (host/client_tools.py).
+_CLIENT_TOOL_ACTIONS = frozenset({"chat/toolCallComplete", "chat/toolCallResultConfirmed"})
 #: Client actions that start (or restart) a turn at the provider.
 _STARTS = frozenset({"chat/turnStarted", "chat/turnResume"})
 

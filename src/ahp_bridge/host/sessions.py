@@ -26,6 +26,7 @@ import trio
 from ahp_bridge import agentapi, providers
 from ahp_bridge.host.catalog import AsyncCatalog
 from ahp_bridge.host.chat import ChatRuntime, HostClock
+from ahp_bridge.host.client_tools import ClientToolLimits
 from ahp_bridge.host.durable_sessions import IMPORT_CONFIG_KEY, SessionCatalog
 from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.summaries import aggregate, chat_summary_changes, session_chats
@@ -52,6 +53,8 @@ _SUMMARY_FIELDS = (
     "chats",
     "defaultChat",
 )
+#: Session actions that change the active clients, and so the chats' client tools.
+_ACTIVE_CLIENT_ACTIONS = frozenset({"session/activeClientSet", "session/activeClientRemoved"})
 #: Session actions the default chat's runtime plans (a provider call, or a reasoned refusal).
 _PLANNED_SESSION_ACTIONS = frozenset(
     {
@@ -111,8 +114,11 @@ class SessionManager:
         provider_instances: Mapping[str, agentapi.Provider] | None = None,
         active_client_grace: float = 30.0,
         catalog: AsyncCatalog | None = None,
+        client_tools: ClientToolLimits | None = None,
     ) -> None:
         self.hub = hub
+        #: Bounds of client tool calls (`[client_tools]`), for every chat.
+        self.client_tool_limits = client_tools or ClientToolLimits()
         #: The durable session catalog, when the bridge keeps one (see host/catalog.py).
         self.durable = SessionCatalog(catalog, self) if catalog is not None else None
         self._creating: set[str] = set()
@@ -525,6 +531,11 @@ class SessionManager:
                 )
             return
         session = self.sessions.get(envelope.channel)
+        if session is not None and envelope.action.get("type") in _ACTIVE_CLIENT_ACTIONS:
+            active = self.hub.store.state(session.uri).get("activeClients") or []
+            ids = {str(c.get("clientId")) for c in active if isinstance(c, dict)}
+            for chat in list(session.chats.values()):
+                chat.client_tools_changed(ids)
         if session is not None:
             current = self.summary(session)
             changes = {

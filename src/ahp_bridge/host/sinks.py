@@ -63,5 +63,13 @@ class ChatSink:
             # A bug in translation must not take the host down (this runs as a trio callback).
             log.exception("event delivery failed", kinds=sorted({str(e.kind) for e in events}))
 
+    def flush(self) -> None:
+        """Deliver what is queued now (on the trio thread), ahead of the scheduled drain.
+
+        A host tool call reaches the host as a direct call, which may overtake the events the
+        provider emitted just before it (the tool's own item, the turn's start).
+        """
+        self._drain()
+
     def close(self) -> None:
         self.closed = True

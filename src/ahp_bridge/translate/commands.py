@@ -28,6 +28,9 @@ client action                      plan
                                    the turn it will be; the host starts it when idle, see
                                    ``next_queued_turn``)
 ``session/titleChanged``           ``SetTitle`` (no call when the provider cannot title)
+``chat/toolCallComplete``,         no call: the result answers the provider's host tool call
+``chat/toolCallContentChanged``,   the host waits on (``client_calls``); refused for any other
+``chat/toolCallResultConfirmed``   tool call (the rules already checked the client owns it)
 state-only actions (drafts, answer no call: the reducer is the whole effect
 drafts, queue edits, read/archive, (``NO_CALL_ACTIONS``)
 active client, default chat)
@@ -60,6 +63,7 @@ from .questions import AnswerError, answer_from_input
 
 __all__ = [
     "CALL_ACTIONS",
+    "CLIENT_TOOL_ACTIONS",
     "MODEL_CONFIG_CONTEXT_SIZE",
     "MODEL_CONFIG_EFFORT",
     "NO_CALL_ACTIONS",
@@ -127,13 +131,15 @@ NO_CALL_ACTIONS = frozenset(
 )
 """Client actions whose whole effect is the reducer's: accepted, no provider call."""
 
+CLIENT_TOOL_ACTIONS = frozenset(
+    {"chat/toolCallComplete", "chat/toolCallContentChanged", "chat/toolCallResultConfirmed"}
+)
+"""Client actions that answer a client tool call the provider waits on: no provider call."""
+
 _FIXED_WORKDIR = "the provider's working directory is fixed when the conversation opens"
 _NO_MCP = "MCP servers cannot be controlled through this bridge"
 UNSUPPORTED_ACTIONS: Mapping[str, str] = {
     "chat/truncated": "the provider owns the transcript and cannot truncate it",
-    "chat/toolCallComplete": "this bridge has no client-contributed tools",
-    "chat/toolCallContentChanged": "this bridge has no client-contributed tools",
-    "chat/toolCallResultConfirmed": "this bridge never asks for result confirmation",
     "chat/workingDirectorySet": _FIXED_WORKDIR,
     "chat/workingDirectoryRemoved": _FIXED_WORKDIR,
     "session/workingDirectorySet": _FIXED_WORKDIR,
@@ -242,6 +248,8 @@ class CommandContext:
     """The conversation's absolute working directory; when set, attached files must be in it."""
     resumable_turn_id: str | None = None
     """The latest turn's id when it ended in a resumable error (``chat/turnResume`` may name it)."""
+    client_calls: frozenset[str] = frozenset()
+    """AHP ``toolCallId``s of the client tool calls the provider is waiting on."""
 
 
 class _Refused(ValueError):
@@ -275,6 +283,12 @@ def plan_command(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan | R
                 raise _Refused("the title is empty")
             return CallPlan((SetTitle(title),) if ctx.can_set_title else ())
         if kind in NO_CALL_ACTIONS:
+            return CallPlan()
+        if kind in CLIENT_TOOL_ACTIONS:
+            if action.get("toolCallId") not in ctx.client_calls:
+                raise _Refused(
+                    f"no client tool call {action.get('toolCallId')} is waiting for its client"
+                )
             return CallPlan()
     except _Refused as refused:
         return Rejection(str(refused))

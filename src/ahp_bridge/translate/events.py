@@ -33,7 +33,11 @@ item tool         ``chat/toolCallStart`` once; ``chat/toolCallReady{confirmed:"n
                   when it runs; ``chat/toolCallComplete{result}`` when completed/failed (output
                   as text content, images as embedded content up to 1 MiB per result, exit code
                   as ``error.code``, file edits and omitted images counted in ``_meta``).
-                  Progress and output tail updates of a running call are dropped (live only)
+                  Progress and output tail updates of a running call are dropped (live only).
+                  A call of a client's tool (``set_client_tools``) starts with ``contributor
+                  {kind:"client"}`` and is ready only once the host waits for that client
+                  (``client_call``: ready + ``session/inputNeededSet{kind:
+                  "toolClientExecution"}``); the client's ``chat/toolCallComplete`` ends it
 item notice       ``chat/responsePart`` systemNotification (once per item id)
 item user         not a part: AHP carries the user's text as the turn's message (client turns)
                   and steering as pending messages the host manages. A main-agent user item
@@ -134,6 +138,7 @@ from ahp_bridge.agentapi import (
 
 from ._parts import MAX_RESULT_IMAGE_BYTES, default_subagent_uri, subagent_ref, tool_result
 from ._wire import META_PREFIX, Action, Emitted, clean_line, drop_none, error_part, iso_from_ms
+from .host_tools import execution_input_id
 from .questions import input_request
 
 __all__ = ["MAX_RESULT_IMAGE_BYTES", "EventTranslator", "confirmation_options"]
@@ -249,6 +254,10 @@ class EventTranslator:
         self._background: dict[str, dict[str, Any]] = {}
         """The chat's background work (AHP 1.0 ``ChatState.backgroundWork``) as emitted."""
         self._run_by_user: bool | None = None  # subagent chats: who started the current run
+        self._client_tools: dict[str, tuple[str, str]] = {}
+        """Client tools registered in the conversation: name -> (client id, display name)."""
+        self._executions: dict[str, str] = {}
+        """Client tool calls waiting for their client: AHP toolCallId -> session input id."""
         self._handlers: dict[EventKind, Callable[[Event], list[Emitted]]] = {
             EventKind.TURN: self._on_turn,
             EventKind.ITEM: self._on_item,
@@ -285,6 +294,10 @@ class EventTranslator:
                 if tool is not None:
                     out[tool.call_id] = pending.interaction
         return out
+
+    def client_executions(self) -> frozenset[str]:
+        """AHP ``toolCallId``s of the client tool calls waiting for their client's result."""
+        return frozenset(self._executions)
 
     def pending_inputs(self) -> dict[str, Interaction]:
         """Pending question and plan-review interactions keyed by AHP input ``requestId``."""
@@ -335,6 +348,8 @@ class EventTranslator:
             return self._clear_pending() + self._clear_activity()
         if kind == "chat/toolCallConfirmed":
             return self._client_confirmed(action)
+        if kind in ("chat/toolCallComplete", "chat/toolCallResultConfirmed"):
+            return self._client_finished(action)
         if kind == "chat/inputCompleted":
             pending = self._pending.pop(str(action.get("requestId")), None)
             return [] if pending is None else [self._removed(pending)]
@@ -359,6 +374,108 @@ class EventTranslator:
         pending = self._pending.pop(tool.interaction or "", None)
         tool.interaction = None
         return [] if pending is None else [self._removed(pending)]
+
+    # ----------------------------------------------------------------- client tools
+
+    def set_client_tools(self, owners: Mapping[str, tuple[str, str]]) -> None:
+        """The client tools the conversation registers: name -> (client id, display name)."""
+        self._client_tools = dict(owners)
+
+    def client_call(
+        self, call_id: str, name: str, agent_id: str, tool_input: str
+    ) -> tuple[list[Emitted], str]:
+        """A provider's host tool call: the running tool call its client is asked to run.
+
+        Returns the actions and "" when the client is now waited for, or a reason the call
+        cannot reach its client (no turn, an unknown tool, a call that already ended).
+        """
+        turn = self._content_turn()
+        owner = self._client_tools.get(name)
+        if turn is None:
+            return [], "no turn is running in the chat"
+        if owner is None:
+            return [], f"no client tool named {name!r} is registered"
+        client_id, display = owner
+        key = (agent_id, call_id)
+        tool = turn.tools.get(key)
+        out: list[Emitted] = []
+        if tool is None:
+            tool = self._new_tool(turn, key, name, display, invocation=display)
+            tool.base["contributor"] = {"kind": "client", "clientId": client_id}
+            out += self._start_tool(turn, tool)
+        if tool.base.get("contributor") != {"kind": "client", "clientId": client_id}:
+            return out, "the tool call was shown before its client tool was registered"
+        if tool_input:
+            tool.tool_input = tool_input
+        if tool.status == "streaming":
+            out.append(self._ready(turn, tool, confirmed="not-needed"))
+            tool.status = "running"
+        if tool.status != "running":
+            return out, f"the tool call is already {tool.status}"
+        if tool.call_id in self._executions:
+            return out, ""
+        input_id = execution_input_id(self.chat_uri, tool.call_id)
+        self._executions[tool.call_id] = input_id
+        state = drop_none(
+            {
+                **tool.base,
+                "status": "running",
+                "invocationMessage": tool.invocation,
+                "toolInput": tool.tool_input,
+                "confirmed": "not-needed",
+            }
+        )
+        request = {
+            "kind": "toolClientExecution",
+            "id": input_id,
+            "chat": self.chat_uri,
+            "turnId": turn.id,
+            "clientId": client_id,
+            "toolCall": state,
+        }
+        out.append(self._session({"type": "session/inputNeededSet", "request": request}))
+        return out, ""
+
+    def client_call_failed(self, tool_call_id: str, result: Mapping[str, Any]) -> list[Emitted]:
+        """End a client tool call on the host's side (timeout, the client left, a cancel)."""
+        out: list[Emitted] = []
+        turn = self._turn
+        tool = turn.by_call.get(tool_call_id) if turn is not None else None
+        if turn is not None and tool is not None and tool.status == "running":
+            tool.status = "completed"
+            complete = {"type": "chat/toolCallComplete", "turnId": turn.id}
+            out.append(self._chat({**complete, "toolCallId": tool_call_id, "result": result}))
+        input_id = self._executions.pop(tool_call_id, None)
+        if input_id is not None:
+            out.append(self._session({"type": "session/inputNeededRemoved", "id": input_id}))
+        return out
+
+    def _client_finished(self, action: Mapping[str, Any]) -> list[Emitted]:
+        """The client completed its tool call (or a person confirmed its result)."""
+        turn = self._turn
+        call_id = str(action.get("toolCallId"))
+        tool = turn.by_call.get(call_id) if turn is not None else None
+        if tool is not None and action.get("type") == "chat/toolCallResultConfirmed":
+            if tool.status == "pending-result-confirmation":
+                tool.status = "completed" if action.get("approved") is True else "cancelled"
+            return []
+        if tool is not None and tool.status == "running":
+            confirm = action.get("requiresResultConfirmation") is True
+            tool.status = "pending-result-confirmation" if confirm else "completed"
+        input_id = self._executions.pop(call_id, None)
+        if input_id is None:
+            return []
+        return [self._session({"type": "session/inputNeededRemoved", "id": input_id})]
+
+    def set_session_meta(self, key: str, value: Any) -> list[Emitted]:
+        """Put one host-owned key into session ``_meta`` (sent whole: the reducer replaces it)."""
+        if self._meta.get(key) == value:
+            return []
+        if value is None:
+            self._meta.pop(key, None)
+        else:
+            self._meta[key] = value
+        return [self._session({"type": "session/metaChanged", "_meta": dict(self._meta)})]
 
     # ----------------------------------------------------------------- the table
 
@@ -471,7 +588,11 @@ class EventTranslator:
 
     def _clear_pending(self) -> list[Emitted]:
         pending, self._pending = list(self._pending.values()), {}
-        return [self._removed(p) for p in pending]
+        executions, self._executions = list(self._executions.values()), {}
+        removed = [
+            self._session({"type": "session/inputNeededRemoved", "id": i}) for i in executions
+        ]
+        return [self._removed(p) for p in pending] + removed
 
     def _content_turn(self) -> _Turn | None:
         """The turn content belongs to, or None when it must be dropped (see module doc)."""
@@ -573,13 +694,18 @@ class EventTranslator:
         if tool is None:
             if item.agent_id != self.agent_id:
                 return []  # other agents' tool calls stay out of this transcript
-            display = call.title or call.name
+            owner = None if self.agent_id else self._client_tools.get(call.name)
+            display = owner[1] if owner is not None else call.title or call.name
             tool = self._new_tool(turn, key, call.name, display, invocation=display)
+            if owner is not None:
+                tool.base["contributor"] = {"kind": "client", "clientId": owner[0]}
             out += self._start_tool(turn, tool)
         if call.input:
             tool.tool_input = call.input
         if call.status == ToolStatus.PENDING:
             return out
+        if call.status == ToolStatus.RUNNING and _client_contributed(tool):
+            return out  # a client's tool runs once the host waits for it (client_call)
         if tool.status == "streaming":
             out.append(self._ready(turn, tool, confirmed="not-needed"))
             tool.status = "running"
@@ -601,6 +727,9 @@ class EventTranslator:
         tool.interaction = None
         if pending is not None:
             out.append(self._removed(pending))
+        execution = self._executions.pop(tool.call_id, None)
+        if execution is not None:  # the provider ended a call its client was running
+            out.append(self._session({"type": "session/inputNeededRemoved", "id": execution}))
         return out
 
     def _new_tool(
@@ -1012,6 +1141,11 @@ class EventTranslator:
 
     def _session(self, action: Action) -> Emitted:
         return (self.session_uri, action)
+
+
+def _client_contributed(tool: _Tool) -> bool:
+    contributor = tool.base.get("contributor")
+    return isinstance(contributor, dict) and contributor.get("kind") == "client"
 
 
 _SAFETY = {"approve": 1.0, "requireApproval": 0.0}

@@ -15,7 +15,7 @@ class InfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ProviderInfo(_message.Message):
-    __slots__ = ("name", "display_name", "capabilities", "history_reader", "history_pager", "titler", "subagent_pager", "quota_reporter")
+    __slots__ = ("name", "display_name", "capabilities", "history_reader", "history_pager", "titler", "subagent_pager", "quota_reporter", "utility_runner")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
@@ -24,6 +24,7 @@ class ProviderInfo(_message.Message):
     TITLER_FIELD_NUMBER: _ClassVar[int]
     SUBAGENT_PAGER_FIELD_NUMBER: _ClassVar[int]
     QUOTA_REPORTER_FIELD_NUMBER: _ClassVar[int]
+    UTILITY_RUNNER_FIELD_NUMBER: _ClassVar[int]
     name: str
     display_name: str
     capabilities: Capabilities
@@ -32,7 +33,8 @@ class ProviderInfo(_message.Message):
     titler: bool
     subagent_pager: bool
     quota_reporter: bool
-    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., history_reader: _Optional[bool] = ..., history_pager: _Optional[bool] = ..., titler: _Optional[bool] = ..., subagent_pager: _Optional[bool] = ..., quota_reporter: _Optional[bool] = ...) -> None: ...
+    utility_runner: bool
+    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., history_reader: _Optional[bool] = ..., history_pager: _Optional[bool] = ..., titler: _Optional[bool] = ..., subagent_pager: _Optional[bool] = ..., quota_reporter: _Optional[bool] = ..., utility_runner: _Optional[bool] = ...) -> None: ...
 
 class ModelsResponse(_message.Message):
     __slots__ = ("models",)
@@ -146,6 +148,46 @@ class UtilityUsage(_message.Message):
     tokens: _containers.RepeatedCompositeFieldContainer[TokenUsage]
     def __init__(self, input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., credits: _Optional[float] = ..., tokens: _Optional[_Iterable[_Union[TokenUsage, _Mapping]]] = ...) -> None: ...
 
+class UtilityRequest(_message.Message):
+    __slots__ = ("model", "workdir", "purpose", "system", "prompt", "attachments", "tools", "timeout", "response_schema")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    WORKDIR_FIELD_NUMBER: _ClassVar[int]
+    PURPOSE_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    ATTACHMENTS_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    workdir: str
+    purpose: str
+    system: str
+    prompt: str
+    attachments: _containers.RepeatedCompositeFieldContainer[Blob]
+    tools: _containers.RepeatedCompositeFieldContainer[HostTool]
+    timeout: int
+    response_schema: bytes
+    def __init__(self, model: _Optional[str] = ..., workdir: _Optional[str] = ..., purpose: _Optional[str] = ..., system: _Optional[str] = ..., prompt: _Optional[str] = ..., attachments: _Optional[_Iterable[_Union[Blob, _Mapping]]] = ..., tools: _Optional[_Iterable[_Union[HostTool, _Mapping]]] = ..., timeout: _Optional[int] = ..., response_schema: _Optional[bytes] = ...) -> None: ...
+
+class UtilityUpdate(_message.Message):
+    __slots__ = ("handle", "call", "done")
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    CALL_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    handle: str
+    call: HostToolRequest
+    done: UtilityResponse
+    def __init__(self, handle: _Optional[str] = ..., call: _Optional[_Union[HostToolRequest, _Mapping]] = ..., done: _Optional[_Union[UtilityResponse, _Mapping]] = ...) -> None: ...
+
+class UtilityResponse(_message.Message):
+    __slots__ = ("text", "usage")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    usage: UtilityUsage
+    def __init__(self, text: _Optional[str] = ..., usage: _Optional[_Union[UtilityUsage, _Mapping]] = ...) -> None: ...
+
 class TitleResponse(_message.Message):
     __slots__ = ("title", "usage")
     TITLE_FIELD_NUMBER: _ClassVar[int]
@@ -167,12 +209,14 @@ class DiffResponse(_message.Message):
     def __init__(self, files: _Optional[_Iterable[_Union[FileDiff, _Mapping]]] = ...) -> None: ...
 
 class ErrorInfo(_message.Message):
-    __slots__ = ("reason", "message")
+    __slots__ = ("reason", "message", "host_tools")
     REASON_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    HOST_TOOLS_FIELD_NUMBER: _ClassVar[int]
     reason: str
     message: str
-    def __init__(self, reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+    host_tools: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, reason: _Optional[str] = ..., message: _Optional[str] = ..., host_tools: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Capabilities(_message.Message):
     __slots__ = ("plan", "cancel", "permissions", "questions", "session_diff", "session_diff_needs_tracking", "history", "fork", "rewind", "context_size", "context_breakdown", "usage", "usage_metrics", "aside", "titles", "execution_modes", "host_tools", "account", "device_sign_in", "mcp", "cli_update", "subagent_models", "github_mcp", "assisted_permissions", "assisted_unavailable", "custom_agents")
@@ -304,7 +348,7 @@ class Model(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., efforts: _Optional[_Iterable[str]] = ..., context_sizes: _Optional[_Iterable[_Union[ContextSize, _Mapping]]] = ..., media: _Optional[_Union[Media, _Mapping]] = ..., cost_tier: _Optional[str] = ..., discount_percent: _Optional[int] = ..., prices: _Optional[_Union[Prices, _Mapping]] = ...) -> None: ...
 
 class OpenRequest(_message.Message):
-    __slots__ = ("session_id", "conversation_id", "workdir", "title", "model", "effort", "context_size", "agent", "skill_directories", "compaction_threshold", "assisted_approval_model")
+    __slots__ = ("session_id", "conversation_id", "workdir", "title", "model", "effort", "context_size", "agent", "skill_directories", "compaction_threshold", "assisted_approval_model", "tools")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     WORKDIR_FIELD_NUMBER: _ClassVar[int]
@@ -316,6 +360,7 @@ class OpenRequest(_message.Message):
     SKILL_DIRECTORIES_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     ASSISTED_APPROVAL_MODEL_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     conversation_id: str
     workdir: str
@@ -327,7 +372,62 @@ class OpenRequest(_message.Message):
     skill_directories: _containers.RepeatedScalarFieldContainer[str]
     compaction_threshold: float
     assisted_approval_model: str
-    def __init__(self, session_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., workdir: _Optional[str] = ..., title: _Optional[str] = ..., model: _Optional[str] = ..., effort: _Optional[str] = ..., context_size: _Optional[str] = ..., agent: _Optional[str] = ..., skill_directories: _Optional[_Iterable[str]] = ..., compaction_threshold: _Optional[float] = ..., assisted_approval_model: _Optional[str] = ...) -> None: ...
+    tools: _containers.RepeatedCompositeFieldContainer[HostTool]
+    def __init__(self, session_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., workdir: _Optional[str] = ..., title: _Optional[str] = ..., model: _Optional[str] = ..., effort: _Optional[str] = ..., context_size: _Optional[str] = ..., agent: _Optional[str] = ..., skill_directories: _Optional[_Iterable[str]] = ..., compaction_threshold: _Optional[float] = ..., assisted_approval_model: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[HostTool, _Mapping]]] = ...) -> None: ...
+
+class HostTool(_message.Message):
+    __slots__ = ("name", "description", "parameters")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    parameters: bytes
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[bytes] = ...) -> None: ...
+
+class HostToolCall(_message.Message):
+    __slots__ = ("name", "call_id", "task_id", "agent_id", "arguments")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    call_id: str
+    task_id: str
+    agent_id: str
+    arguments: bytes
+    def __init__(self, name: _Optional[str] = ..., call_id: _Optional[str] = ..., task_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., arguments: _Optional[bytes] = ...) -> None: ...
+
+class HostToolResult(_message.Message):
+    __slots__ = ("text", "failed", "payload")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    failed: bool
+    payload: bytes
+    def __init__(self, text: _Optional[str] = ..., failed: _Optional[bool] = ..., payload: _Optional[bytes] = ...) -> None: ...
+
+class HostToolRequest(_message.Message):
+    __slots__ = ("id", "call", "cancel")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CALL_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    call: HostToolCall
+    cancel: bool
+    def __init__(self, id: _Optional[int] = ..., call: _Optional[_Union[HostToolCall, _Mapping]] = ..., cancel: _Optional[bool] = ...) -> None: ...
+
+class HostToolReply(_message.Message):
+    __slots__ = ("handle", "id", "result")
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    handle: str
+    id: int
+    result: HostToolResult
+    def __init__(self, handle: _Optional[str] = ..., id: _Optional[int] = ..., result: _Optional[_Union[HostToolResult, _Mapping]] = ...) -> None: ...
 
 class ReadRequest(_message.Message):
     __slots__ = ("conversation_id", "workdir")

@@ -88,6 +88,11 @@ class ProviderServiceStub:
                 request_serializer=google_dot_protobuf_dot_empty__pb2.Empty.SerializeToString,
                 response_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.QuotaResponse.FromString,
                 _registered_method=True)
+        self.RunUtility = channel.unary_stream(
+                '/agentapi.v1.ProviderService/RunUtility',
+                request_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.UtilityRequest.SerializeToString,
+                response_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.UtilityUpdate.FromString,
+                _registered_method=True)
 
 
 class ProviderServiceServicer:
@@ -168,6 +173,16 @@ class ProviderServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RunUtility(self, request, context):
+        """UtilityRunner (ProviderInfo.utility_runner; Capabilities.host_tools): one throwaway model
+        call whose only tools are request.tools. The stream carries the call's host tool calls
+        (answered with HostToolReturn under UtilityUpdate.handle) and ends with `done`; a failed
+        call ends it with a status and ErrorInfo. Cancelling the stream cancels the call.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ProviderServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -220,6 +235,11 @@ def add_ProviderServiceServicer_to_server(servicer, server):
                     servicer.Quota,
                     request_deserializer=google_dot_protobuf_dot_empty__pb2.Empty.FromString,
                     response_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.QuotaResponse.SerializeToString,
+            ),
+            'RunUtility': grpc.unary_stream_rpc_method_handler(
+                    servicer.RunUtility,
+                    request_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.UtilityRequest.FromString,
+                    response_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.UtilityUpdate.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -505,6 +525,33 @@ class ProviderService:
             metadata,
             _registered_method=True)
 
+    @staticmethod
+    def RunUtility(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/agentapi.v1.ProviderService/RunUtility',
+            ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.UtilityRequest.SerializeToString,
+            ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.UtilityUpdate.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
 
 class ConversationServiceStub:
     """Missing associated documentation comment in .proto file."""
@@ -583,6 +630,16 @@ class ConversationServiceStub:
         self.Close = channel.unary_unary(
                 '/agentapi.v1.ConversationService/Close',
                 request_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.ConversationRef.SerializeToString,
+                response_deserializer=google_dot_protobuf_dot_empty__pb2.Empty.FromString,
+                _registered_method=True)
+        self.HostToolCalls = channel.unary_stream(
+                '/agentapi.v1.ConversationService/HostToolCalls',
+                request_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.ConversationRef.SerializeToString,
+                response_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.HostToolRequest.FromString,
+                _registered_method=True)
+        self.HostToolReturn = channel.unary_unary(
+                '/agentapi.v1.ConversationService/HostToolReturn',
+                request_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.HostToolReply.SerializeToString,
                 response_deserializer=google_dot_protobuf_dot_empty__pb2.Empty.FromString,
                 _registered_method=True)
 
@@ -679,6 +736,22 @@ class ConversationServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def HostToolCalls(self, request, context):
+        """HostToolCalls streams the served provider's host tool calls (OpenRequest.tools) to the
+        client, which runs each and answers with HostToolReturn; a request with `cancel` set says
+        the provider stopped waiting for that call. It ends (OK) when the conversation closes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def HostToolReturn(self, request, context):
+        """HostToolReturn answers one HostToolRequest; an id nothing waits for any more is ignored.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConversationServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -750,6 +823,16 @@ def add_ConversationServiceServicer_to_server(servicer, server):
             'Close': grpc.unary_unary_rpc_method_handler(
                     servicer.Close,
                     request_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.ConversationRef.FromString,
+                    response_serializer=google_dot_protobuf_dot_empty__pb2.Empty.SerializeToString,
+            ),
+            'HostToolCalls': grpc.unary_stream_rpc_method_handler(
+                    servicer.HostToolCalls,
+                    request_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.ConversationRef.FromString,
+                    response_serializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.HostToolRequest.SerializeToString,
+            ),
+            'HostToolReturn': grpc.unary_unary_rpc_method_handler(
+                    servicer.HostToolReturn,
+                    request_deserializer=ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.HostToolReply.FromString,
                     response_serializer=google_dot_protobuf_dot_empty__pb2.Empty.SerializeToString,
             ),
     }
@@ -1130,6 +1213,60 @@ class ConversationService:
             target,
             '/agentapi.v1.ConversationService/Close',
             ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.ConversationRef.SerializeToString,
+            google_dot_protobuf_dot_empty__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HostToolCalls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/agentapi.v1.ConversationService/HostToolCalls',
+            ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.ConversationRef.SerializeToString,
+            ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.HostToolRequest.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HostToolReturn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentapi.v1.ConversationService/HostToolReturn',
+            ahp__bridge__remote_dot___gen_dot_agentapi_dot_v1_dot_agentapi__pb2.HostToolReply.SerializeToString,
             google_dot_protobuf_dot_empty__pb2.Empty.FromString,
             options,
             channel_credentials,
