@@ -37,6 +37,11 @@ class ServerSettings(BaseModel):
     outbound_queue: int = Field(4096, ge=16)
     max_subscriptions: int = Field(1024, ge=1)
     replay_log: int = Field(10_000, ge=100)
+    #: Seconds a client that fell behind gets to take the frame in flight before its socket
+    #: is dropped without a close frame.
+    slow_client_grace: float = Field(10.0, gt=0)
+    #: Request ids remembered per connection to refuse a repeated one.
+    remembered_request_ids: int = Field(4096, ge=16)
 
 
 class LogSettings(BaseModel):

@@ -3,7 +3,8 @@
 The cut-off of a client that stopped reading is exact only seen from the connection itself: the
 test below drives a `Connection` directly (a real server socket, a real client that never reads)
 and offers it frames one by one, so it knows which frame found the queue full. The memory of
-request ids is tested through the whole bridge.
+request ids is tested through the whole bridge, set by its config key (the grace a client that
+fell behind gets is in test_host_core.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from trio_websocket import (
 )
 
 from ahp_bridge.host.connection import CLOSE_TOO_SLOW, Connection
-from tests.e2e.conftest import Bridge
+from tests.e2e.conftest import StartBridge
 
 ROOT = "ahp-root://"
 QUEUE = 8
@@ -92,8 +93,8 @@ async def test_a_client_that_fell_behind_gets_nothing_that_was_queued_for_it(
         await trio.aclose_forcefully(ws._stream)
 
 
-# Connection's default memory of request ids (no config key sets it).
-REMEMBERED_IDS = 4096
+# A memory of request ids smaller than the default (server.remembered_request_ids = 4096).
+REMEMBERED_IDS = 200
 
 
 def ping(msg_id: str) -> str:
@@ -103,11 +104,12 @@ def ping(msg_id: str) -> str:
 
 
 async def test_the_memory_of_request_ids_is_bounded_and_keeps_the_recent_ones(
-    bridge: Bridge,
+    start_bridge: StartBridge,
 ) -> None:
     """After many requests the connection remembers exactly the last REMEMBERED_IDS ids: a
     recent id (the oldest one kept, too) is still refused as a duplicate, an older one is
     forgotten and accepted again, so the memory cannot grow with the number of requests."""
+    bridge = await start_bridge(remembered_request_ids=REMEMBERED_IDS)
     client = await bridge.client()
     extra = 100
     total = REMEMBERED_IDS + extra
@@ -131,4 +133,5 @@ async def test_the_memory_of_request_ids_is_bounded_and_keeps_the_recent_ones(
         refused = await answer(msg_id)
         assert refused["error"]["code"] == -32600, refused
         assert f"duplicate id {msg_id!r}" in refused["error"]["message"]
+        assert "server.remembered_request_ids" in refused["error"]["message"]
     assert (await answer(forgotten))["result"] is None

@@ -538,7 +538,9 @@ async def test_a_client_that_stops_reading_is_cut_off_without_delaying_another(
 ) -> None:
     """Through the whole bridge; that none of what was queued for it follows the cut-off is
     pinned exactly in test_host_connection.py."""
-    bridge = await start_bridge(outbound_queue=32)
+    # The grace is long so that a loaded machine still delivers the close frame: the slow
+    # client only starts reading once all 400 drafts have gone through.
+    bridge = await start_bridge(outbound_queue=32, slow_client_grace=120.0)
     fast = await bridge.client("fast")
     _uri, chat = await ready_session(fast)
     async with trio.open_nursery() as nursery:
@@ -578,7 +580,55 @@ async def test_a_client_that_stops_reading_is_cut_off_without_delaying_another(
                 reason = closed.reason
         assert reason is not None and reason.code == 1008
         assert "too slow" in (reason.reason or "")
+        assert "server.outbound_queue" in (reason.reason or "")
         del slow
+        await ws._stream.aclose()
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_client_that_fell_behind_and_takes_nothing_within_the_grace_is_dropped(
+    start_bridge: StartBridge,
+) -> None:
+    """When a client that was cut off does not take the frame in flight within
+    server.slow_client_grace its socket is dropped: no close frame can follow a half-written
+    one, so it sees an abnormal closure (1006), and the host serves the others on."""
+    bridge = await start_bridge(outbound_queue=16, slow_client_grace=0.3)
+    fast = await bridge.client("fast")
+    _uri, chat = await ready_session(fast)
+    async with trio.open_nursery() as nursery:
+        ws = await __import__("trio_websocket").connect_websocket_url(
+            nursery, bridge.url, message_queue_size=1
+        )
+        await ws.send_message(
+            orjson.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "channel": ROOT,
+                        "protocolVersions": ["0.7.0"],
+                        "clientId": "slow",
+                        "initialSubscriptions": [chat],
+                    },
+                }
+            ).decode()
+        )
+        big = "y" * 60_000
+        last = 0
+        for i in range(400):
+            last = await fast.dispatch(chat, draft(f"{i}{big}"))
+        assert "rejectionReason" not in await fast.echo_of(last)
+        await trio.sleep(1.0)  # well past the grace
+        with trio.fail_after(10):
+            reason = None
+            try:
+                while True:
+                    await ws.get_message()
+            except ConnectionClosed as closed:
+                reason = closed.reason
+        assert reason is not None and reason.code == 1006
+        assert await fast.request("ping", {"channel": ROOT}) is None
         await ws._stream.aclose()
         nursery.cancel_scope.cancel()
 

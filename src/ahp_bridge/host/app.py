@@ -33,6 +33,8 @@ def server_options(settings: Settings) -> ServerOptions:
         max_frame_bytes=s.max_frame_bytes,
         outbound_queue=s.outbound_queue,
         max_subscriptions=s.max_subscriptions,
+        slow_client_grace=s.slow_client_grace,
+        remembered_request_ids=s.remembered_request_ids,
     )
 
 

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 #: How long a client that fell behind gets to take the frame in flight before its socket is
-#: dropped without a close frame (a half-written frame cannot be followed by one).
+#: dropped without a close frame (a half-written frame cannot be followed by one); the
+#: default of `server.slow_client_grace`.
 ABANDON_GRACE = 10.0
 
 #: Close codes (RFC 6455): 1008 policy violation (the client fell behind), 1002 protocol error.
@@ -51,6 +52,7 @@ class Connection:
         queue_size: int = 4096,
         max_subscriptions: int = 1024,
         remembered_ids: int = 4096,
+        abandon_grace: float = ABANDON_GRACE,
     ) -> None:
         self.ws = ws
         self.rpc = rpc
@@ -64,6 +66,7 @@ class Connection:
         self._send_q, self._recv_q = trio.open_memory_channel[str](queue_size)
         self._seen_ids: OrderedDict[jsonrpc.RequestId, None] = OrderedDict()
         self._remembered_ids = remembered_ids
+        self._abandon_grace = abandon_grace
         self._cancel: trio.CancelScope | None = None
         self._close: tuple[int, str] | None = None
         self._draining = False
@@ -88,8 +91,11 @@ class Connection:
             log.warning("client too slow, disconnecting", conn=self.number, client=self.client_id)
             self._abandon = True
             if self._send_scope is not None:
-                self._send_scope.deadline = trio.current_time() + ABANDON_GRACE
-            self.close(CLOSE_TOO_SLOW, "outbound queue full: client too slow; reconnect to resume")
+                self._send_scope.deadline = trio.current_time() + self._abandon_grace
+            self.close(
+                CLOSE_TOO_SLOW,
+                "outbound queue full (server.outbound_queue): client too slow; reconnect to resume",
+            )
 
     def close(self, code: int, reason: str, *, peer_gone: bool = False) -> None:
         """Stop serving this client and close its socket with `code` and `reason`.
@@ -173,7 +179,12 @@ class Connection:
         elif isinstance(msg, jsonrpc.Request):
             if msg.id in self._seen_ids:
                 self.send_error(
-                    msg.id, RpcError(INVALID_REQUEST, f"Invalid request: duplicate id {msg.id!r}")
+                    msg.id,
+                    RpcError(
+                        INVALID_REQUEST,
+                        f"Invalid request: duplicate id {msg.id!r}; use a new id for each "
+                        "request (the last server.remembered_request_ids are remembered)",
+                    ),
                 )
                 return
             self._remember(msg.id)

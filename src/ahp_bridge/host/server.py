@@ -33,6 +33,8 @@ class ServerOptions:
     max_frame_bytes: int = 4 * 1024 * 1024
     outbound_queue: int = 4096
     max_subscriptions: int = 1024
+    slow_client_grace: float = 10.0
+    remembered_request_ids: int = 4096
 
 
 def is_loopback(host: str) -> bool:
@@ -90,6 +92,8 @@ async def serve(
             rpc,
             queue_size=options.outbound_queue,
             max_subscriptions=options.max_subscriptions,
+            remembered_ids=options.remembered_request_ids,
+            abandon_grace=options.slow_client_grace,
         )
         log.info("client connected", conn=conn.number, remote=str(request.remote))
         await conn.run()
