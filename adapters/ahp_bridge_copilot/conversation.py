@@ -103,11 +103,13 @@ class CopilotConversation:
         loop: AsyncioThread,
         sink: EventSink,
         on_closed: Callable[[CopilotConversation], None],
+        *,
+        signed_out_hint: str = "",
     ) -> None:
         self._loop = loop
         self._sink = sink
         self._on_closed = on_closed
-        self._mapper = EventMapper()
+        self._mapper = EventMapper(signed_out_hint=signed_out_hint)
         self._session: CopilotSession | None = None
         self._session_id = ""
         self._closed = False

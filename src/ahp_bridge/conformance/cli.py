@@ -42,8 +42,9 @@ def load_provider(name: str) -> CreateProvider:
     """The ``create_provider`` registered as ``name`` in the ``ahp_bridge.providers`` group."""
     found = entry_points(group=PROVIDER_GROUP, name=name)
     if not found:
-        known = sorted(ep.name for ep in entry_points(group=PROVIDER_GROUP))
-        raise UsageError(f"unknown provider {name!r}; installed: {', '.join(known) or 'none'}")
+        from ahp_bridge.providers import UnknownProvider
+
+        raise UsageError(str(UnknownProvider(name)))
     create: CreateProvider = next(iter(found)).load()
     return create
 

@@ -23,6 +23,7 @@ from ahp_bridge.protocol.errors import INVALID_REQUEST, RpcError
 
 if TYPE_CHECKING:
     from ahp_bridge.host.rpc import RpcHandler
+    from ahp_bridge.host.wirelog import WireLog
 
 log = structlog.get_logger(__name__)
 
@@ -49,6 +50,7 @@ class Connection:
         queue_size: int = 4096,
         max_subscriptions: int = 1024,
         remembered_ids: int = 4096,
+        wire_log: WireLog | None = None,
     ) -> None:
         self.ws = ws
         self.rpc = rpc
@@ -67,6 +69,8 @@ class Connection:
         self._broken = False
         self._send_scope: trio.CancelScope | None = None
         self.closed = False
+        #: Records every frame in and out when the operator turned the wire log on.
+        self._wire = wire_log
 
     @property
     def initialized(self) -> bool:
@@ -78,6 +82,8 @@ class Connection:
         """Queue one text frame; never blocks. A full queue disconnects this client only."""
         if self.closed:
             return
+        if self._wire is not None:
+            self._wire.record(frame, "s2c", f"conn-{self.number}")
         try:
             self._send_q.send_nowait(frame)
         except trio.WouldBlock:
@@ -152,6 +158,8 @@ class Connection:
             except ConnectionClosed:
                 self.close(CLOSE_NORMAL, "closed", peer_gone=True)
                 return
+            if self._wire is not None:
+                self._wire.record(data, "c2s", f"conn-{self.number}")
             if isinstance(data, bytes):
                 self.send_error(
                     None,
