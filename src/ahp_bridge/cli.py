@@ -196,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
             "ahp-bridge sessions import --provider copilot --workdir ~/project",
         ],
     )
-    ssub = sessions.add_subparsers(dest="sessions_command", metavar="ACTION", required=True)
+    ssub = sessions.add_subparsers(dest="sessions_command", required=True)
     _sub(ssub, "list", "list every session", ["ahp-bridge sessions list"])
     forget = _sub(
         ssub,

@@ -107,7 +107,7 @@ def _import(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
     except (providers.UnknownProvider, ValueError) as exc:
         print(f"ahp-bridge: {exc}", file=sys.stderr)
         return 1
-    if not isinstance(provider, agentapi.Importer) or not provider.capabilities().import_:
+    if not isinstance(provider, agentapi.Importer):
         print(
             f"ahp-bridge: provider {name!r} cannot list its earlier conversations, so there is "
             "nothing to import from it (copilot can)",
