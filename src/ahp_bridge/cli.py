@@ -362,8 +362,15 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     try:
         trio.run(main_task)
     except Exception as exc:  # a startup failure is an operator error: say it plainly, once
-        return _error(str(_leaf(exc)), 1)
+        return _failed(exc)
     return 0
+
+
+def _failed(exc: BaseException) -> int:
+    """One line for the operator; the traceback only at `--log-level debug`."""
+    cause = _leaf(exc)
+    log.debug("stopped by an error", exc_info=cause)
+    return _error(str(cause) or type(cause).__name__, 1)
 
 
 def _banner(settings: Settings, port: int, source: Any) -> None:
@@ -465,7 +472,7 @@ def _serve_provider(args: argparse.Namespace, settings: Settings) -> int:
     try:
         trio.run(main_task)
     except Exception as exc:
-        return _error(str(_leaf(exc)), 1)
+        return _failed(exc)
     return 0
 
 

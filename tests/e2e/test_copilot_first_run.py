@@ -252,32 +252,76 @@ async def test_a_signed_out_cli_says_so_and_passes_a_clients_token_to_the_runtim
     assert sdk_noise(stderr) == []
 
 
-async def test_a_turn_that_fails_for_want_of_a_sign_in_says_what_to_do(
-    tmp_path: Path, models: ModelServer
-) -> None:
-    """A session from an earlier run with your own model, reopened once the model is gone from
-    the configuration: the CLI is signed out, and the turn's error is the one sentence."""
-    models.script("before", [Text("fine")])
-    byok = f'[providers.copilot.byok]\nbase_url = {q(models.base_url)}\nmodel = "fake-model"\n'
-    async with copilot_bridge(tmp_path, byok) as bridge, client_of(bridge.url) as client:
-        session, chat = await ready_chat(client)
-        assert (await run_turn(client, chat, "t1", "before"))["state"] == "complete"
-        assert await bridge.terminate() == 0
-    async with copilot_bridge(tmp_path, "", name="signed-out") as bridge:
-        async with client_of(bridge.url) as client:
-            await client.subscribe(session)
-            await client.subscribe(chat)
-            turn = await run_turn(client, chat, "t2", "after")
-            assert turn["state"] == "error", turn
-            copilot_home = tmp_path / "data" / "providers" / "copilot"
-            assert turn["error"]["message"] == (
-                "GitHub Copilot is signed out: sign in from your client (the agent asks for a "
-                f"GitHub token), run `COPILOT_HOME={copilot_home} {CLI_PATH} login` on the "
-                "bridge's machine, or use your own model with [providers.copilot.byok] "
-                "(docs/copilot.md)"
-            )
+async def test_a_turn_that_fails_for_want_of_a_sign_in_says_what_to_do(tmp_path: Path) -> None:
+    """An earlier conversation of this CLI, imported as a session and continued while the CLI
+    is signed out: the turn's error is the one sentence, from the adapter and through AHP."""
+    from ahp_bridge_copilot import create_provider
+
+    from ahp_bridge.agentapi import OpenRequest, Prompt, TurnState
+    from tests.support.copilot_cli import RecordingSink
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    copilot_home = tmp_path / "data" / "providers" / "copilot"
+    hint = (
+        "GitHub Copilot is signed out: sign in from your client (the agent asks for a GitHub "
+        f"token), run `COPILOT_HOME={copilot_home} {CLI_PATH} login` on the bridge's machine, "
+        "or use your own model with [providers.copilot.byok] (docs/copilot.md)"
+    )
+    options = {
+        "cli_path": str(CLI_PATH),
+        "env": {"HOME": str(home)},
+        "data_dir": str(copilot_home),
+        "workdir": str(work),
+    }
+    async with create_provider(options) as provider:
+        sink = RecordingSink()
+        conv = await provider.open(OpenRequest(workdir=str(work), title="earlier", events=sink))
+        await conv.send(Prompt(text="before"))
+        turn = await sink.turn_end()
+        assert (turn.state, turn.error) == (TurnState.FAILED, hint)  # the adapter's words
+        await conv.close()
+    code, out, err = await run_cli(
+        tmp_path, "sessions", "import", "--provider", "copilot", "--workdir", str(work)
+    )
+    assert code == 0 and out.startswith("imported 1 conversation"), (out, err)
+    async with copilot_bridge(tmp_path, "") as bridge, client_of(bridge.url) as client:
+        [summary] = (await client.request("listSessions", {"channel": ROOT}))["items"]
+        state = (await client.subscribe(summary["resource"]))["state"]
+        chat = state["defaultChat"]
+        await client.subscribe(chat)
+        turn2 = await run_turn(client, chat, "t2", "after")
+        assert turn2["state"] == "error", turn2
+        assert turn2["error"]["message"] == hint
         assert await bridge.terminate() == 0
     assert sdk_noise(bytes(bridge.stderr)) == []
+
+
+async def run_cli(tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    """`ahp-bridge ARGS` with the test's config and data directory, like copilot_bridge."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    path = tmp_path / "cli.toml"
+    path.write_text(isolated("", home))
+    result = await trio.run_process(
+        [
+            sys.executable,
+            "-m",
+            "ahp_bridge.cli",
+            *args,
+            "--config",
+            str(path),
+            "--data-dir",
+            str(tmp_path / "data"),
+        ],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+        env=offline_env(home),
+        cwd=tmp_path,
+    )
+    return result.returncode, result.stdout.decode(), result.stderr.decode()
 
 
 # -- a quiet stop ------------------------------------------------------------------------------
