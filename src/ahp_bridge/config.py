@@ -67,7 +67,7 @@ class ServerSettings(BaseModel):
     @field_validator("allowed_origins")
     @classmethod
     def _origins(cls, v: list[str]) -> list[str]:
-        from ahp_bridge.host.server import parse_origin_pattern
+        from ahp_bridge.origins import parse_origin_pattern
 
         for pattern in v:
             parse_origin_pattern(pattern)
