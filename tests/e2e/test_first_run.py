@@ -92,6 +92,7 @@ async def test_options_work_before_or_after_the_command(tmp_path: Path, argv: li
         (["sessions", "forget", "--help"], ["examples:", "uri"]),
         (["sessions", "import", "--help"], ["examples:", "--workdir"]),
         (["serve", "--help"], ["{console,json}", "{debug,info,warning,error}"]),
+        (["conformance", "--help"], ["examples:", "ahp-bridge conformance --provider fake"]),
     ],
 )
 async def test_help_shows_choices_and_an_example(argv: list[str], must_show: list[str]) -> None:

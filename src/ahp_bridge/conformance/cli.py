@@ -71,6 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ahp-bridge conformance",
         description="Check that a provider adapter keeps the agentapi contract.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  ahp-bridge conformance --provider fake\n"
+        "  ahp-bridge conformance --provider copilot --option cli_path=/path/to/copilot "
+        "--check cancel --durations",
     )
     parser.add_argument("--provider", required=True, help="entry point name (fake, copilot, ...)")
     parser.add_argument(
