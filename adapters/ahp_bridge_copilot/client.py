@@ -3,21 +3,68 @@
 Both the provider and ``doctor`` start clients the same way: an explicit CLI path (so the SDK
 never downloads a runtime) or the URL of a running CLI, the options' environment, data
 directory and credentials.
+
+Two things the SDK does not offer are added here:
+
+- The CLI runs in its own process group (``start_new_session``), so a terminal's Ctrl-C reaches
+  the bridge only; the bridge stops the CLI itself (and a CLI on stdio exits when the bridge's
+  end of its pipes closes, however the bridge ends).
+- The SDK logs expected states (a CLI that stopped, a refused request the adapter reports in its
+  own words, the CLI's stderr) as warnings with tracebacks. Unless the host logs at debug, its
+  loggers are kept at error, so what an operator sees is the adapter's sentence.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from .options import CopilotOptions
 
 
+class _OwnGroupPopen(subprocess.Popen):
+    """subprocess.Popen that puts the child in a new session (its own process group)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if sys.platform != "win32":
+            kwargs.setdefault("start_new_session", True)
+        super().__init__(*args, **kwargs)
+
+
+class _SubprocessInNewGroups:
+    """The ``subprocess`` module as copilot.client sees it: the same, but Popen is ours."""
+
+    Popen = _OwnGroupPopen
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(subprocess, name)
+
+
+def _own_process_groups() -> None:
+    import copilot.client as sdk_client
+
+    if not isinstance(sdk_client.subprocess, _SubprocessInNewGroups):
+        sdk_client.subprocess = _SubprocessInNewGroups()  # type: ignore[assignment]
+
+
+def quiet_sdk_logs() -> None:
+    """Keep the SDK's loggers at error unless the host logs at debug or set them itself."""
+    sdk = logging.getLogger("copilot")
+    if sdk.level == logging.NOTSET and not logging.getLogger().isEnabledFor(logging.DEBUG):
+        sdk.setLevel(logging.ERROR)
+
+
 def make_client(opts: CopilotOptions, cli: Path | None) -> Any:
     """A new, unstarted CopilotClient. Call on the asyncio thread that will run it."""
     from copilot import CopilotClient
     from copilot.client import RuntimeConnection
+
+    _own_process_groups()
+    quiet_sdk_logs()
 
     if opts.cli_url:
         connection: Any = RuntimeConnection.for_uri(opts.cli_url, connection_token=opts.cli_token())

@@ -106,12 +106,13 @@ class CopilotConversation:
         on_closed: Callable[[CopilotConversation], None],
         *,
         host_tools: HostToolRunner | None = None,
+        signed_out_hint: str = "",
     ) -> None:
         self._loop = loop
         self._host_tools = host_tools
         self._sink = sink
         self._on_closed = on_closed
-        self._mapper = EventMapper()
+        self._mapper = EventMapper(signed_out_hint=signed_out_hint)
         self._session: CopilotSession | None = None
         self._session_id = ""
         self._closed = False

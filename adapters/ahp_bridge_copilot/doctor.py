@@ -19,17 +19,19 @@ from pathlib import Path
 from typing import Any
 
 from .client import close_pipes, make_client
-from .options import PROTOCOL_VERSION, CopilotOptions, OptionsError, find_cli
+from .options import (
+    PROTOCOL_VERSION,
+    TESTED_CLI_VERSION,
+    CopilotOptions,
+    OptionsError,
+    find_cli,
+    install_hint,
+    login_command,
+)
 
 Line = tuple[bool, str, str]
 
-TESTED_CLI_VERSION = "1.0.102"
-"""The npm @github/copilot release this adapter is tested with (scripts/install-copilot-cli.sh)."""
-
-INSTALL_FIX = (
-    "run scripts/install-copilot-cli.sh, or set cli_path in [providers.copilot] "
-    "(or COPILOT_CLI_PATH) to the Copilot CLI binary"
-)
+__all__ = ["TESTED_CLI_VERSION", "report"]
 
 
 def report(options: Mapping[str, Any]) -> list[Line]:
@@ -49,7 +51,7 @@ def report(options: Mapping[str, Any]) -> list[Line]:
     else:
         cli = find_cli(opts)
         if cli is None:
-            lines.append((False, "Copilot CLI not found", INSTALL_FIX))
+            lines.append((False, "Copilot CLI not found", install_hint()))
             return lines
         lines.append((True, f"Copilot CLI found at {cli}", ""))
         lines.append(_version(cli, opts))
@@ -61,12 +63,11 @@ def report(options: Mapping[str, Any]) -> list[Line]:
                 (
                     False,
                     f"the Copilot CLI speaks an incompatible protocol ({probe})",
-                    f"install the tested release: scripts/install-copilot-cli.sh "
-                    f"(@github/copilot {TESTED_CLI_VERSION})",
+                    install_hint(),
                 )
             )
         else:
-            lines.append((False, f"the Copilot CLI did not start: {probe}", INSTALL_FIX))
+            lines.append((False, f"the Copilot CLI did not start: {probe}", _start_fix(probe)))
         return lines
     version, protocol, signed_in, login = probe
     if protocol != PROTOCOL_VERSION:
@@ -75,8 +76,7 @@ def report(options: Mapping[str, Any]) -> list[Line]:
                 False,
                 f"Copilot CLI {version} speaks protocol {protocol}, this bridge needs "
                 f"{PROTOCOL_VERSION}",
-                f"install the tested release: scripts/install-copilot-cli.sh "
-                f"(@github/copilot {TESTED_CLI_VERSION})",
+                install_hint(),
             )
         )
         return lines
@@ -89,15 +89,31 @@ def report(options: Mapping[str, Any]) -> list[Line]:
     elif signed_in:
         lines.append((True, f"signed in to GitHub Copilot{f' as {login}' if login else ''}", ""))
     else:
+        where = (
+            f"sign in the Copilot CLI at {opts.cli_url}"
+            if opts.cli_url
+            else f"run `{login_command(opts)}`"
+        )
         lines.append(
             (
                 False,
                 "GitHub Copilot is signed out",
-                "run `copilot login`, or set token_env in [providers.copilot] to the name of an "
-                "environment variable holding a GitHub token",
+                f"{where}; or sign in from an AHP client (the agent asks for a GitHub token); or "
+                "set token_env in [providers.copilot] to an environment variable holding a GitHub "
+                "token; or use your own model, without a GitHub account, with "
+                "[providers.copilot.byok] (base_url, model; docs/copilot.md)",
             )
         )
     return lines
+
+
+def _start_fix(problem: str) -> str:
+    """A CLI that exits at start is rarely a broken install: say what its message means."""
+    if "Offline mode requires" in problem:
+        return "offline = true needs [providers.copilot.byok] with base_url and model"
+    if "BYOK" in problem or "provider" in problem.lower():
+        return "check [providers.copilot.byok] (base_url, model, api_key_env)"
+    return f"check the message above; if the CLI itself is broken, {install_hint()}"
 
 
 def _secrets(opts: CopilotOptions) -> list[Line]:
@@ -178,11 +194,11 @@ def _version(cli: Path, opts: CopilotOptions) -> Line:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return (False, f"`copilot --version` failed: {exc}", INSTALL_FIX)
+        return (False, f"`{cli} --version` failed: {exc}", install_hint())
     text = (out.stdout or out.stderr).strip().splitlines()
     first = text[0] if text else ""
     if out.returncode != 0 or not first:
-        return (False, f"`copilot --version` exited with {out.returncode}", INSTALL_FIX)
+        return (False, f"`{cli} --version` exited with {out.returncode}", install_hint())
     if TESTED_CLI_VERSION in first:
         return (True, f"{first.rstrip('.')} (the tested release)", "")
     return (

@@ -91,6 +91,15 @@ __all__ = [
 ]
 
 
+#: How the CLI words a turn that failed because nothing signs it in (observed with 1.0.102).
+_SIGNED_OUT_MARKERS = ("no github oauth token", "copilot hmac key", "not authenticated")
+
+
+def is_signed_out_message(text: str) -> bool:
+    lowered = text.lower()
+    return any(marker in lowered for marker in _SIGNED_OUT_MARKERS)
+
+
 def clip(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` UTF-8 bytes, on a character boundary."""
     raw = text.encode()
@@ -172,6 +181,8 @@ class EventMapper:
     last_prompt_tokens: int = 0
     last_cached_tokens: int = 0
     model: str = ""
+    signed_out_hint: str = ""
+    """Said instead of the runtime's own words when a turn fails for want of a sign-in."""
 
     # -- calls from the conversation ------------------------------------------------------------
 
@@ -570,6 +581,8 @@ class EventMapper:
 
     def _error(self, ev: dict[str, Any], d: dict[str, Any], agent: str, at: Any) -> list[Event]:
         message = clip(_str(d.get("message")) or "the provider reported an error", 2048)
+        if self.signed_out_hint and is_signed_out_message(message):
+            message = self.signed_out_hint
         if not agent and self.turn.active:
             self.turn.error = message
         note = Item(

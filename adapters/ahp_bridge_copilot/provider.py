@@ -18,7 +18,12 @@ from typing import Any, Self
 import trio
 
 from ahp_bridge.agentapi import (
+    ACCOUNT_ENV,
+    ACCOUNT_GITHUB_CLI,
+    ACCOUNT_OTHER,
+    ACCOUNT_STORED,
     PROVIDER_COPILOT,
+    Account,
     AgentAPIError,
     Capabilities,
     CLIIncompatible,
@@ -26,12 +31,14 @@ from ahp_bridge.agentapi import (
     ContextSize,
     Conversation,
     ConversationNotFound,
+    EnvAccount,
     HostToolClash,
     Media,
     Model,
     OpenRequest,
     PreviousConversation,
     SignedOut,
+    SignInRejected,
     TitleRequest,
     Unsupported,
     UtilityRequest,
@@ -41,8 +48,8 @@ from .bridge import AsyncioThread
 from .client import close_pipes, make_client, process_of
 from .conversation import CopilotConversation, clean_title
 from .host_tools import HostToolRunner, clash_error, clash_names
-from .options import PROTOCOL_VERSION, CopilotOptions, find_cli
-from .sdk_errors import is_not_found, is_signed_out, plain_error
+from .options import PROTOCOL_VERSION, CopilotOptions, find_cli, install_hint, sign_in_hint
+from .sdk_errors import is_definite_rejection, is_not_found, is_signed_out, plain_error, rpc_message
 from .throwaway import Throwaway, run_throwaway
 from .titler import run_title
 
@@ -87,6 +94,7 @@ class CopilotProvider:
             titles=True,
             import_=True,
             host_tools=True,
+            account=True,
         )
 
     @property
@@ -161,10 +169,7 @@ class CopilotProvider:
             opts = self._opts
             cli = None if opts.cli_url else find_cli(opts)
             if cli is None and not opts.cli_url:
-                raise AgentAPIError(
-                    "the Copilot CLI is not installed: run scripts/install-copilot-cli.sh or set "
-                    "cli_path in [providers.copilot] (or COPILOT_CLI_PATH)"
-                )
+                raise AgentAPIError(f"the Copilot CLI is not installed: {install_hint()}")
 
             async def start() -> tuple[Any, Any]:
                 client = make_client(opts, cli)
@@ -256,10 +261,11 @@ class CopilotProvider:
         except Exception as exc:
             raise AgentAPIError(plain_error("read the sign-in state", exc)) from None
         if not auth.isAuthenticated:
-            raise SignedOut(
-                "GitHub Copilot is signed out: run `copilot login`, or set token_env in "
-                "[providers.copilot] to the name of an environment variable holding a token"
-            )
+            raise SignedOut(self.sign_in_hint())
+
+    def sign_in_hint(self) -> str:
+        """What to do about a signed-out runtime, in one sentence (real paths, BYOK)."""
+        return sign_in_hint(self._opts)
 
     async def models(self) -> list[Model]:
         if self._opts.byok is not None:
@@ -269,9 +275,65 @@ class CopilotProvider:
             infos = await self._loop.run(client.list_models(), cancel_on_abort=True)
         except Exception as exc:
             if is_signed_out(exc):
-                raise SignedOut("GitHub Copilot is signed out; sign in to list models") from None
+                raise SignedOut(self.sign_in_hint()) from None
             raise AgentAPIError(plain_error("list the models", exc)) from None
         return [_model(info) for info in infos]
+
+    # -- agentapi.AccountManager ----------------------------------------------------------------
+
+    async def account(self) -> Account:
+        client = await self._ensure_client()
+        try:
+            auth = await self._loop.run(client.get_auth_status(), cancel_on_abort=True)
+        except Exception as exc:
+            raise AgentAPIError(plain_error("read the sign-in state", exc)) from None
+        env_var = self._opts.env_token_var()
+        if not auth.isAuthenticated:
+            return Account(signed_in=False, message=auth.statusMessage or "")
+        return Account(
+            signed_in=True,
+            login=auth.login or "",
+            host=auth.host or "",
+            source=ACCOUNT_ENV if env_var else _source(auth.authType),
+            env_var=env_var,
+        )
+
+    async def sign_in(self, token: str) -> Account:
+        """Validate and store ``token`` with the runtime (``account.login``); never logged."""
+        from copilot.generated.rpc import AccountLoginRequest
+
+        env_var = self._opts.env_token_var()
+        if env_var:
+            raise EnvAccount(f"the GitHub token in ${env_var} takes precedence; unset it first")
+        client = await self._ensure_client()
+        request = AccountLoginRequest(host=self._opts.github_host(), token=token)
+        try:
+            result = await self._loop.run(client.rpc.account.login(request))
+        except Exception as exc:
+            if is_definite_rejection(exc):
+                raise SignInRejected(rpc_message(exc)) from None
+            raise AgentAPIError(plain_error("sign in", exc)) from None
+        client._models_cache = None  # the SDK caches models.list; the account changed
+        account = await self.account()
+        if not account.signed_in:
+            raise SignInRejected(account.message or "the runtime is still signed out")
+        return account.model_copy(update={"stored": bool(result.stored_in_vault)})
+
+    async def sign_out(self) -> Account:
+        from copilot.generated.rpc import AccountLogoutRequest
+
+        env_var = self._opts.env_token_var()
+        if env_var:
+            raise EnvAccount(f"the GitHub token in ${env_var} takes precedence; unset it first")
+        client = await self._ensure_client()
+        try:
+            await self._loop.run(client.rpc.account.logout(AccountLogoutRequest()))
+        except Exception as exc:
+            if is_definite_rejection(exc):
+                raise SignInRejected(rpc_message(exc)) from None
+            raise AgentAPIError(plain_error("sign out", exc)) from None
+        client._models_cache = None
+        return await self.account()
 
     async def open(self, req: OpenRequest) -> Conversation:
         client = await self._ensure_client()
@@ -284,7 +346,13 @@ class CopilotProvider:
         if req.tools:
             token = trio.lowlevel.current_trio_token()
             runner = HostToolRunner(req.tools, req.call_tool, req.session_id, token, nursery)
-        conv = CopilotConversation(self._loop, req.events, self._forget, host_tools=runner)
+        conv = CopilotConversation(
+            self._loop,
+            req.events,
+            self._forget,
+            host_tools=runner,
+            signed_out_hint=self.sign_in_hint(),
+        )
         opts = self._opts
         workdir = req.workdir or opts.workdir or None
         common: dict[str, Any] = {
@@ -460,6 +528,18 @@ async def _validate_tools(client: Any, session: Any, req: OpenRequest, *, create
         if names:
             raise clash_error(names, message) from None
         raise AgentAPIError(message) from None
+
+
+def _source(auth_type: Any) -> str:
+    """The agentapi account source for the CLI's authType."""
+    kind = str(getattr(auth_type, "value", auth_type) or "")
+    return {
+        "user": ACCOUNT_STORED,
+        "account": ACCOUNT_STORED,
+        "gh-cli": ACCOUNT_GITHUB_CLI,
+        "env": ACCOUNT_ENV,
+        "token": ACCOUNT_ENV,
+    }.get(kind, ACCOUNT_OTHER)
 
 
 def _no_result(request: Any, invocation: Any) -> Any:

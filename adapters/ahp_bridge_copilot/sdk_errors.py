@@ -25,7 +25,9 @@ def is_not_found(exc: BaseException) -> bool:
 
 
 def is_signed_out(exc: BaseException) -> bool:
-    return "not authenticated" in str(exc).lower()
+    from .mapping import is_signed_out_message
+
+    return is_signed_out_message(str(exc))
 
 
 def rpc_message(exc: BaseException) -> str:

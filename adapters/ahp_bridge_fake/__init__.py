@@ -32,14 +32,26 @@ __all__ = [
     "parse_script",
 ]
 
-_OPTIONS = ("script", "data_dir", "time_scale")
+_OPTIONS = ("script", "data_dir", "time_scale", "sign_in_token")
 
 
 def create_provider(options: Mapping[str, Any]) -> FakeProvider:
-    """Build the fake provider from options: script, data_dir, time_scale."""
+    """Build the fake provider from options: script, data_dir, time_scale, sign_in_token.
+
+    ``sign_in_token`` makes the fake a runtime that starts signed out and implements
+    agentapi.AccountManager: ``sign_in`` with exactly that token signs it in, any other is
+    SignInRejected (for testing how hosts and clients handle sign-in).
+    """
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
-        raise ValueError(f"unknown fake provider option(s): {', '.join(unknown)}")
+        import difflib
+
+        hints = [difflib.get_close_matches(u, _OPTIONS, n=1, cutoff=0.5) for u in unknown]
+        named = ", ".join(
+            f"{u} (did you mean `{h[0]}`?)" if h else u for u, h in zip(unknown, hints, strict=True)
+        )
+        raise ValueError(f"unknown fake provider option(s): {named}; valid: {', '.join(_OPTIONS)}")
+    sign_in_token = str(options.get("sign_in_token") or "")
     script_path = Path(options.get("script") or DEMO_SCRIPT)
     data_dir = options.get("data_dir") or None
     try:
@@ -50,4 +62,9 @@ def create_provider(options: Mapping[str, Any]) -> FakeProvider:
         from .replay import replay_provider
 
         return replay_provider(script_path, data_dir=data_dir, time_scale=time_scale)
-    return FakeProvider(load_script(script_path), data_dir=data_dir, time_scale=time_scale)
+    return FakeProvider(
+        load_script(script_path),
+        data_dir=data_dir,
+        time_scale=time_scale,
+        sign_in_token=sign_in_token,
+    )

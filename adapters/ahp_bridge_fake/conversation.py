@@ -161,6 +161,7 @@ class FakeConversation:
 
     async def send(self, prompt: Prompt) -> None:
         self._check_open()
+        self._provider.require_sign_in()
         if self.turn is not None:
             raise Busy("a turn is already running in this conversation")
         play = self.source.start(self, prompt)

@@ -19,6 +19,8 @@ from typing import Any, Self
 import trio
 
 from ahp_bridge.agentapi import (
+    ACCOUNT_STORED,
+    Account,
     AgentUnavailable,
     Capabilities,
     Closed,
@@ -33,6 +35,8 @@ from ahp_bridge.agentapi import (
     OpenRequest,
     Quota,
     ReadRequest,
+    SignedOut,
+    SignInRejected,
     SubagentRequest,
     SubagentWindow,
     TitleRequest,
@@ -76,6 +80,7 @@ class FakeProvider:
         time_scale: float = 1.0,
         clock: Callable[[], datetime] = _utcnow,
         conversation_class: type[FakeConversation] = FakeConversation,
+        sign_in_token: str = "",
     ) -> None:
         if time_scale < 0:
             raise ValueError(f"time_scale must be at least 0, got {time_scale}")
@@ -92,6 +97,9 @@ class FakeProvider:
         self._opened = 0
         self._nursery: trio.Nursery | None = None
         self._nursery_cm: Any = None
+        #: With a sign-in token the fake plays a runtime that starts signed out (AccountManager).
+        self._sign_in_token = sign_in_token
+        self._signed_in = not sign_in_token
 
     # -- lifetime --------------------------------------------------------------------------
 
@@ -149,13 +157,47 @@ class FakeProvider:
             usage=True,
             titles=True,
             host_tools=True,
+            account=bool(self._sign_in_token),
         )
+
+    def require_sign_in(self) -> None:
+        if not self._signed_in:
+            raise SignedOut(
+                "the fake runtime is signed out: sign in from your client with the token "
+                "configured as sign_in_token"
+            )
 
     async def check(self) -> None:
         await trio.lowlevel.checkpoint()
+        self.require_sign_in()
+
+    # -- AccountManager (with sign_in_token) -----------------------------------------------
+
+    def _account(self) -> Account:
+        if not self._signed_in:
+            return Account(signed_in=False, message="signed out")
+        return Account(signed_in=True, login="fake-user", host="github.com", source=ACCOUNT_STORED)
+
+    async def account(self) -> Account:
+        await trio.lowlevel.checkpoint()
+        return self._account()
+
+    async def sign_in(self, token: str) -> Account:
+        await trio.lowlevel.checkpoint()
+        if not self._sign_in_token or token != self._sign_in_token:
+            raise SignInRejected("the fake runtime does not accept that token")
+        self._signed_in = True
+        return self._account()
+
+    async def sign_out(self) -> Account:
+        await trio.lowlevel.checkpoint()
+        if self._sign_in_token:
+            self._signed_in = False
+        return self._account()
 
     async def models(self) -> list[Model]:
         await trio.lowlevel.checkpoint()
+        self.require_sign_in()
         return [
             Model(
                 id=m.id,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import math
 from collections.abc import Mapping
 from types import TracebackType
@@ -30,6 +31,12 @@ from .convert import from_proto, to_proto
 from .host_calls import HostCallRunner
 
 EMPTY = empty_pb2.Empty()
+
+log = logging.getLogger(__name__)
+
+#: How long the first call may take before a missing server is reported (it is then awaited
+#: for the rest of connect_timeout: a provider started at the same time still gets in).
+FIRST_CONTACT = 2.0
 
 # Reconnect quickly once a restarted server is back (gRPC's default backoff reaches 120 s).
 # While a conversation's stream is open, ping every 5 minutes, so a server that vanished
@@ -104,7 +111,7 @@ class RemoteProvider:
             self._nursery = await stack.enter_async_context(trio.open_nursery())
             self._provider = pb_grpc.ProviderServiceStub(self._channel)
             self._conv = pb_grpc.ConversationServiceStub(self._channel)
-            info = await self._call(self._provider.Info, pb.InfoRequest(), "info")
+            info = await self._first_info()
             self._info = info
             served = from_proto(info.capabilities, agentapi.Capabilities)
             hidden = dict.fromkeys(UNFORWARDED_CAPABILITIES, False)
@@ -134,6 +141,46 @@ class RemoteProvider:
             await stack.aclose()
 
     # -- calls ---------------------------------------------------------------------------
+
+    def _serve_hint(self) -> str:
+        return (
+            f"start one with `ahp-bridge serve-provider --provider NAME --listen {self._address}`, "
+            "or fix address in [providers.remote]"
+        )
+
+    async def _first_info(self) -> pb.ProviderInfo:
+        """Info, saying at once when nothing answers (then waiting up to connect_timeout)."""
+        future = self._provider.Info.future(
+            pb.InfoRequest(),
+            metadata=self._metadata,
+            timeout=min(FIRST_CONTACT, self._connect_timeout),
+        )
+        await _wait_future(future)
+        try:
+            info: pb.ProviderInfo = future.result()
+        except grpc.RpcError as exc:
+            error = errors.from_rpc_error(exc, where="info")
+            if not isinstance(error, errors.RemoteUnavailable):
+                raise error from None
+            log.warning(
+                "no provider answers at %s; waiting up to %gs for one (%s)",
+                self._address,
+                self._connect_timeout,
+                self._serve_hint(),
+            )
+        else:
+            self._connected = True
+            return info
+        try:
+            waited: pb.ProviderInfo = await self._call(
+                self._provider.Info, pb.InfoRequest(), "info"
+            )
+        except errors.RemoteNotConnected:
+            raise errors.RemoteNotConnected(
+                f"no provider is serving at {self._address}: {self._serve_hint()}",
+                grpc.StatusCode.UNAVAILABLE,
+            ) from None
+        return waited
 
     async def _ready(self, where: str) -> None:
         """Wait (up to connect_timeout) for the server when the last call found it gone.

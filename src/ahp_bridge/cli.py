@@ -1,61 +1,155 @@
 """The `ahp-bridge` command: serve AHP, and the operator tools around it.
 
 `ahp-bridge [serve] --provider fake` serves; `conformance`, `doctor`, `serve-provider` and
-`sessions` are subcommands. The first line on stdout when serving is
-`ahp-bridge listening on ws://HOST:PORT`, so scripts and tests can find an ephemeral port.
+`sessions` are subcommands. Options may come before or after the command. The first line on
+stdout when serving is `ahp-bridge listening on URL`, a URL a client can use as it is (with
+`?tkn=` when a token is set), so scripts and tests can find an ephemeral port.
+
+Every mistake an operator can make is one line on stderr that says what to do, never a
+traceback: exit code 2 for a command-line mistake, 1 for a bad configuration or a failure to
+start. One Ctrl-C (SIGINT or SIGTERM) stops cleanly; a second one exits at once (code 130).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import functools
+import json
+import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import structlog
 import trio
 
-from ahp_bridge import __version__
+from ahp_bridge import __version__, providers
 from ahp_bridge import log as logsetup
-from ahp_bridge.config import Settings, load_settings
+from ahp_bridge.config import ConfigError, Settings, load_settings
 
 log = structlog.get_logger("ahp_bridge")
 
 SUBCOMMANDS = ("serve", "conformance", "doctor", "serve-provider", "sessions")
 
+#: Exit code of a second interrupt (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
+
+_FORMATTER = argparse.RawDescriptionHelpFormatter
+
+
+class UsageError(Exception):
+    """A command-line mistake (exit code 2); the message says what to do."""
+
 
 def parse_listen(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit():
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(
+            f"expected HOST:PORT (e.g. 127.0.0.1:8765, or port 0 for any free port), got {value!r}"
+        )
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=Path, help="TOML settings file (see config.example.toml)")
-    parser.add_argument("--log-format", choices=("console", "json"), help="log output format")
-    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+def _installed() -> str:
+    return ", ".join(providers.available()) or "none"
+
+
+def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """Options every command takes, before or after its name (SUPPRESS keeps the top's value)."""
+    d: Any = None if top else argparse.SUPPRESS
+    parser.add_argument(
+        "--config", type=Path, default=d, metavar="FILE", help="TOML settings (config.example.toml)"
+    )
+    parser.add_argument(
+        "--log-format", choices=("console", "json"), default=d, help="log format on stderr"
+    )
+    parser.add_argument(
+        "--log-level", choices=("debug", "info", "warning", "error"), default=d, help="log level"
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=d,
+        metavar="DIR",
+        help="where the session catalog and provider data live "
+        "(default: $XDG_STATE_HOME/ahp-bridge or ~/.local/state/ahp-bridge)",
+    )
+
+
+def _sub(
+    sub: Any, name: str, help: str, examples: Sequence[str], **kw: Any
+) -> argparse.ArgumentParser:
+    epilog = "examples:\n" + "\n".join(f"  {e}" for e in examples)
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=help,
+        description=help[:1].upper() + help[1:] + ".",
+        epilog=epilog,
+        formatter_class=_FORMATTER,
+        **kw,
+    )
+    _global_options(parser, top=False)
+    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
+    installed = _installed()
     parser = argparse.ArgumentParser(
-        prog="ahp-bridge", description="Serve agent runtimes to AHP 0.7.0 clients over WebSocket."
+        prog="ahp-bridge",
+        description="Serve agent runtimes to Agent Host Protocol (AHP) clients over WebSocket.",
+        formatter_class=_FORMATTER,
+        epilog="examples:\n"
+        "  ahp-bridge --provider fake                  serve the scripted agent on 127.0.0.1:8765\n"
+        "  ahp-bridge --provider copilot --listen 127.0.0.1:9000\n"
+        "  ahp-bridge --print-vscode-settings          the VS Code settings for this bridge\n"
+        "  ahp-bridge doctor --provider copilot        what is missing and how to fix it\n"
+        "  ahp-bridge sessions list                    the session catalog\n"
+        "\n`ahp-bridge COMMAND --help` shows a command's options. Without a command, "
+        "`ahp-bridge` serves.",
     )
     parser.add_argument("--version", action="version", version=f"ahp-bridge {__version__}")
-    sub = parser.add_subparsers(dest="command")
+    _global_options(parser, top=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    serve = sub.add_parser("serve", help="serve AHP over WebSocket (the default command)")
-    _common(serve)
+    serve = _sub(
+        sub,
+        "serve",
+        "serve AHP over WebSocket (the default command)",
+        [
+            "ahp-bridge serve --provider fake --listen 127.0.0.1:0",
+            "ahp-bridge --provider copilot --config bridge.toml",
+            "ahp-bridge --listen 0.0.0.0:8765     # any interface: a token is generated and kept",
+            "ahp-bridge --print-vscode-settings --listen 127.0.0.1:9000",
+        ],
+    )
     serve.add_argument(
         "--provider",
         action="append",
-        help="provider to serve (repeatable; default from config, else fake)",
+        metavar="NAME",
+        help=f"provider to serve, repeatable (installed: {installed}; default from config, "
+        "else fake)",
     )
-    serve.add_argument("--listen", type=parse_listen, help="HOST:PORT (default 127.0.0.1:8765)")
-    serve.add_argument("--data-dir", type=Path, help="where sessions and provider data are kept")
+    serve.add_argument(
+        "--listen",
+        type=parse_listen,
+        metavar="HOST:PORT",
+        help="address to listen on (default 127.0.0.1:8765; port 0 picks a free one)",
+    )
+    serve.add_argument(
+        "--wire-log",
+        type=Path,
+        metavar="FILE",
+        help="record every frame in and out to FILE (JSONL for the AHP inspector; it holds "
+        "transcripts, so it is created mode 0600)",
+    )
+    serve.add_argument(
+        "--print-vscode-settings",
+        action="store_true",
+        help="print the VS Code settings (chat.remoteAgentHosts) for this bridge, then exit",
+    )
 
     sub.add_parser(
         "conformance",
@@ -63,102 +157,245 @@ def build_parser() -> argparse.ArgumentParser:
         add_help=False,
     )
 
-    doctor = sub.add_parser("doctor", help="check a provider's runtime and say how to fix it")
-    _common(doctor)
-    doctor.add_argument("--provider", required=True)
+    doctor = _sub(
+        sub,
+        "doctor",
+        "check a provider's runtime and say how to fix it",
+        [
+            "ahp-bridge doctor --provider copilot",
+            "ahp-bridge doctor --provider remote --config b.toml",
+        ],
+    )
+    doctor.add_argument("--provider", required=True, metavar="NAME", help=f"one of: {installed}")
 
-    sp = sub.add_parser("serve-provider", help="serve an installed provider over gRPC")
-    _common(sp)
-    sp.add_argument("--provider", required=True)
-    sp.add_argument("--listen", required=True, help="unix:PATH or HOST:PORT")
-    sp.add_argument("--token-env", help="environment variable holding the connection token")
-    sp.add_argument("--option", action="append", default=[], help="provider option key=value")
+    sp = _sub(
+        sub,
+        "serve-provider",
+        "serve an installed provider over gRPC, for `--provider remote` bridges",
+        [
+            "ahp-bridge serve-provider --provider fake --listen unix:/tmp/fake.sock",
+            "ahp-bridge serve-provider --provider copilot --listen 0.0.0.0:50051 "
+            "--token-env PROVIDER_TOKEN",
+        ],
+    )
+    sp.add_argument("--provider", required=True, metavar="NAME", help=f"one of: {installed}")
+    sp.add_argument("--listen", required=True, metavar="ADDRESS", help="unix:PATH or HOST:PORT")
+    sp.add_argument("--token-env", metavar="VAR", help="environment variable holding the token")
+    sp.add_argument(
+        "--option", action="append", default=[], metavar="KEY=VALUE", help="a provider option"
+    )
 
-    sessions = sub.add_parser("sessions", help="list or forget sessions in the catalog")
-    _common(sessions)
-    sessions.add_argument("--data-dir", type=Path)
+    sessions = _sub(
+        sub,
+        "sessions",
+        "list, forget or import sessions in the catalog",
+        [
+            "ahp-bridge sessions list",
+            "ahp-bridge sessions list --data-dir /var/lib/ahp-bridge",
+            "ahp-bridge sessions forget ahp-session:/1f0c...",
+            "ahp-bridge sessions import --provider copilot --workdir ~/project",
+        ],
+    )
     ssub = sessions.add_subparsers(dest="sessions_command", required=True)
-    ssub.add_parser("list", help="list every session")
-    forget = ssub.add_parser("forget", help="remove one session from the catalog")
-    forget.add_argument("uri")
-    imp = ssub.add_parser("import", help="add a provider's earlier conversations as sessions")
-    imp.add_argument("--provider", required=True, help="a provider that implements Importer")
+    _sub(ssub, "list", "list every session", ["ahp-bridge sessions list"])
+    forget = _sub(
+        ssub,
+        "forget",
+        "remove one session from the catalog (the provider keeps its conversation)",
+        ["ahp-bridge sessions forget ahp-session:/1f0c..."],
+    )
+    forget.add_argument("uri", help="the session's URI, as `sessions list` shows it")
+    imp = _sub(
+        ssub,
+        "import",
+        "add a provider's earlier conversations as sessions",
+        ["ahp-bridge sessions import --provider copilot --workdir ~/project"],
+    )
+    imp.add_argument(
+        "--provider", required=True, metavar="NAME", help="a provider that can list them (copilot)"
+    )
     imp.add_argument("--workdir", type=Path, required=True, help="their working directory")
-    imp.add_argument("--conversation", help="import only this conversation id")
+    imp.add_argument("--conversation", metavar="ID", help="import only this conversation id")
     return parser
 
 
-def parse_options(pairs: Sequence[str]) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"ahp-bridge: --option expects key=value, got {pair!r}")
-        options[key] = value
-    return options
+def _value_options(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option string, at any depth, that takes a value (to find the command word)."""
+    out: set[str] = set()
+    for action in parser._actions:
+        if action.option_strings and action.nargs != 0:
+            out.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                out |= _value_options(child)
+    return out
+
+
+def _command_word(argv: Sequence[str], takes_value: set[str]) -> int | None:
+    """The index of the first word that is neither an option nor an option's value."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            return None
+        if word.startswith("-"):
+            i += 2 if word in takes_value else 1
+            continue
+        return i
+    return None
+
+
+def _route(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """Default to `serve`; an unknown command is an error with a suggestion."""
+    at = _command_word(argv, _value_options(parser))
+    if at is None:
+        if any(a in ("-h", "--help", "--version") for a in argv):
+            return argv  # the top-level help (it lists the commands; `serve --help` its options)
+        return ["serve", *argv]
+    word = argv[at]
+    if word in SUBCOMMANDS:
+        return argv
+    close = difflib.get_close_matches(word, SUBCOMMANDS, n=1, cutoff=0.5)
+    hint = f"; did you mean `{close[0]}`?" if close else ""
+    raise UsageError(
+        f"unknown command {word!r}{hint} (commands: {', '.join(SUBCOMMANDS)}; "
+        "see ahp-bridge --help)"
+    )
+
+
+def _error(message: str, code: int) -> int:
+    for i, line in enumerate(str(message).splitlines() or [""]):
+        print(f"ahp-bridge: {line}" if i == 0 else f"  {line}", file=sys.stderr)
+    return code
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    try:
-        settings = load_settings(getattr(args, "config", None))
-    except (FileNotFoundError, ValueError) as exc:
-        raise SystemExit(f"ahp-bridge: {exc}") from None
+    settings = load_settings(getattr(args, "config", None))
     if getattr(args, "log_format", None):
         settings.log.format = args.log_format
     if getattr(args, "log_level", None):
         settings.log.level = args.log_level
+    if getattr(args, "data_dir", None):
+        settings.bridge.data_dir = args.data_dir
     return settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
-        argv = ["serve", *argv]
-    if argv[0] == "conformance":
+    parser = build_parser()
+    try:
+        argv = _route(argv, parser)
+    except UsageError as exc:
+        parser.print_usage(sys.stderr)
+        return _error(str(exc), 2)
+    at = _command_word(argv, _value_options(parser))
+    if at is not None and argv[at] == "conformance":
         # The suite has its own parser (provider options and check selection).
         from ahp_bridge.conformance.cli import main as conformance_main
 
         logsetup.configure("console", "warning")
-        return conformance_main(argv[1:])
-    args = build_parser().parse_args(argv)
-    settings = _settings(args)
+        return conformance_main(argv[at + 1 :])
+    args = parser.parse_args(argv)
+    try:
+        settings = _settings(args)
+    except ConfigError as exc:
+        return _error(str(exc), 1)
     logsetup.configure(settings.log.format, settings.log.level)
-    if args.command == "serve":
-        return _serve(args, settings)
-    if args.command == "doctor":
-        return _doctor(args, settings)
-    if args.command == "serve-provider":
-        return _serve_provider(args, settings)
-    if args.command == "sessions":
-        return _sessions(args, settings)
-    raise AssertionError(args.command)
+    commands: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
+        "serve": _serve,
+        "doctor": _doctor,
+        "serve-provider": _serve_provider,
+        "sessions": _sessions,
+    }
+    try:
+        return commands[args.command](args, settings)
+    except KeyboardInterrupt:  # an interrupt before or after trio's signal handling
+        return EXIT_INTERRUPTED
+
+
+def check_providers(names: Sequence[str]) -> None:
+    """Raise UnknownProvider (the one wording for it) for the first name not installed."""
+    known = set(providers.available())
+    for name in names:
+        if name not in known:
+            raise providers.UnknownProvider(name)
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    from ahp_bridge.host import connect
+
     if args.provider:
         settings.bridge.providers = list(dict.fromkeys(args.provider))
     if args.listen:
         settings.server.host, settings.server.port = args.listen
-    if args.data_dir:
-        settings.bridge.data_dir = args.data_dir
+    if args.wire_log:
+        settings.server.wire_log = args.wire_log
+    try:
+        check_providers(settings.bridge.providers)
+        source = connect.ensure_token(settings)
+    except providers.UnknownProvider as exc:
+        return _error(str(exc), 1)
+    except OSError as exc:
+        return _error(f"cannot keep the connection token in {settings.data_dir()}: {exc}", 1)
+    server = settings.server
+    if args.print_vscode_settings:
+        if server.port == 0:
+            return _error(
+                "port 0 is chosen when the bridge starts; give a fixed one with --listen HOST:PORT",
+                2,
+            )
+        if source is not None and source.kind == "generated":
+            print(
+                f"ahp-bridge: generated a connection token, kept in {source.path}", file=sys.stderr
+            )
+        settings_json = connect.vscode_settings(server.host, server.port, server.token)
+        print(json.dumps(settings_json, indent=2))
+        return 0
     from ahp_bridge.host.app import run_bridge
 
     async def main_task() -> None:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_cancel_on_signal, nursery.cancel_scope)
+            trio.lowlevel.spawn_system_task(_stop_on_signals, nursery.cancel_scope)
             port = await nursery.start(run_bridge, settings)
-            print(
-                f"ahp-bridge listening on ws://{_url_host(settings.server.host)}:{port}", flush=True
-            )
+            _banner(settings, port, source)
 
     try:
         trio.run(main_task)
-    except Exception as exc:  # a startup failure is an operator error: say it plainly
-        cause = _leaf(exc)
-        log.error("ahp-bridge stopped", error=str(cause), kind=type(cause).__name__)
-        print(f"ahp-bridge: {cause}", file=sys.stderr)
-        return 1
+    except Exception as exc:  # a startup failure is an operator error: say it plainly, once
+        return _failed(exc)
     return 0
+
+
+def _failed(exc: BaseException) -> int:
+    """One line for the operator; the traceback only at `--log-level debug`."""
+    cause = _leaf(exc)
+    log.debug("stopped by an error", exc_info=cause)
+    return _error(str(cause) or type(cause).__name__, 1)
+
+
+def _banner(settings: Settings, port: int, source: Any) -> None:
+    """The connect lines on stdout; the first is `ahp-bridge listening on URL`."""
+    from ahp_bridge.host import connect
+
+    server = settings.server
+    hosts = connect.reachable_hosts(server.host)
+    urls = [connect.connect_url(h, port, server.token) for h in hosts]
+    print(f"ahp-bridge listening on {urls[0]}", flush=True)
+    for url in urls[1:]:
+        print(f"  also on {url}", flush=True)
+    if source is not None and source.kind == "generated":
+        print(
+            f"  a connection token was generated for this non-loopback bind and kept in "
+            f"{source.path} (reused next run; set server.token to choose one)",
+            flush=True,
+        )
+    elif source is not None and source.kind == "reused":
+        print(f"  the connection token is the one kept in {source.path}", flush=True)
+    entry = connect.vscode_settings(server.host, port, server.token)["chat.remoteAgentHosts"][0]
+    print(
+        f"  VS Code (chat.remoteAgentHosts; chat.remoteAgentHostsEnabled): {json.dumps(entry)}",
+        flush=True,
+    )
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -168,43 +405,65 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-async def _cancel_on_signal(scope: trio.CancelScope) -> None:
-    """Shut down cleanly on the first SIGINT or SIGTERM."""
+async def _stop_on_signals(scope: trio.CancelScope) -> None:
+    """The first SIGINT or SIGTERM stops cleanly; a second one exits at once.
+
+    A system task, so it keeps listening while the main task shuts down (a task in the
+    cancelled nursery would stop listening, and the second Ctrl-C would become a traceback).
+    Child processes (the Copilot CLI) run in their own process groups, so a terminal's Ctrl-C
+    reaches only the bridge, which stops them; on a second one they see their stdin close.
+    """
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
+            if scope.cancel_called:
+                print("ahp-bridge: stopping now (second interrupt)", file=sys.stderr, flush=True)
+                os._exit(EXIT_INTERRUPTED)
             log.info("shutting down", signal=signal.Signals(signum).name)
             scope.cancel()
-            return
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
 
 
 def _doctor(args: argparse.Namespace, settings: Settings) -> int:
     from ahp_bridge.doctor import run_doctor
+    from ahp_bridge.host.app import provider_options
 
-    return run_doctor(args.provider, settings.providers.get(args.provider, {}))
+    try:
+        check_providers([args.provider])
+    except providers.UnknownProvider as exc:
+        return _error(str(exc), 1)
+    settings.bridge.providers = [args.provider]
+    return run_doctor(args.provider, provider_options(settings)[args.provider])
+
+
+def _parse_options(pairs: Sequence[str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--option expects KEY=VALUE, got {pair!r}")
+        options[key] = value
+    return options
 
 
 def _serve_provider(args: argparse.Namespace, settings: Settings) -> int:
-    import os
-
-    from ahp_bridge import providers
-
-    options = {**settings.providers.get(args.provider, {}), **parse_options(args.option)}
+    try:
+        check_providers([args.provider])
+        options = {**settings.providers.get(args.provider, {}), **_parse_options(args.option)}
+    except providers.UnknownProvider as exc:
+        return _error(str(exc), 1)
+    except UsageError as exc:
+        return _error(str(exc), 2)
     token = os.environ.get(args.token_env) if args.token_env else None
-    if args.token_env and not token:
-        raise SystemExit(f"ahp-bridge: environment variable {args.token_env} is empty or unset")
+    if args.token_env and not (token or "").strip():
+        return _error(f"environment variable {args.token_env} is empty or unset", 1)
     try:
         provider = providers.create(args.provider, options)
-    except providers.UnknownProvider as exc:
-        raise SystemExit(f"ahp-bridge: {exc}") from None
+    except ValueError as exc:
+        return _error(f"[providers.{args.provider}]: {exc}", 1)
     from ahp_bridge_remote.server import serve as serve_grpc
 
     async def main_task() -> None:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_cancel_on_signal, nursery.cancel_scope)
+            trio.lowlevel.spawn_system_task(_stop_on_signals, nursery.cancel_scope)
             address = await nursery.start(
                 functools.partial(serve_grpc, provider, args.listen, token=token)
             )
@@ -213,16 +472,13 @@ def _serve_provider(args: argparse.Namespace, settings: Settings) -> int:
     try:
         trio.run(main_task)
     except Exception as exc:
-        print(f"ahp-bridge: {_leaf(exc)}", file=sys.stderr)
-        return 1
+        return _failed(exc)
     return 0
 
 
 def _sessions(args: argparse.Namespace, settings: Settings) -> int:
     from ahp_bridge.host.catalog_cli import run_sessions_command
 
-    if args.data_dir:
-        settings.bridge.data_dir = args.data_dir
     return run_sessions_command(args, settings)
 
 

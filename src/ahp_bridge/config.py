@@ -3,21 +3,35 @@
 Environment overrides use the prefix `AHP_BRIDGE__` and `__` between levels, for example
 `AHP_BRIDGE__SERVER__PORT=9000` or `AHP_BRIDGE__PROVIDERS__FAKE__SCRIPT=/path/demo.toml`.
 `config.example.toml` documents every setting.
+
+A mistake is a `ConfigError` in one line that names where the value came from (the file or
+the environment variable), the key path, what is wrong and, for an unknown key, the closest
+valid one; never a validation dump.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
+import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+from pydantic_settings.exceptions import SettingsError
+
+ENV_PREFIX = "AHP_BRIDGE__"
+
+
+class ConfigError(ValueError):
+    """The settings are wrong; the message is one line per problem, for the operator."""
 
 
 def default_state_dir() -> Path:
@@ -31,6 +45,7 @@ class ServerSettings(BaseModel):
 
     host: str = "127.0.0.1"
     port: int = Field(8765, ge=0, le=65535)
+    #: An empty or whitespace-only token is no token.
     token: str | None = None
     allowed_origins: list[str] = Field(default_factory=list)
     max_frame_bytes: int = Field(4 * 1024 * 1024, ge=1024)
@@ -42,6 +57,26 @@ class ServerSettings(BaseModel):
     slow_client_grace: float = Field(10.0, gt=0)
     #: Request ids remembered per connection to refuse a repeated one.
     remembered_request_ids: int = Field(4096, ge=16)
+    #: A JSONL file that records every frame in and out (tokens redacted); None: off.
+    wire_log: Path | None = None
+    #: When the wire log passes this size it is moved to `<file>.1` and a new one begun.
+    wire_log_max_bytes: int = Field(64 * 1024 * 1024, ge=4096)
+
+    @field_validator("token")
+    @classmethod
+    def _no_blank_token(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        return v.strip()
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins(cls, v: list[str]) -> list[str]:
+        from ahp_bridge.origins import parse_origin_pattern
+
+        for pattern in v:
+            parse_origin_pattern(pattern)
+        return v
 
 
 class LogSettings(BaseModel):
@@ -109,7 +144,7 @@ class WorkspaceSettings(BaseModel):
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="AHP_BRIDGE__", env_nested_delimiter="__", extra="forbid"
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid"
     )
 
     server: ServerSettings = Field(default_factory=ServerSettings)
@@ -143,13 +178,122 @@ _CONFIG_FILE: dict[str, Path] = {}
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
-    """Read settings from `config_file` (if any) and the environment; `overrides` win."""
-    if config_file is not None and not config_file.is_file():
-        raise FileNotFoundError(f"config file not found: {config_file}")
+    """Read settings from `config_file` (if any) and the environment; `overrides` win.
+
+    Raises ConfigError, whose message names the file or environment variable at fault.
+    """
+    if config_file is not None:
+        _check_toml(config_file)
+    _check_env_sections()
     _CONFIG_FILE.clear()
     if config_file is not None:
         _CONFIG_FILE["path"] = config_file
     try:
         return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, config_file)) from None
+    except SettingsError:
+        raise ConfigError(_env_parse_problem()) from None
     finally:
         _CONFIG_FILE.clear()
+
+
+def _check_toml(path: Path) -> None:
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc}") from None
+
+
+def _sections() -> dict[str, type[BaseModel] | None]:
+    """Top-level keys and the model of each (None: free-form, the providers' own options)."""
+    out: dict[str, type[BaseModel] | None] = {}
+    for name, info in Settings.model_fields.items():
+        ann = info.annotation
+        out[name] = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+    return out
+
+
+def _env_vars() -> dict[str, str]:
+    """The bridge's environment variables, by upper-case name (they are case-insensitive)."""
+    return {k.upper(): k for k in os.environ if k.upper().startswith(ENV_PREFIX)}
+
+
+def _check_env_sections() -> None:
+    """Unknown `AHP_BRIDGE__SECTION__…` variables are mistakes (pydantic ignores them)."""
+    sections = _sections()
+    for upper, name in sorted(_env_vars().items()):
+        section = upper[len(ENV_PREFIX) :].split("__", 1)[0].lower()
+        if section not in sections:
+            raise ConfigError(
+                f"environment variable {name}: unknown section `{section}`"
+                + _did_you_mean(section, list(sections))
+            )
+
+
+def _did_you_mean(key: str, valid: list[str]) -> str:
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+    if close:
+        return f"; did you mean `{close[0]}`?"
+    return f" (valid: {', '.join(valid)})" if valid else ""
+
+
+def _fields_at(loc: tuple[str, ...]) -> list[str]:
+    """The valid keys beside the last element of `loc` (for "did you mean")."""
+    if len(loc) == 1:
+        return list(_sections())
+    model = _sections().get(loc[0])
+    if model is None or len(loc) != 2:
+        return []
+    return list(model.model_fields)
+
+
+def _source(loc: tuple[str, ...], config_file: Path | None) -> str:
+    env = _env_vars()
+    for n in range(len(loc), 0, -1):
+        name = ENV_PREFIX + "__".join(loc[:n]).upper()
+        if name in env:
+            return f"environment variable {env[name]}"
+    return str(config_file) if config_file is not None else "settings"
+
+
+def _describe(exc: ValidationError, config_file: Path | None) -> str:
+    lines = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(str(p) for p in err["loc"])
+        key = ".".join(loc) or "settings"
+        where = _source(loc, config_file)
+        if err["type"] == "extra_forbidden":
+            problem = "unknown key" + _did_you_mean(loc[-1], _fields_at(loc))
+        else:
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            problem = msg[:1].lower() + msg[1:]
+            if "input" in err and not isinstance(err["input"], dict | list):
+                problem += f" (got {err['input']!r})"
+        lines.append(f"{where}: {key}: {problem}")
+    return "\n".join(lines)
+
+
+def _env_parse_problem() -> str:
+    """Which environment variable holds a list or table that is not JSON."""
+    for upper, name in sorted(_env_vars().items()):
+        try:
+            json.loads(os.environ[name])
+        except ValueError:
+            parts = upper[len(ENV_PREFIX) :].lower().split("__")
+            if len(parts) == 2:
+                model = _sections().get(parts[0])
+                field = model.model_fields.get(parts[1]) if model else None
+                if field is not None and str(field.annotation).startswith(("list", "dict")):
+                    return (
+                        f"environment variable {name}: {parts[0]}.{parts[1]} is a list; write it "
+                        "as JSON, e.g. '[\"http://localhost:*\"]'"
+                    )
+    return (
+        f"environment variables {ENV_PREFIX}…: a list or table value could not be read; "
+        "write lists and tables as JSON"
+    )

@@ -13,6 +13,7 @@ import orjson
 import pytest
 import trio
 
+from tests.e2e.test_host_core import upgrade_status
 from tests.support.ahp_client import open_client
 
 READY = b"ahp-bridge listening on ws://"
@@ -52,6 +53,19 @@ async def stop(process: trio.Process, sig: int) -> tuple[int, bytes]:
     return code, err
 
 
+async def banner_rest(process: trio.Process) -> str:
+    """The banner lines after the first, up to the VS Code line that ends it."""
+    assert process.stdout is not None
+    text = b""
+    with trio.fail_after(10):
+        while b"VS Code" not in text or not text.endswith(b"\n"):
+            chunk = await process.stdout.receive_some(65536)
+            if not chunk:
+                break
+            text += chunk
+    return text.decode()
+
+
 def bridge_args(tmp_path: Path, *extra: str) -> list[str]:
     return ["--provider", "fake", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path), *extra]
 
@@ -77,8 +91,9 @@ async def test_json_logs_are_json_and_carry_no_tokens_or_prompts(tmp_path: Path)
         env={"AHP_BRIDGE__SERVER__TOKEN": token, "AHP_BRIDGE__PROVIDERS__FAKE__TIME_SCALE": "0"},
     )
     secret_prompt = "my-secret-prompt-" + uuid.uuid4().hex
+    assert url.endswith(f"/?tkn={token}")  # the banner's URL works as it is
     async with trio.open_nursery() as nursery:
-        client = await open_client(nursery, f"{url}/?tkn={token}", "logs")
+        client = await open_client(nursery, url, "logs")
         await client.initialize(["ahp-root://"])
         session = f"ahp-session:/{uuid.uuid4()}"
         await client.request("createSession", {"channel": session, "provider": "fake"})
@@ -112,15 +127,35 @@ async def test_json_logs_are_json_and_carry_no_tokens_or_prompts(tmp_path: Path)
     assert secret_prompt not in err.decode()
 
 
-async def test_non_loopback_bind_without_token_is_an_operator_error(tmp_path: Path) -> None:
-    result = await trio.run_process(
-        [sys.executable, "-m", "ahp_bridge.cli", *bridge_args(tmp_path), "--listen", "0.0.0.0:0"],
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-    )
-    assert result.returncode == 1
-    assert b"token is required" in result.stderr
+async def test_non_loopback_bind_without_token_generates_one_and_keeps_it(tmp_path: Path) -> None:
+    """An empty token is no token: the bridge never serves every interface without one."""
+    env = {"AHP_BRIDGE__SERVER__TOKEN": " "}
+    args = [*bridge_args(tmp_path), "--listen", "0.0.0.0:0"]
+    process, url = await start_cli(*args, env=env)
+    token_file = tmp_path / "connection-token"
+    token = token_file.read_text().strip()
+    assert token_file.stat().st_mode & 0o777 == 0o600
+    assert url.startswith("ws://") and url.endswith(f"/?tkn={token}"), url
+    port = int(url.split("/?", 1)[0].rsplit(":", 1)[1])
+    assert await upgrade_status(port, "/") == 403  # no token: refused before any JSON-RPC
+    async with trio.open_nursery() as nursery:
+        # Every URL the banner printed works as printed (the wildcard's real addresses).
+        rest = await banner_rest(process)
+        also = [line.split("also on ", 1)[1] for line in rest.splitlines() if "also on " in line]
+        assert f"ws://127.0.0.1:{port}/?tkn={token}" in [url, *also]
+        assert f"kept in {token_file}" in rest and "generated" in rest
+        for each in [url, *also]:
+            client = await open_client(nursery, each, "wildcard")
+            await client.initialize()
+            await client.close()
+        nursery.cancel_scope.cancel()
+    code, _ = await stop(process, signal.SIGTERM)
+    assert code == 0
+    again, url2 = await start_cli(*args, env=env)  # the kept token is reused
+    assert url2.endswith(f"/?tkn={token}")
+    assert "the connection token is the one kept in" in await banner_rest(again)
+    code, _ = await stop(again, signal.SIGTERM)
+    assert code == 0
 
 
 async def test_bad_config_is_reported_plainly(tmp_path: Path) -> None:
@@ -172,6 +207,23 @@ async def test_example_config_is_valid_and_complete(tmp_path: Path) -> None:
     ):
         for name in type(model).model_fields:
             assert f"{name} =" in text, f"config.example.toml does not document {section}.{name}"
+    # Every provider's section, each option commented with its meaning.
+    from ahp_bridge_copilot.options import ByokOptions, CopilotOptions
+    from ahp_bridge_fake import _OPTIONS as FAKE_OPTIONS
+    from ahp_bridge_remote.client import _OPTIONS as REMOTE_OPTIONS
+
+    sections = {
+        "providers.fake": FAKE_OPTIONS,
+        "providers.copilot": tuple(CopilotOptions.model_fields),
+        "providers.copilot.byok": tuple(ByokOptions.model_fields),
+        "providers.remote": REMOTE_OPTIONS,
+    }
+    for section, options in sections.items():
+        assert f"[{section}]" in text, f"config.example.toml has no [{section}]"
+        body = text.split(f"[{section}]", 1)[1].split("\n[", 1)[0]
+        for name in options:
+            if name != "byok":
+                assert f"# {name} =" in body, f"[{section}] does not document {name}"
 
 
 async def test_doctor_reports_in_plain_words() -> None:

@@ -37,10 +37,50 @@ def test_invalid_options_are_one_line_with_the_reason() -> None:
     assert "byok.base_url" in fix and "bogus" in fix
 
 
-def test_missing_cli(tmp_path: Path) -> None:
+def test_missing_cli_names_the_exact_npm_command(tmp_path: Path) -> None:
     lines = report({"cli_path": str(tmp_path / "missing")})
     (bad,) = failing(lines)
-    assert bad[1] == "Copilot CLI not found" and "install-copilot-cli.sh" in bad[2]
+    assert bad[1] == "Copilot CLI not found"
+    # A wheel has no scripts/: the npm command installs the tested CLI where it is looked for.
+    assert bad[2].startswith(
+        "install the tested release with `npm install --prefix ~/.local/share/ahp-bridge/copilot "
+        "@github/copilot@1.0.102` (found there without further setup)"
+    )
+    assert "or run `bash scripts/install-copilot-cli.sh` in the checkout" in bad[2]  # we are one
+    assert bad[2].endswith(
+        "or set cli_path in [providers.copilot] (or COPILOT_CLI_PATH) to the binary"
+    )
+
+
+def test_the_npm_prefix_is_where_the_cli_is_looked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ahp_bridge_copilot.options import (
+        CopilotOptions,
+        cli_candidates,
+        find_cli,
+        npm_binary_relpath,
+    )
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    monkeypatch.delenv("COPILOT_CLI_PATH", raising=False)
+    monkeypatch.chdir(tmp_path)
+    binary = tmp_path / "ahp-bridge" / "copilot" / npm_binary_relpath()
+    candidates = cli_candidates(CopilotOptions())
+    assert binary in candidates
+    binary.parent.mkdir(parents=True)
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    # Found unless something earlier in the search order (a checkout's .tools) is present.
+    earlier = candidates[: candidates.index(binary)]
+    expected = next((c for c in earlier if c.is_file()), binary)
+    assert find_cli(CopilotOptions()) == expected
+
+
+def test_offline_without_byok_is_an_options_error() -> None:
+    (bad,) = report({"offline": True})
+    assert bad[1] == "provider options"
+    assert "offline = true needs your own model: add [providers.copilot.byok]" in bad[2]
 
 
 def test_protocol_mismatch(tmp_path: Path) -> None:
@@ -66,7 +106,11 @@ def test_signed_out_and_unset_token(tmp_path: Path) -> None:
         "token_env names $AHP_TEST_UNSET_TOKEN, which is not set",
         "GitHub Copilot is signed out",
     ]
-    assert "copilot login" in bad[1][2]
+    fix = bad[1][2]
+    # The real command: this provider's CLI binary and its COPILOT_HOME.
+    assert fix.startswith(f"run `COPILOT_HOME={tmp_path / 'd'} {FAULT_CLI} login`; ")
+    assert "sign in from an AHP client" in fix
+    assert "use your own model, without a GitHub account, with [providers.copilot.byok]" in fix
 
 
 def test_token_value_is_never_shown(secret_env: str) -> None:
@@ -92,6 +136,9 @@ def test_real_cli_with_byok_is_healthy(tmp_path: Path) -> None:
         lines = report(opts)
         assert failing(lines) == []
         assert [r.path for r in models.requests] == ["/v1/models"]
+        # The documented offline setup starts the CLI too (it needs its provider at start).
+        offline = {**opts, "offline": True}
+        assert failing(report(offline)) == []
     whats = " | ".join(w for _, w, _ in lines)
     assert "1.0.102 (the tested release)" in whats
     assert "speaks protocol 3" in whats and "no sign-in needed" in whats
@@ -100,3 +147,4 @@ def test_real_cli_with_byok_is_healthy(tmp_path: Path) -> None:
     del opts["byok"]
     (bad,) = failing(report(opts))
     assert bad[1] == "GitHub Copilot is signed out"
+    assert f"run `COPILOT_HOME={env['COPILOT_HOME']} {CLI_PATH} login`" in bad[2]

@@ -68,7 +68,7 @@ def test_a_failing_check_makes_the_exit_code_one() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--provider", "nope"], "error: unknown provider 'nope'; installed: "),
+        (["--provider", "nope"], "error: unknown provider 'nope' (installed: "),
         (["--provider", "fake", "--check", "nope"], "error: unknown check 'nope'"),
         (["--provider", "fake", "--option", "novalue"], "expected key=value"),
         (["--provider", "fake", "--prompt", "plan=x"], "--prompt 'plan': scenarios are"),

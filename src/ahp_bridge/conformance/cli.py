@@ -42,8 +42,9 @@ def load_provider(name: str) -> CreateProvider:
     """The ``create_provider`` registered as ``name`` in the ``ahp_bridge.providers`` group."""
     found = entry_points(group=PROVIDER_GROUP, name=name)
     if not found:
-        known = sorted(ep.name for ep in entry_points(group=PROVIDER_GROUP))
-        raise UsageError(f"unknown provider {name!r}; installed: {', '.join(known) or 'none'}")
+        from ahp_bridge.providers import UnknownProvider
+
+        raise UsageError(str(UnknownProvider(name)))
     create: CreateProvider = next(iter(found)).load()
     return create
 
@@ -70,6 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ahp-bridge conformance",
         description="Check that a provider adapter keeps the agentapi contract.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  ahp-bridge conformance --provider fake\n"
+        "  ahp-bridge conformance --provider copilot --option cli_path=/path/to/copilot "
+        "--check cancel --durations",
     )
     parser.add_argument("--provider", required=True, help="entry point name (fake, copilot, ...)")
     parser.add_argument(

@@ -8,7 +8,7 @@ import structlog
 import trio
 
 from ahp_bridge.config import Settings
-from ahp_bridge.host.catalog import open_catalog
+from ahp_bridge.host.catalog import AsyncCatalog, open_catalog
 from ahp_bridge.host.chat import HostClock
 from ahp_bridge.host.client_tools import ClientToolLimits
 from ahp_bridge.host.clients import KnownClients
@@ -17,15 +17,17 @@ from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.rpc import RpcHandler
 from ahp_bridge.host.server import ServerOptions, check_bind, serve
 from ahp_bridge.host.sessions import SessionManager
+from ahp_bridge.host.wirelog import WireLog
 from ahp_bridge.host.workspace import Workspace
 from ahp_bridge.state.store import Store
 
 log = structlog.get_logger(__name__)
 
 
-def server_options(settings: Settings) -> ServerOptions:
+def server_options(settings: Settings, wire_log: WireLog | None = None) -> ServerOptions:
     s = settings.server
     return ServerOptions(
+        wire_log=wire_log,
         host=s.host,
         port=s.port,
         token=s.token,
@@ -49,11 +51,32 @@ def provider_options(settings: Settings) -> dict[str, dict[str, object]]:
     return options
 
 
+async def _keep_catalog(
+    catalog: AsyncCatalog, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """The catalog writer, deaf to the bridge's cancellation: it ends at `catalog.close()`, so
+    what sessions write while they stop (last titles, turn states) still reaches the database."""
+    with trio.CancelScope(shield=True):
+        await catalog.run(task_status=task_status)
+
+
 async def run_bridge(
     settings: Settings, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
 ) -> None:
     """Run one bridge until cancelled; reports the bound port through `task_status`."""
-    options = server_options(settings)
+    wire = None
+    if settings.server.wire_log is not None:
+        wire = WireLog(settings.server.wire_log, max_bytes=settings.server.wire_log_max_bytes)
+    try:
+        await _run(settings, server_options(settings, wire), task_status)
+    finally:
+        if wire is not None:
+            wire.close()
+
+
+async def _run(
+    settings: Settings, options: ServerOptions, task_status: trio.TaskStatus[int]
+) -> None:
     check_bind(options)
     clock = HostClock()
     catalog = await open_catalog(
@@ -85,16 +108,19 @@ async def run_bridge(
         completion_triggers=completions.triggers,
     )
     async with trio.open_nursery() as keeper:
-        await keeper.start(catalog.run)  # ends (writing what is queued) when the bridge stops
-        async with sessions.running(), workspace.running(), trio.open_nursery() as nursery:
-            if durable is not None:
-                clients.load(await durable.client_lines())
-            server = await nursery.start(serve, rpc, options)
-            port = server.port
-            log.info(
-                "serving",
-                host=settings.server.host,
-                port=port,
-                providers=settings.bridge.providers,
-            )
-            task_status.started(port)
+        await keeper.start(_keep_catalog, catalog)
+        try:
+            async with sessions.running(), workspace.running(), trio.open_nursery() as nursery:
+                if durable is not None:
+                    clients.load(await durable.client_lines())
+                server = await nursery.start(serve, rpc, options)
+                port = server.port
+                log.info(
+                    "serving",
+                    host=settings.server.host,
+                    port=port,
+                    providers=settings.bridge.providers,
+                )
+                task_status.started(port)
+        finally:
+            catalog.close()  # the writer finishes what is queued, then ends

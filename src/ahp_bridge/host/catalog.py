@@ -561,7 +561,9 @@ class AsyncCatalog:
         self._send, self._recv = trio.open_memory_channel[_Job](queue)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve the queue until cancelled; then finish queued writes and close the catalog."""
+        """Serve the queue until `close()` or cancellation; then finish queued writes and close
+        the catalog. (The bridge runs it shielded and calls `close()` once its sessions have
+        stopped, so the writes they make while stopping are kept.)"""
         task_status.started()
         try:
             async for job in self._recv:
@@ -577,6 +579,10 @@ class AsyncCatalog:
         finally:
             self._drain()
             self.catalog.close()
+
+    def close(self) -> None:
+        """Accept no more work: `run` finishes what is queued, closes the catalog and returns."""
+        self._send.close()
 
     def _execute(self, job: _Job) -> Any:
         return job.fn(self.catalog, *job.args, **job.kwargs)

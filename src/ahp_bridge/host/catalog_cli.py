@@ -107,6 +107,13 @@ def _import(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
     except (providers.UnknownProvider, ValueError) as exc:
         print(f"ahp-bridge: {exc}", file=sys.stderr)
         return 1
+    if not isinstance(provider, agentapi.Importer):
+        print(
+            f"ahp-bridge: provider {name!r} cannot list its earlier conversations, so there is "
+            "nothing to import from it (copilot can)",
+            file=sys.stderr,
+        )
+        return 1
     workdir = str(Path(args.workdir).resolve())
     catalog = Catalog.open(settings.data_dir())
     try:
@@ -117,7 +124,14 @@ def _import(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
                     catalog, provider, name, workdir, only=args.conversation, now=_now()
                 )
 
-        added, skipped = trio.run(work)
+        try:
+            added, skipped = trio.run(work)
+        except Exception as exc:  # the provider's own failure: one line, never a traceback
+            cause = _leaf(exc)
+            if not isinstance(cause, agentapi.AgentAPIError | CatalogError | OSError):
+                raise
+            print(f"ahp-bridge: importing from {name!r} failed: {cause}", file=sys.stderr)
+            return 1
     finally:
         catalog.close()
     for line in skipped:
@@ -130,6 +144,12 @@ def _import(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
         title = f"  {record.title}" if record.title else ""
         out.write(f"{record.uri} <- {record.import_conversation}{title}\n")
     return 0
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 async def import_conversations(

@@ -25,6 +25,7 @@ from ahp_bridge.protocol.versions import V07
 
 if TYPE_CHECKING:
     from ahp_bridge.host.rpc import RpcHandler
+    from ahp_bridge.host.wirelog import WireLog
 
 log = structlog.get_logger(__name__)
 
@@ -53,6 +54,7 @@ class Connection:
         max_subscriptions: int = 1024,
         remembered_ids: int = 4096,
         abandon_grace: float = ABANDON_GRACE,
+        wire_log: WireLog | None = None,
     ) -> None:
         self.ws = ws
         self.rpc = rpc
@@ -74,6 +76,8 @@ class Connection:
         self._broken = False
         self._send_scope: trio.CancelScope | None = None
         self.closed = False
+        #: Records every frame in and out when the operator turned the wire log on.
+        self._wire = wire_log
 
     @property
     def initialized(self) -> bool:
@@ -85,6 +89,8 @@ class Connection:
         """Queue one text frame; never blocks. A full queue disconnects this client only."""
         if self.closed:
             return
+        if self._wire is not None:
+            self._wire.record(frame, "s2c", f"conn-{self.number}")
         try:
             self._send_q.send_nowait(frame)
         except trio.WouldBlock:
@@ -162,6 +168,8 @@ class Connection:
             except ConnectionClosed:
                 self.close(CLOSE_NORMAL, "closed", peer_gone=True)
                 return
+            if self._wire is not None:
+                self._wire.record(data, "c2s", f"conn-{self.number}")
             if isinstance(data, bytes):
                 self.send_error(
                     None,

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from ahp_bridge import __version__
+from ahp_bridge.host.auth import SignIn
 from ahp_bridge.host.clients import KnownClients
 from ahp_bridge.host.hub import Hub
 from ahp_bridge.protocol import errors as E
@@ -90,6 +91,7 @@ class RpcHandler:
         self.default_directory = default_directory
         self.clients = clients if clients is not None else KnownClients()
         self.connections: set[Connection] = set()
+        self._sign_in = SignIn(sessions)
         self._requests: dict[str, Callable[[Connection, dict[str, Any]], Any]] = {
             "initialize": self.initialize,
             "ping": self.ping,
@@ -384,11 +386,8 @@ class RpcHandler:
         durable = self.sessions.durable  # offers importable conversations
         return durable.offer_imports(params, result) if durable is not None else result
 
-    def authenticate(self, conn: Connection, params: dict[str, Any]) -> None:
-        raise RpcError(
-            E.INVALID_PARAMS,
-            f"Invalid params: resource: {params['resource']!r} is not protected by this host",
-        )
+    def authenticate(self, conn: Connection, params: dict[str, Any]) -> Any:
+        return self._sign_in.authenticate(conn, params)  # host/auth.py
 
     def no_terminals(self, conn: Connection, params: dict[str, Any]) -> None:
         raise RpcError(E.PERMISSION_DENIED, "This host does not offer terminals")

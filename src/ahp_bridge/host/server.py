@@ -3,12 +3,19 @@
 Authentication is the transport's job in AHP, so it happens here, before any JSON-RPC: the
 connection token (`?tkn=`) and the browser Origin allow-list are checked on the HTTP upgrade and
 a failure is a plain HTTP 403. Frame size is bounded by the WebSocket layer (close 1009).
+
+Loopback is decided on addresses, never on spelling: a host is loopback only when every address
+it resolves to is (`ipaddress`), so a name such as `127.example` is not. Origins are compared as
+parsed (scheme, host, port) triples, with at most a port wildcard, never as a glob over the raw
+header (which would let `http://localhost:1@evil.example` match `http://localhost:*`).
 """
 
 from __future__ import annotations
 
-import fnmatch
+import errno
 import hmac
+import ipaddress
+import socket
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
 
@@ -18,6 +25,8 @@ from trio_websocket import WebSocketRequest, WebSocketServer, serve_websocket
 
 from ahp_bridge.host.connection import Connection
 from ahp_bridge.host.rpc import RpcHandler
+from ahp_bridge.host.wirelog import WireLog
+from ahp_bridge.origins import origin_allowed, parse_origin_pattern
 
 log = structlog.get_logger(__name__)
 
@@ -28,26 +37,60 @@ class ServerOptions:
     port: int = 8765
     #: Required for any bind that is not loopback; checked on every upgrade when set.
     token: str | None = None
-    #: Glob patterns of browser Origins allowed to connect (requests without Origin: not browsers).
+    #: Browser Origins allowed to connect, `scheme://host[:port|:*]` (see `parse_origin_pattern`);
+    #: requests without an Origin header are not from browsers and are not checked.
     allowed_origins: tuple[str, ...] = field(default_factory=tuple)
     max_frame_bytes: int = 4 * 1024 * 1024
     outbound_queue: int = 4096
     max_subscriptions: int = 1024
     slow_client_grace: float = 10.0
     remembered_request_ids: int = 4096
+    #: Where every frame is recorded (see host/wirelog.py); None: not recorded.
+    wire_log: WireLog | None = None
+
+
+def _loopback_address(text: str) -> bool:
+    addr = ipaddress.ip_address(text.split("%", 1)[0])
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    return addr.is_loopback
 
 
 def is_loopback(host: str) -> bool:
-    return host in ("localhost", "::1") or host.startswith("127.")
+    """True only when every address `host` names or resolves to is a loopback address.
+
+    A literal is read with `ipaddress`; a name is resolved. A name that does not resolve, and
+    the wildcard "" (every interface), are not loopback.
+    """
+    host = host.strip().strip("[]")
+    if not host:
+        return False
+    try:
+        return _loopback_address(host)
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return False
+    addresses = {str(info[4][0]) for info in infos}
+    return bool(addresses) and all(_loopback_address(a) for a in addresses)
+
+
+def has_token(token: str | None) -> bool:
+    """An empty or whitespace-only token is no token."""
+    return token is not None and bool(token.strip())
 
 
 def check_bind(options: ServerOptions) -> None:
     """Refuse an unsafe configuration before anything starts."""
-    if options.token is None and not is_loopback(options.host):
+    if not has_token(options.token) and not is_loopback(options.host):
         raise ValueError(
-            f"refusing to listen on {options.host}: a connection token is required for any "
-            "non-loopback bind (set server.token or AHP_BRIDGE__SERVER__TOKEN)"
+            f"refusing to listen on {options.host or '(every interface)'}: a connection token "
+            "is required for any non-loopback bind (set server.token or AHP_BRIDGE__SERVER__TOKEN)"
         )
+    for pattern in options.allowed_origins:
+        parse_origin_pattern(pattern)
 
 
 def _token_from(path: str) -> str | None:
@@ -57,16 +100,35 @@ def _token_from(path: str) -> str | None:
 
 def check_upgrade(options: ServerOptions, path: str, headers: dict[str, str]) -> str | None:
     """Why this upgrade must be refused, or None to accept it."""
-    if options.token is not None:
+    if has_token(options.token):
+        assert options.token is not None
         offered = _token_from(path)
         if offered is None or not hmac.compare_digest(offered.encode(), options.token.encode()):
             return "missing or wrong connection token"
     origin = headers.get("origin")
-    if origin is not None and not any(
-        fnmatch.fnmatchcase(origin, pattern) for pattern in options.allowed_origins
-    ):
+    if origin is not None and not origin_allowed(origin, options.allowed_origins):
         return "origin not allowed"
     return None
+
+
+class ListenError(Exception):
+    """The listening socket could not be opened; the message says what to do."""
+
+
+def _listen_error(host: str, port: int, exc: OSError) -> ListenError:
+    where = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
+    if exc.errno == errno.EADDRINUSE:
+        reason = (
+            "the address is already in use (another ahp-bridge?); pick a free port with "
+            "--listen 127.0.0.1:0 or another HOST:PORT"
+        )
+    elif exc.errno == errno.EACCES:
+        reason = "permission denied (ports below 1024 need privileges); use a port above 1024"
+    elif exc.errno == errno.EADDRNOTAVAIL:
+        reason = "that address is not on this machine; use 127.0.0.1, 0.0.0.0 or a local address"
+    else:
+        reason = exc.strerror or str(exc)
+    return ListenError(f"cannot listen on {where}: {reason}")
 
 
 async def serve(
@@ -94,18 +156,24 @@ async def serve(
             max_subscriptions=options.max_subscriptions,
             remembered_ids=options.remembered_request_ids,
             abandon_grace=options.slow_client_grace,
+            wire_log=options.wire_log,
         )
         log.info("client connected", conn=conn.number, remote=str(request.remote))
         await conn.run()
         log.info("client disconnected", conn=conn.number, client=conn.client_id)
 
-    await serve_websocket(
-        handler,
-        options.host,
-        options.port,
-        None,
-        max_message_size=options.max_frame_bytes,
-        connect_timeout=10,
-        disconnect_timeout=5,
-        task_status=task_status,
-    )
+    try:
+        await serve_websocket(
+            handler,
+            options.host,
+            options.port,
+            None,
+            max_message_size=options.max_frame_bytes,
+            connect_timeout=10,
+            disconnect_timeout=5,
+            task_status=task_status,
+        )
+    except OSError as exc:
+        if exc.errno is None:
+            raise
+        raise _listen_error(options.host, options.port, exc) from None

@@ -24,6 +24,7 @@ import structlog
 import trio
 
 from ahp_bridge import agentapi, providers
+from ahp_bridge.host import auth
 from ahp_bridge.host.catalog import AsyncCatalog
 from ahp_bridge.host.chat import ChatRuntime, HostClock
 from ahp_bridge.host.client_tools import ClientToolLimits
@@ -78,6 +79,8 @@ class ProviderEntry:
     models: list[agentapi.Model] = field(default_factory=list)
     #: Read once at start: the planner consults it on every client action (hot path).
     capabilities: agentapi.Capabilities = field(default_factory=agentapi.Capabilities)
+    #: Why the runtime needs a sign-in (its SignedOut message); "" when it needs none.
+    signed_out: str = ""
 
 
 @dataclass
@@ -165,10 +168,14 @@ class SessionManager:
                 self._nursery.cancel_scope.cancel()
 
     async def _models(self, entry: ProviderEntry) -> list[agentapi.Model]:
+        entry.signed_out = ""
         try:
             with trio.fail_after(30):
                 return list(await entry.provider.models())
-        except (agentapi.Unsupported, agentapi.SignedOut) as exc:
+        except agentapi.SignedOut as exc:
+            entry.signed_out = str(exc)
+            log.warning("provider is signed out", provider=entry.name, fix=str(exc))
+        except agentapi.Unsupported as exc:
             log.info("provider lists no models", provider=entry.name, reason=type(exc).__name__)
         except Exception as exc:
             log.warning("provider models failed", provider=entry.name, error=str(exc))
@@ -187,6 +194,7 @@ class SessionManager:
                     # Each chat is its own provider conversation, so any provider can have
                     # several; forks and side chats need provider support the contract lacks.
                     "capabilities": {"multipleChats": {}},
+                    **auth.agent_fields(entry),
                 }
             )
         return agents
@@ -195,6 +203,11 @@ class SessionManager:
         """Each provider's agentapi capabilities (AgentInfo has no `_meta`: the initialize
         result's `_meta` carries them, for the versions that have one)."""
         return {name: entry.capabilities.to_json() for name, entry in self.providers.items()}
+
+    async def refresh_agent(self, entry: ProviderEntry) -> None:
+        """Re-read a provider's models and sign-in state (after a sign-in) and announce them."""
+        entry.models = await self._models(entry)
+        self.hub.apply(ROOT, {"type": "root/agentsChanged", "agents": self._agents()})
 
     @property
     def nursery(self) -> trio.Nursery:
@@ -224,6 +237,7 @@ class SessionManager:
         provider = params.get("provider") or (self._names[0] if self._names else "")
         if provider not in self.providers:
             raise RpcError(E.PROVIDER_NOT_FOUND, f"Provider not found: {provider!r}")
+        auth.require_signed_in(self.providers[provider])
         if params.get("fork") is not None:
             raise RpcError(E.INVALID_PARAMS, "Invalid params: fork: forking is not supported")
         dirs = list(params.get("workingDirectories") or [])
