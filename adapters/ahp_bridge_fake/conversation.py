@@ -20,6 +20,8 @@ import trio
 
 from ahp_bridge.agentapi import (
     DELIVERY_STEER,
+    REWIND_CONVERSATION,
+    REWIND_CONVERSATION_AND_FILES,
     AgentAPIError,
     Answer,
     Attachment,
@@ -38,7 +40,11 @@ from ahp_bridge.agentapi import (
     Item,
     ItemKind,
     ModelSelection,
+    NativeTurnChanges,
     Prompt,
+    RewindPreview,
+    RewindResult,
+    RewindSkip,
     Subagent,
     SubagentStatus,
     Turn,
@@ -46,6 +52,7 @@ from ahp_bridge.agentapi import (
     Unsupported,
 )
 
+from .files import FileRecord
 from .transcript import Transcript
 
 if TYPE_CHECKING:
@@ -109,6 +116,8 @@ class FakeConversation:
         self.session_approvals: dict[str, str] = {}
         """Requests allowed for the session (key -> option id), until this handle closes."""
         self.source: TurnSource = provider.turn_source(self)
+        self.files: FileRecord = provider.files_of(transcript)
+        """The files this conversation's turns wrote (its diff), kept across reopens."""
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -310,8 +319,50 @@ class FakeConversation:
         pending.answered.set()
 
     async def diff(self) -> list[FileDiff]:
+        """The files the conversation's turns wrote: content before the first write, and now."""
         self._check_open()
-        raise Unsupported("the fake provider records no file changes")
+        await trio.lowlevel.checkpoint()
+        return self.files.diff()
+
+    # -- HistoryRewinder -------------------------------------------------------------------
+
+    async def preview_rewind(self, user_item_id: str) -> RewindPreview:
+        self._check_open()
+        await trio.lowlevel.checkpoint()
+        turn = self.transcript.turn_of(user_item_id)
+        if turn is None:
+            raise ValueError(f"no prompt {user_item_id!r} is recorded in this conversation")
+        touched = self.files.touched_since(turn)
+        return RewindPreview(
+            user_event_id=user_item_id,
+            turns=self.transcript.prompts - turn + 1,
+            files_available=True,
+            files=NativeTurnChanges(status="available", files=len(touched)),
+        )
+
+    async def rewind(self, user_event_id: str, mode: str) -> RewindResult:
+        """Discard the prompt ``user_event_id`` and everything after it (and, with
+        conversation-and-files, put back the files those turns wrote)."""
+        self._check_open()
+        if mode not in (REWIND_CONVERSATION, REWIND_CONVERSATION_AND_FILES):
+            raise ValueError(f"unknown rewind mode {mode!r}")
+        if self.turn is not None:
+            raise Busy("a turn is running; rewind when it has ended")
+        turn = self.transcript.turn_of(user_event_id)
+        if turn is None:
+            raise ValueError(f"no prompt {user_event_id!r} is recorded in this conversation")
+        await trio.lowlevel.checkpoint()
+        restored: list[str] = []
+        skipped: list[RewindSkip] = []
+        if mode == REWIND_CONVERSATION_AND_FILES:
+            restored, skipped = self.files.rewind(turn)
+        removed = self.transcript.truncate(user_event_id)
+        return RewindResult(
+            outcome="rewound",
+            events_removed=removed,
+            restored_files=restored,
+            skipped_files=skipped,
+        )
 
     async def set_model(self, model: str, effort: str, context_size: str) -> None:
         self._check_open()

@@ -39,6 +39,7 @@ from ahp_bridge.agentapi import (
 )
 
 from .conversation import FakeConversation, TurnSource
+from .files import FileRecord
 from .script import Script
 from .transcript import Meta, Transcript
 from .turns import ScriptedTurns
@@ -73,6 +74,7 @@ class FakeProvider:
         """Called with each conversation as it opens, before it is returned (replay)."""
         self._scripted = ScriptedTurns(script)
         self._records: dict[str, Transcript] = {}
+        self._files: dict[str, FileRecord] = {}
         self._open: dict[str, FakeConversation] = {}
         self._opened = 0
         self._nursery: trio.Nursery | None = None
@@ -112,6 +114,14 @@ class FakeProvider:
     def turn_source(self, conversation: FakeConversation) -> TurnSource:
         return self._scripted
 
+    def files_of(self, transcript: Transcript) -> FileRecord:
+        """The record of the files a conversation wrote (one per conversation, kept while the
+        provider runs, so a reopen keeps its diff)."""
+        record = self._files.get(transcript.meta.id)
+        if record is None:
+            record = self._files[transcript.meta.id] = FileRecord(transcript.meta.workdir)
+        return record
+
     def forget(self, conversation: FakeConversation) -> None:
         if self._open.get(conversation.id()) is conversation:
             del self._open[conversation.id()]
@@ -133,6 +143,8 @@ class FakeProvider:
             context_size=True,
             usage=True,
             titles=True,
+            session_diff=True,
+            rewind=True,
         )
 
     async def check(self) -> None:

@@ -88,6 +88,19 @@ class WorkspaceSettings(BaseModel):
     mention_refresh_seconds: float = Field(30.0, ge=0)
 
 
+class ChangesSettings(BaseModel):
+    """What the agent changed: tool calls' `fileEdit` contents and the changesets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: Bytes of file contents (before and after a change) the host keeps for clients to read.
+    max_content_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    #: Seconds a read of a not yet known content (a tool edit's) waits for the provider.
+    content_wait_seconds: float = Field(10.0, ge=0)
+    #: Seconds a provider may take to report its changes (Conversation.diff) or to rewind.
+    diff_timeout_seconds: float = Field(30.0, gt=0)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="AHP_BRIDGE__", env_nested_delimiter="__", extra="forbid"
@@ -97,6 +110,7 @@ class Settings(BaseSettings):
     log: LogSettings = Field(default_factory=LogSettings)
     bridge: BridgeSettings = Field(default_factory=BridgeSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
+    changes: ChangesSettings = Field(default_factory=ChangesSettings)
     #: Per-provider options, passed as they are to the provider's `create_provider`.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

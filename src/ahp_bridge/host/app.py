@@ -8,7 +8,9 @@ import structlog
 import trio
 
 from ahp_bridge.config import Settings
+from ahp_bridge.host import content as content_scheme
 from ahp_bridge.host.catalog import open_catalog
+from ahp_bridge.host.changesets import Changesets
 from ahp_bridge.host.chat import HostClock
 from ahp_bridge.host.clients import KnownClients
 from ahp_bridge.host.completions import Completions, MentionSource
@@ -71,14 +73,32 @@ async def run_bridge(
     durable = sessions.durable
     clients = KnownClients(persist=durable.remember_client if durable is not None else None)
     workspace = Workspace(hub, sessions, settings.workspace, default_directory=workdir)
+    content = content_scheme.ContentStore(
+        max_bytes=settings.changes.max_content_bytes,
+        wait_seconds=settings.changes.content_wait_seconds,
+    )
+    workspace.add_reader(content_scheme.SCHEME, content.read)
+    changes = Changesets(
+        hub,
+        sessions,
+        content,
+        diff_timeout=settings.changes.diff_timeout_seconds,
+        max_read_bytes=settings.workspace.max_read_bytes,
+    )
+    sessions.changes = changes
     completions = Completions(sessions, [MentionSource(workspace)])
     rpc = RpcHandler(
         hub,
         sessions,
         default_directory=Path(workdir).as_uri(),
         clients=clients,
-        handlers={**workspace.handlers(), **completions.handlers()},
+        handlers={
+            **workspace.handlers(),
+            **completions.handlers(),
+            "invokeChangesetOperation": changes.invoke,
+        },
         completion_triggers=completions.triggers,
+        materializers=[changes.materialize],
     )
     async with trio.open_nursery() as keeper:
         await keeper.start(catalog.run)  # ends (writing what is queued) when the bridge stops

@@ -80,12 +80,16 @@ class ChatRuntime:
         self.conversation: agentapi.Conversation | None = None
         self.conversation_id = ""
         self.sink: ChatSink | None = None
+        changes = manager.changes
         self.translator = EventTranslator(
             uri,
             session.uri,
             new_id=lambda: str(uuid.uuid4()),
             now_ms=manager.clock.now_ms,
             subagent_chat_uri=self.subagent_uri,
+            file_edits=(lambda turn, edits: changes.tool_edits(self, turn, edits))
+            if changes is not None
+            else None,
         )
         #: One translator per subagent, each building that subagent's read-only chat.
         self._subagents: dict[str, EventTranslator] = {}

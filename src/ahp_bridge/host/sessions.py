@@ -38,6 +38,7 @@ from ahp_bridge.state.store import Envelope
 from ahp_bridge.translate.models import model_info
 
 if TYPE_CHECKING:
+    from ahp_bridge.host.changesets import Changesets
     from ahp_bridge.host.connection import Connection
 
 log = structlog.get_logger(__name__)
@@ -129,6 +130,8 @@ class SessionManager:
         self.subagent_chats: dict[str, ChatRuntime] = {}
         self._nursery: trio.Nursery | None = None
         self._token: trio.lowlevel.TrioToken | None = None
+        #: File changes and changesets (host/changesets.py), when the host serves them.
+        self.changes: Changesets | None = None
         hub.observers.append(self._observe)
 
     # -- lifetime ------------------------------------------------------------------------------

@@ -32,7 +32,8 @@ delta             as the item of its kind; only assistant and reasoning stream (
 item tool         ``chat/toolCallStart`` once; ``chat/toolCallReady{confirmed:"not-needed"}``
                   when it runs; ``chat/toolCallComplete{result}`` when completed/failed (output
                   as text content, images as embedded content up to 1 MiB per result, exit code
-                  as ``error.code``, file edits and omitted images counted in ``_meta``).
+                  as ``error.code``, file edits as ``fileEdit`` contents from the host's
+                  ``file_edits`` hook, and also listed with omitted images in ``_meta``).
                   Progress and output tail updates of a running call are dropped (live only)
 item notice       ``chat/responsePart`` systemNotification (once per item id)
 item user         not a part: AHP carries the user's text as the turn's message (client turns)
@@ -115,11 +116,13 @@ from typing import Any
 
 from ahp_bridge.agentapi import (
     DELIVERY_AUTOPILOT,
+    DELIVERY_STEER,
     SUBAGENT_TRIGGER_SPAWN,
     SUBAGENT_TRIGGER_USER,
     Activity,
     Event,
     EventKind,
+    FileEdit,
     Interaction,
     InteractionKind,
     InteractionState,
@@ -226,8 +229,13 @@ class EventTranslator:
         *,
         subagent_chat_uri: Callable[[str], str] | None = None,
         agent_id: str = "",
+        file_edits: Callable[[str, list[FileEdit]], list[dict[str, Any]]] | None = None,
     ) -> None:
         self.chat_uri = chat_uri
+        self._file_edits = file_edits
+        """(turn id, a completed call's edits) -> its ``fileEdit`` contents (the host's)."""
+        self.user_items: dict[str, str] = {}
+        """AHP turn id -> the provider's id of the user item that started it (for rewinds)."""
         self.agent_id = agent_id
         self.session_uri = session_uri
         self._new_id = new_id
@@ -445,6 +453,8 @@ class EventTranslator:
 
     def _announce(self, turn: _Turn, seed: Item | None) -> list[Emitted]:
         turn.announced = True
+        if seed is not None:
+            self.user_items.setdefault(turn.id, seed.id)
         own = seed is not None and seed.delivery != DELIVERY_AUTOPILOT
         origin = "user" if own and self._run_by_user is not False else "agent"
         message: dict[str, Any] = {"text": seed.text if seed else "", "origin": {"kind": origin}}
@@ -493,6 +503,8 @@ class EventTranslator:
         if item.kind == ItemKind.USER:
             if self._turn is None:
                 self._seed = item
+            elif item.delivery != DELIVERY_STEER:
+                self.user_items.setdefault(self._turn.id, item.id)
             return []
         if item.kind in (ItemKind.ASSISTANT, ItemKind.REASONING):
             return self._text(item.kind, item.id, full=item.text)
@@ -585,7 +597,10 @@ class EventTranslator:
             tool.status = "running"
         if call.status == ToolStatus.RUNNING or tool.status in _TERMINAL_TOOL:
             return out
-        result, facts = tool_result(item, call, tool.base["displayName"], tool.content)
+        content = tool.content
+        if call.file_edits and self._file_edits is not None:
+            content = [*content, *self._file_edits(turn.id, list(call.file_edits))]
+        result, facts = tool_result(item, call, tool.base["displayName"], content)
         complete: dict[str, Any] = {
             "type": "chat/toolCallComplete",
             "turnId": turn.id,
