@@ -34,6 +34,10 @@ Format reference (every key is optional unless marked *required*)::
 
 A prompt no rule matches fails its turn ("no script rule matches this prompt").
 
+Commands, skills, custom agents, hooks, instructions and MCP servers are declared with
+``[[commands]]``, ``[[skills]]``, ``[[agents]]``, ``[[hooks]]``, ``[[instructions]]`` and
+``[[mcp_servers]]``; their keys are documented in ``catalog.py``.
+
 Step kinds (``kind = ...``):
 
 - ``text``, ``reasoning``: ``text`` *required*, ``chunk_size``, ``delay``. Streams deltas,
@@ -83,6 +87,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path as FsPath
 from typing import Any
 
+from .catalog import CATALOG_KEYS, Catalog, parse_catalog
 from .locate import LineIndex, Path, format_path
 
 
@@ -300,6 +305,8 @@ class Script:
     models: tuple[ModelSpec, ...] = DEFAULT_MODELS
     prompts: tuple[PromptRule, ...] = ()
     conversations: tuple[ConversationRules, ...] = ()
+    catalog: Catalog = field(default_factory=Catalog)
+    """Commands, skills, agents, hooks, instructions and MCP servers (see catalog.py)."""
 
     def rule_for(
         self, text: str, order: int, *, title: str = "", workdir: str = "", index: int = 0
@@ -461,7 +468,15 @@ class _Parser:
         self.check_keys(
             doc,
             (),
-            ("display_name", "default_model", "defaults", "models", "prompts", "conversations"),
+            (
+                "display_name",
+                "default_model",
+                "defaults",
+                "models",
+                "prompts",
+                "conversations",
+                *CATALOG_KEYS,
+            ),
         )
         if "defaults" in doc:
             defaults = self.table(doc["defaults"], ("defaults",))
@@ -506,6 +521,7 @@ class _Parser:
             models=models,
             prompts=prompts,
             conversations=tuple(conversations),
+            catalog=parse_catalog(self, doc),
         )
 
     def model(self, table: Mapping[str, Any], path: Path) -> ModelSpec:

@@ -18,6 +18,7 @@ from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.rpc import RpcHandler
 from ahp_bridge.host.server import ServerOptions, check_bind, serve
 from ahp_bridge.host.sessions import SessionManager
+from ahp_bridge.host.slash import CommandSource
 from ahp_bridge.host.workspace import Workspace
 from ahp_bridge.state.store import Store
 
@@ -86,7 +87,7 @@ async def run_bridge(
         max_read_bytes=settings.workspace.max_read_bytes,
     )
     sessions.changes = changes
-    completions = Completions(sessions, [MentionSource(workspace)])
+    completions = Completions(sessions, [MentionSource(workspace), CommandSource(hub, sessions)])
     rpc = RpcHandler(
         hub,
         sessions,

@@ -32,6 +32,7 @@ from ahp_bridge.translate.commands import (
     CommandContext,
     Rejection,
     Respond,
+    RunCommand,
     SelectAgent,
     Send,
     SetModel,
@@ -95,6 +96,8 @@ class ChatRuntime:
         self._subagents: dict[str, EventTranslator] = {}
         self._send, self._recv = trio.open_memory_channel[Job](CALL_QUEUE)
         self._closed = False
+        #: The provider's `/` commands as last read (name and alias -> name; host/slash.py).
+        self.command_names: dict[str, str] = {}
 
     # -- conversation lifetime -----------------------------------------------------------------
 
@@ -261,6 +264,7 @@ class ChatRuntime:
             can_set_title=self.entry.capabilities.titles,
             workdir=self.session.workdir,
             resumable_turn_id=_resumable_turn_id(state),
+            commands=self.command_names,
         )
 
     def client_action(
@@ -323,7 +327,9 @@ class ChatRuntime:
     async def _run(self, calls: tuple[Call, ...], action: dict[str, Any]) -> None:
         """Run one action's planned calls in order; the first failure ends the plan."""
         for call in calls:
-            if isinstance(call, SetModel | Send) and self._cancelled_before_sent(action):
+            if isinstance(call, SetModel | Send | RunCommand) and self._cancelled_before_sent(
+                action
+            ):
                 self.translator.turn_not_sent()  # it never starts at the provider
                 break
             try:
@@ -358,7 +364,7 @@ class ChatRuntime:
             self._remove_pending("steering", str(action.get("id")))
 
     def _after_failure(self, call: Call, action: dict[str, Any], exc: Exception) -> None:
-        if isinstance(call, Send | SetModel) and action.get("type") in _STARTS:
+        if isinstance(call, Send | RunCommand | SetModel) and action.get("type") in _STARTS:
             if self.translator.active_turn_id == action.get("turnId"):
                 self._apply_all(self.translator.fail_turn(_error_type(exc), _message(exc)))
             else:  # cancelled meanwhile: whatever it sent, nothing more comes of it
@@ -418,6 +424,8 @@ async def _execute(conversation: agentapi.Conversation, call: Call) -> None:
             await conversation.set_model(model, effort, size)
         case Send(prompt=prompt):
             await conversation.send(prompt)
+        case RunCommand(name=name, args=args):
+            await conversation.run_command(name, args)
         case Cancel():
             await conversation.cancel()
         case Respond(interaction_id=interaction_id, answer=answer):
