@@ -17,6 +17,7 @@ from ahp_bridge.host.completions import Completions, MentionSource
 from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.rpc import RpcHandler
 from ahp_bridge.host.server import ServerOptions, check_bind, serve
+from ahp_bridge.host.session_config import SessionConfig
 from ahp_bridge.host.sessions import SessionManager
 from ahp_bridge.host.slash import CommandSource
 from ahp_bridge.host.workspace import Workspace
@@ -87,6 +88,8 @@ async def run_bridge(
         max_read_bytes=settings.workspace.max_read_bytes,
     )
     sessions.changes = changes
+    config = SessionConfig(sessions)
+    sessions.config = config
     completions = Completions(sessions, [MentionSource(workspace), CommandSource(hub, sessions)])
     rpc = RpcHandler(
         hub,
@@ -96,6 +99,7 @@ async def run_bridge(
         handlers={
             **workspace.handlers(),
             **completions.handlers(),
+            **config.handlers(),
             "invokeChangesetOperation": changes.invoke,
         },
         completion_triggers=completions.triggers,

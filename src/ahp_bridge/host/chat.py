@@ -104,10 +104,15 @@ class ChatRuntime:
     async def open(self, conversation_id: str) -> None:
         """Open (or reopen by id) the provider conversation behind this chat."""
         sink = ChatSink(self._on_events, self.manager.token)
+        chosen = self.session.settings
         request = agentapi.OpenRequest(
             session_id=session_id(self.session.uri),
             conversation_id=conversation_id,
             workdir=self.session.workdir,
+            model=chosen.model,
+            effort=chosen.effort,
+            context_size=chosen.context_size,
+            agent=chosen.agent,
             events=sink,
         )
         try:
@@ -306,6 +311,27 @@ class ChatRuntime:
         if plan.calls:
             self._enqueue(lambda: self._run(plan.calls, action))
         self._start_queued_if_idle()
+
+    def enqueue_calls(
+        self,
+        calls: list[Callable[[agentapi.Conversation], Awaitable[None]]],
+        failed: Callable[[Exception], None],
+    ) -> bool:
+        """Run provider calls on this chat's worker, in order, after those already queued; the
+        first failure stops them and goes to `failed`. False when the queue is full."""
+        if not self._has_room():
+            return False
+
+        async def job() -> None:
+            for call in calls:
+                try:
+                    await call(await self._ensure_open())
+                except Exception as exc:
+                    failed(exc)
+                    return
+
+        self._enqueue(job)
+        return True
 
     def _has_room(self) -> bool:
         return self._send.statistics().current_buffer_used < CALL_QUEUE
