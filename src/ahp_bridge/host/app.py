@@ -14,6 +14,7 @@ from ahp_bridge.host.changesets import Changesets
 from ahp_bridge.host.chat import HostClock
 from ahp_bridge.host.clients import KnownClients
 from ahp_bridge.host.completions import Completions, MentionSource
+from ahp_bridge.host.customizations import Customizations
 from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.rpc import RpcHandler
 from ahp_bridge.host.server import ServerOptions, check_bind, serve
@@ -90,7 +91,11 @@ async def run_bridge(
     sessions.changes = changes
     config = SessionConfig(sessions)
     sessions.config = config
-    completions = Completions(sessions, [MentionSource(workspace), CommandSource(hub, sessions)])
+    customizations = Customizations(sessions)
+    sessions.customizations = customizations
+    commands = CommandSource(hub, sessions)
+    customizations.changed.append(commands.session_changed)
+    completions = Completions(sessions, [MentionSource(workspace), commands])
     rpc = RpcHandler(
         hub,
         sessions,

@@ -226,6 +226,10 @@ class ChatRuntime:
             self._open_subagent_chat(sub)
         for translator in self._subagents.values():
             self._apply_all(translator.translate(event))
+        customizations = self.manager.customizations
+        status = event.mcp_status if event.kind == agentapi.EventKind.MCP_STATUS else None
+        if status is not None and customizations is not None:
+            customizations.mcp_event(self, status)  # typed: the session's MCP customizations
         emitted = self.translator.translate(event)
         if event.kind == agentapi.EventKind.TITLE and not self._names_session():
             # Another chat's title names that chat (its catalog entry), not the whole session.

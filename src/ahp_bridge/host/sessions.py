@@ -41,6 +41,7 @@ from ahp_bridge.translate.session_config import Settings
 if TYPE_CHECKING:
     from ahp_bridge.host.changesets import Changesets
     from ahp_bridge.host.connection import Connection
+    from ahp_bridge.host.customizations import Customizations
     from ahp_bridge.host.session_config import SessionConfig
 
 log = structlog.get_logger(__name__)
@@ -138,6 +139,8 @@ class SessionManager:
         self.changes: Changesets | None = None
         #: Session settings (host/session_config.py), when the host serves them.
         self.config: SessionConfig | None = None
+        #: Typed session customizations (host/customizations.py), when the host serves them.
+        self.customizations: Customizations | None = None
         hub.observers.append(self._observe)
 
     # -- lifetime ------------------------------------------------------------------------------
@@ -599,6 +602,10 @@ class SessionManager:
         session = self.sessions.get(channel)
         if session is not None and action.get("type") == "session/configChanged" and self.config:
             self.config.client_changed(conn, session, action, origin, sent)
+            return
+        planned = self.customizations
+        if session is not None and planned is not None and action.get("type") in planned.actions:
+            planned.client_action(conn, session, action, origin, sent)
             return
         if session is not None and action.get("type") in _PLANNED_SESSION_ACTIONS:
             default = self.hub.store.state(channel).get("defaultChat")

@@ -6,9 +6,10 @@
 send the message). A message that invokes one, by that attachment or by its text `/name args`,
 starts its turn with `RunCommand` instead of `Send` (`translate/commands.py`).
 
-Each chat's commands are read when the chat is added and again when a completion finds them
-older than `MAX_AGE` seconds; `ChatRuntime.command_names` keeps the names (and aliases) the
-planner matches a message against. A provider without commands (`Unsupported`) offers none.
+Each chat's commands are read when the chat is added, when the session's customizations change
+(a skill turned on or off) and when a completion finds them older than `MAX_AGE` seconds;
+`ChatRuntime.command_names` keeps the names (and aliases) the planner matches a message against.
+A provider without commands (`Unsupported`) offers none.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ahp_bridge.translate.commands import COMMAND_META
 if TYPE_CHECKING:
     from ahp_bridge.host.chat import ChatRuntime
     from ahp_bridge.host.hub import Hub
-    from ahp_bridge.host.sessions import SessionManager
+    from ahp_bridge.host.sessions import Session, SessionManager
 
 __all__ = ["CommandSource"]
 
@@ -57,6 +58,16 @@ class CommandSource:
                 self.sessions.nursery.start_soon(self.commands, chat, True)
         elif kind == "session/chatRemoved":
             self._lists.pop(str(envelope.action.get("chat")), None)
+        elif kind == "session/customizationsChanged":
+            session = self.sessions.sessions.get(envelope.channel)
+            if session is not None:
+                self.session_changed(session)
+
+    def session_changed(self, session: Session) -> None:
+        """Skills come and go with the session's customizations: read the commands again."""
+        for chat in session.chats.values():
+            self._lists.pop(chat.uri, None)
+            self.sessions.nursery.start_soon(self.commands, chat, True)
 
     async def commands(self, chat: ChatRuntime, fresh: bool = False) -> list[agentapi.Command]:
         """The chat's commands, read again when older than MAX_AGE (or when `fresh`)."""

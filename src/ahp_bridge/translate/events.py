@@ -71,8 +71,9 @@ context, todos,   session ``_meta`` under ``ahpBridge.<name>`` via ``session/met
 background_tasks, (AHP 0.7.0 has no typed home for them; the translator owns the session's
 schedules,        ``_meta`` and sends the whole object, since the reducer replaces it)
 execution,
-mcp_status,
 model_selection
+mcp_status        dropped here: the host makes the servers typed session customizations
+                  (``mcpServer``, ``session/mcpServerStateChanged``; host/customizations.py)
 plan_path         dropped: a provider-private scratch path used for project-change exclusion,
                   never shown to a user and no read permission
 skill             dropped: skill loads are not transcript items in agentapi, and AHP 0.7.0's
@@ -147,7 +148,6 @@ _META_EVENTS: dict[EventKind, tuple[str, str]] = {
     EventKind.BACKGROUND_TASKS: ("background_tasks", "backgroundTasks"),
     EventKind.SCHEDULES: ("schedules", "schedules"),
     EventKind.EXECUTION: ("execution", "execution"),
-    EventKind.MCP_STATUS: ("mcp_status", "mcpStatus"),
     EventKind.MODEL_SELECTION: ("model_selection", "modelSelection"),
     EventKind.USAGE: ("usage", "usage"),
 }
@@ -271,6 +271,7 @@ class EventTranslator:
             EventKind.COMPACTION: self._on_compaction,
             EventKind.PLAN_PATH: self._dropped,
             EventKind.SKILL: self._dropped,
+            EventKind.MCP_STATUS: self._dropped,
         }
         self._handlers[EventKind.BACKGROUND_TASKS] = self._on_background_tasks
         for kind in _META_EVENTS:
