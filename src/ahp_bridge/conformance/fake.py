@@ -23,6 +23,8 @@ FAKE_PROMPTS = Prompts(
     permission="conformance: permission",
     question="conformance: question",
     exit="conformance: exit",
+    edit="conformance: edit",
+    command="conformance",
 )
 """The prompt texts the fake's conformance.toml reacts to."""
 
@@ -58,7 +60,8 @@ def fake_target(
 
     request = OpenRequest(
         session_id=str(uuid.uuid4()),
-        workdir=workdir or tempfile.gettempdir(),
+        # The edit scenario writes a file: a directory of its own, not the shared temp dir.
+        workdir=workdir or tempfile.mkdtemp(prefix="ahp-conformance-"),
         title="AHP conformance",
     )
     return Target("fake", factory, request, FAKE_PROMPTS, timeout)

@@ -22,7 +22,10 @@ class Prompts:
     wait for the answer. A scenario left as None is "not applicable" only where the
     provider's Capabilities say it cannot do it; otherwise the checks that need it fail.
     ``exit`` (optional: few runtimes can be made to exit by a prompt) makes the runtime
-    exit during the turn.
+    exit during the turn. ``edit`` (optional) makes the turn change a file of the working
+    directory with a tool call, so file edits and the diff can be judged. ``command``
+    (optional) names one of the provider's commands that starts a prompt turn (without the
+    slash), so ``run_command`` can be judged.
     """
 
     answer: str | None = None
@@ -30,6 +33,8 @@ class Prompts:
     permission: str | None = None
     question: str | None = None
     exit: str | None = None
+    edit: str | None = None
+    command: str | None = None
 
 
 @dataclass(frozen=True)
