@@ -55,6 +55,7 @@ from ahp_bridge.translate.changes import (
     FileState,
     catalog_entry,
     changeset_file,
+    reverse_patch,
     snapshot,
     snapshot_files,
     turn_files,
@@ -350,6 +351,12 @@ class Changesets:
             if turn is not None and turn.start is None:
                 turn.start = dict(before if problem else after)
         chat.snapshot = after
+        if problem and not ending and self._diffs(runtime):
+            # A record not readable yet (Copilot's captures lag a tool's end): the earlier
+            # sides wait for the next reading, at the latest the one at the turn's end.
+            later = [p for p in pending if p.side == "before"]
+            pending = [p for p in pending if p.side != "before"]
+            chat.pending = later + chat.pending
         await self._fill(runtime, pending, before, after, problem)
         if self._session(runtime) is not session:
             return  # disposed meanwhile
@@ -385,8 +392,28 @@ class Changesets:
         for diff in diffs:
             path = _absolute(diff.path, workdir)
             if path:
-                resolved.append(diff.model_copy(update={"path": path}))
+                diff = diff.model_copy(update={"path": path})
+                if diff.patch and not diff.before and not diff.after:
+                    diff = await self._texts(diff, workdir)
+                resolved.append(diff)
         return snapshot(resolved), ""
+
+    async def _texts(self, diff: agentapi.FileDiff, workdir: str) -> agentapi.FileDiff:
+        """A record that gives only a patch (Copilot): the text after from the file as it is,
+        the text before by applying the patch backwards; unchanged when they do not fit."""
+        if diff.binary or diff.truncated:
+            return diff
+        deleted = diff.status.lower() in ("deleted", "removed", "d")
+        after = ""
+        if not deleted:
+            text, _ = await self._read_confined(diff.path, workdir)
+            if text is None:
+                return diff
+            after = text
+        before = reverse_patch(after, diff.patch)
+        if before is None:
+            return diff
+        return diff.model_copy(update={"before": before, "after": after})
 
     async def _fill(
         self,

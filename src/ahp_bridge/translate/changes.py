@@ -21,6 +21,7 @@ mints URIs itself. No clock, no I/O.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ __all__ = [
     "catalog_entry",
     "changeset_file",
     "line_stats",
+    "reverse_patch",
     "snapshot",
     "snapshot_files",
     "turn_files",
@@ -134,6 +136,62 @@ def snapshot(diffs: Iterable[FileDiff]) -> dict[str, FileState]:
             known=known,
         )
     return out
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def reverse_patch(after: str, patch: str) -> str | None:
+    """The text a unified diff ``patch`` turned into ``after``: the patch applied backwards.
+
+    None when the patch does not fit ``after`` (the file moved on since), so a caller never
+    shows content the provider did not have. A provider that reports only a patch (Copilot)
+    gets its ``before`` this way from the file as it is now.
+    """
+    new = after.splitlines(keepends=True)
+    old: list[str] = []
+    at = 0  # index into new
+    lines = patch.splitlines()
+    i = 0
+    while i < len(lines) and not lines[i].startswith("@@"):
+        i += 1  # the header (diff --git, ---, +++)
+    if i == len(lines):
+        return None
+    while i < len(lines):
+        match = _HUNK.match(lines[i])
+        if match is None:
+            return None
+        start = max(int(match.group(3)) - 1, 0)
+        if int(match.group(4) or "1") == 0:
+            start = int(match.group(3))  # an empty new side names the line before
+        if start < at or start > len(new):
+            return None
+        old.extend(new[at:start])
+        at = start
+        i += 1
+        while i < len(lines) and not lines[i].startswith("@@"):
+            line = lines[i]
+            tag, body = line[:1], line[1:]
+            if line.startswith("\\"):  # "\ No newline at end of file": the last line had none
+                if old and tag and old[-1].endswith("\n") and lines[i - 1].startswith("-"):
+                    old[-1] = old[-1][:-1]
+            elif tag in (" ", "+"):
+                if at >= len(new) or new[at].rstrip("\r\n") != body:
+                    return None
+                if tag == " ":
+                    old.append(new[at])
+                at += 1
+            elif tag == "-":
+                old.append(body + "\n")
+            elif line == "":
+                if at < len(new) and new[at].strip() == "":
+                    old.append(new[at])
+                    at += 1
+            else:
+                return None
+            i += 1
+    old.extend(new[at:])
+    return "".join(old)
 
 
 def _lines(text: str | None) -> list[str]:
