@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ahp_bridge.agentapi import (
     AgentAPIError,
+    AgentUnavailable,
     Answer,
     BackgroundTask,
     BackgroundTaskInactive,
@@ -33,6 +34,7 @@ from ahp_bridge.agentapi import (
     InteractionGone,
     InteractionKind,
     InteractionState,
+    MCPStatus,
     Prompt,
     SubagentStatus,
     SubmissionUncertain,
@@ -41,6 +43,7 @@ from ahp_bridge.agentapi import (
 )
 
 from .bridge import AsyncioThread
+from .customize import mcp_statuses
 from .history import rebuild_history
 from .host_tools import HostToolRunner
 from .mapping import APPROVE_ONCE, APPROVE_SESSION, EventMapper, todo_rows, usage_from_metrics
@@ -567,6 +570,75 @@ class CopilotConversation:
             return [_file_diff(c) for c in res.changes]
 
         return await self._run(go, read=True)
+
+    # -- AgentSelector, MCPController, CustomizationsReloader (see customize.py) ----------------
+
+    async def select_agent(self, id: str) -> None:
+        from copilot.generated.rpc import AgentSelectRequest
+
+        async def go() -> None:
+            session = self._require_session()
+            if self._mapper.turn.active:
+                raise Busy("a turn is running; select the agent when it has ended")
+            try:
+                if id:
+                    await session.rpc.agent.select(AgentSelectRequest(name=id))
+                else:
+                    await session.rpc.agent.deselect()
+            except Exception as exc:
+                raise AgentUnavailable(plain_error(f"select the agent {id!r}", exc)) from None
+
+        await self._run(go)
+
+    async def mcp_status(self) -> list[MCPStatus]:
+        async def go() -> list[MCPStatus]:
+            session = self._require_session()
+            try:
+                listing = await session.rpc.mcp.list()
+            except Exception as exc:
+                raise AgentAPIError(plain_error("list the MCP servers", exc)) from None
+            return mcp_statuses(listing)
+
+        return await self._run(go, read=True)
+
+    async def set_mcp_server_enabled(self, name: str, enabled: bool) -> None:
+        from copilot.generated.rpc import MCPDisableRequest, MCPEnableRequest
+
+        async def go() -> None:
+            session = self._require_session()
+            try:
+                if enabled:
+                    await session.rpc.mcp.enable(MCPEnableRequest(server_name=name))
+                else:
+                    await session.rpc.mcp.disable(MCPDisableRequest(server_name=name))
+            except Exception as exc:
+                verb = "start" if enabled else "stop"
+                raise AgentAPIError(plain_error(f"{verb} the MCP server {name!r}", exc)) from None
+
+        await self._run(go)
+
+    async def restart_mcp_server(self, name: str) -> None:
+        async def go() -> None:
+            session = self._require_session()
+            try:
+                await session.rpc.mcp.reload()  # the CLI reconnects every server
+            except Exception as exc:
+                raise AgentAPIError(plain_error(f"restart the MCP server {name!r}", exc)) from None
+
+        await self._run(go)
+
+    async def mcp_sign_in(self, name: str, again: bool) -> str:
+        raise Unsupported("MCP sign-in is not offered by this adapter")
+
+    async def reload_customizations(self) -> None:
+        async def go() -> None:
+            session = self._require_session()
+            try:
+                await session.rpc.customizations.reload()
+            except Exception as exc:
+                raise AgentAPIError(plain_error("reload the customizations", exc)) from None
+
+        await self._run(go)
 
     async def set_model(self, model: str, effort: str, context_size: str) -> None:
         async def go() -> None:

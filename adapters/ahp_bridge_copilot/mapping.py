@@ -18,6 +18,7 @@ from ahp_bridge.agentapi import (
     DELIVERY_STEER,
     ELICITATION_FORM,
     ELICITATION_URL,
+    MAX_MCP_STATUS_SERVERS,
     SUBAGENT_TRIGGER_AGENT,
     SUBAGENT_TRIGGER_SPAWN,
     SUBAGENT_TRIGGER_USER,
@@ -39,6 +40,8 @@ from ahp_bridge.agentapi import (
     InteractionState,
     Item,
     ItemKind,
+    MCPServerStatus,
+    MCPStatusSnapshot,
     ModelSelection,
     Option,
     OutputLine,
@@ -183,6 +186,8 @@ class EventMapper:
     model: str = ""
     signed_out_hint: str = ""
     """Said instead of the runtime's own words when a turn fails for want of a sign-in."""
+    mcp: dict[str, MCPServerStatus] = field(default_factory=dict)
+    """The conversation's MCP servers as the CLI last reported them."""
 
     # -- calls from the conversation ------------------------------------------------------------
 
@@ -650,6 +655,55 @@ class EventMapper:
             self.model = model
         return []
 
+    # MCP servers: the whole list, then one server's changes
+
+    def _mcp_loaded(
+        self, ev: dict[str, Any], d: dict[str, Any], agent: str, at: Any
+    ) -> list[Event]:
+        self.mcp = {}
+        for server in d.get("servers") or []:
+            name = _str(server.get("name"))
+            if name:
+                self.mcp[name] = MCPServerStatus(
+                    name=name,
+                    status=_str(server.get("status")),
+                    error=_str(server.get("error")),
+                    source=_str(server.get("source")),
+                )
+        return [self._mcp_event()]
+
+    def _mcp_status(
+        self, ev: dict[str, Any], d: dict[str, Any], agent: str, at: Any
+    ) -> list[Event]:
+        name = _str(d.get("serverName"))
+        if not name:
+            return []
+        known = self.mcp.get(name)
+        self.mcp[name] = MCPServerStatus(
+            name=name,
+            status=_str(d.get("status")),
+            error=_str(d.get("error")),
+            source=known.source if known is not None else _str(d.get("configSource")),
+        )
+        return [self._mcp_event()]
+
+    def _mcp_removed(
+        self, ev: dict[str, Any], d: dict[str, Any], agent: str, at: Any
+    ) -> list[Event]:
+        if self.mcp.pop(_str(d.get("serverName")), None) is None:
+            return []
+        return [self._mcp_event()]
+
+    def _mcp_event(self) -> Event:
+        servers = list(self.mcp.values())
+        snapshot = MCPStatusSnapshot(
+            supported=True,
+            ready=True,
+            servers=servers[:MAX_MCP_STATUS_SERVERS],
+            truncated=len(servers) > MAX_MCP_STATUS_SERVERS,
+        )
+        return Event(kind=EventKind.MCP_STATUS, mcp_status=snapshot)
+
     def _mode_changed(
         self, ev: dict[str, Any], d: dict[str, Any], agent: str, at: Any
     ) -> list[Event]:
@@ -1021,6 +1075,9 @@ _HANDLERS = {
     "session.start": EventMapper._session_start,
     "session.resume": EventMapper._session_start,
     "session.mode_changed": EventMapper._mode_changed,
+    "session.mcp_servers_loaded": EventMapper._mcp_loaded,
+    "session.mcp_server_status_changed": EventMapper._mcp_status,
+    "session.mcp_server_removed": EventMapper._mcp_removed,
     "session.usage_checkpoint": EventMapper._aiu,
     "session.shutdown": EventMapper._aiu,
     "session.usage_info": EventMapper._context,

@@ -25,9 +25,11 @@ from ahp_bridge.agentapi import (
     PROVIDER_COPILOT,
     Account,
     AgentAPIError,
+    AgentUnavailable,
     Capabilities,
     CLIIncompatible,
     Closed,
+    ConfigurationCatalog,
     ContextSize,
     Conversation,
     ConversationNotFound,
@@ -47,6 +49,7 @@ from ahp_bridge.agentapi import (
 from .bridge import AsyncioThread
 from .client import close_pipes, make_client, process_of
 from .conversation import CopilotConversation, clean_title
+from .customize import agent_catalog, skill_catalog
 from .host_tools import HostToolRunner, clash_error, clash_names
 from .options import PROTOCOL_VERSION, CopilotOptions, find_cli, install_hint, sign_in_hint
 from .sdk_errors import is_definite_rejection, is_not_found, is_signed_out, plain_error, rpc_message
@@ -340,8 +343,6 @@ class CopilotProvider:
         nursery = self._require_started()
         if req.events is None:
             raise ValueError("OpenRequest.events (the EventSink) is required")
-        if req.agent:
-            raise Unsupported("custom agents are not supported by this adapter yet")
         runner = None
         if req.tools:
             token = trio.lowlevel.current_trio_token()
@@ -371,6 +372,8 @@ class CopilotProvider:
             common["skill_directories"] = list(req.skill_directories)
         if runner is not None:
             common["tools"] = runner.sdk_tools()
+        if req.agent:  # selected on create and on every reopen, before anything is sent
+            common["agent"] = req.agent
 
         if req.conversation_id:
             conv_id = req.conversation_id
@@ -414,8 +417,61 @@ class CopilotProvider:
                 raise ConversationNotFound(
                     f"no Copilot conversation {req.conversation_id!r}"
                 ) from None
+            if req.agent and "agent" in str(exc).lower():
+                raise AgentUnavailable(
+                    plain_error(f"select the agent {req.agent!r}", exc)
+                ) from None
             raise AgentAPIError(plain_error("open the conversation", exc)) from None
         return conv
+
+    # -- ConfigurationDiscoverer and SkillGlobalSetter (see customize.py) ---------------------
+
+    async def discover_skills(
+        self, project_paths: list[str], skill_directories: list[str]
+    ) -> ConfigurationCatalog:
+        from copilot.generated.rpc import SkillsDiscoverRequest
+
+        client = await self._ensure_client()
+        request = SkillsDiscoverRequest(
+            project_paths=list(project_paths) or None,
+            skill_directories=list(skill_directories) or None,
+        )
+        try:
+            listing = await self._loop.run(
+                client.rpc.skills.discover(request), cancel_on_abort=True
+            )
+        except Exception as exc:
+            raise AgentAPIError(plain_error("discover the skills", exc)) from None
+        return skill_catalog(listing)
+
+    async def discover_agents(self, project_paths: list[str]) -> ConfigurationCatalog:
+        from copilot.generated.rpc import AgentsDiscoverRequest
+
+        client = await self._ensure_client()
+        request = AgentsDiscoverRequest(project_paths=list(project_paths) or None)
+        try:
+            listing = await self._loop.run(
+                client.rpc.agents.discover(request), cancel_on_abort=True
+            )
+        except Exception as exc:
+            raise AgentAPIError(plain_error("discover the custom agents", exc)) from None
+        return agent_catalog(listing)
+
+    async def discover_hooks(self, project_paths: list[str]) -> ConfigurationCatalog:
+        raise Unsupported("the Copilot CLI lists no hooks outside a session")
+
+    async def discover_instructions(self, project_paths: list[str]) -> ConfigurationCatalog:
+        raise Unsupported("the Copilot CLI lists no instructions outside a session")
+
+    async def set_skill_globally_disabled(self, name: str, disabled: bool) -> None:
+        from copilot.generated.rpc import SkillsConfigSetSkillDisabledRequest
+
+        client = await self._ensure_client()
+        request = SkillsConfigSetSkillDisabledRequest(disabled=disabled, name=name)
+        try:
+            await self._loop.run(client.rpc.skills.config.set_skill_disabled(request))
+        except Exception as exc:
+            raise AgentAPIError(plain_error(f"turn the skill {name!r} on or off", exc)) from None
 
     async def previous(self, workdir: str) -> list[PreviousConversation]:
         """agentapi Importer: conversations recorded with exactly ``workdir`` ("" = all)."""

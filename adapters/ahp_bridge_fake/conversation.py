@@ -20,6 +20,10 @@ import trio
 
 from ahp_bridge.agentapi import (
     DELIVERY_STEER,
+    MCP_CONNECTED,
+    MCP_DISABLED,
+    REWIND_CONVERSATION,
+    REWIND_CONVERSATION_AND_FILES,
     AgentAPIError,
     Answer,
     Attachment,
@@ -39,8 +43,16 @@ from ahp_bridge.agentapi import (
     InteractionState,
     Item,
     ItemKind,
+    MCPServerStatus,
+    MCPStatus,
+    MCPStatusSnapshot,
+    MCPTool,
     ModelSelection,
+    NativeTurnChanges,
     Prompt,
+    RewindPreview,
+    RewindResult,
+    RewindSkip,
     Subagent,
     SubagentStatus,
     Turn,
@@ -48,6 +60,7 @@ from ahp_bridge.agentapi import (
     Unsupported,
 )
 
+from .files import FileRecord
 from .transcript import Transcript
 
 if TYPE_CHECKING:
@@ -116,6 +129,14 @@ class FakeConversation:
         self.session_id = ""
         """OpenRequest.session_id: the Task a host tool call belongs to."""
         self.source: TurnSource = provider.turn_source(self)
+        self.files: FileRecord = provider.files_of(transcript)
+        """The files this conversation's turns wrote (its diff), kept across reopens."""
+        self.display_next: str | None = None
+        """The text the next turn's user item shows (a command's ``/name args``)."""
+        self.agent = ""
+        """The selected custom agent (``[[agents]]`` id), "" for the default one."""
+        self.mcp: dict[str, MCPStatus] = provider.mcp_for_conversation()
+        """This conversation's MCP servers, as it opened with them."""
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -196,10 +217,11 @@ class FakeConversation:
             Attachment(name=blob.name, mime=blob.mime, size=len(blob.data))
             for blob in prompt.attachments
         ]
+        shown, self.display_next = self.display_next, None
         return Item(
             id=self.next_id(turn, "u"),
             kind=ItemKind.USER,
-            text=prompt.text,
+            text=prompt.text if shown is None or delivery else shown,
             time=self.now(),
             delivery=delivery,
             attachments=attachments,
@@ -277,12 +299,83 @@ class FakeConversation:
         return pending.answer
 
     async def commands(self) -> list[Command]:
+        """The script's ``[[commands]]`` and its enabled, user-invocable ``[[skills]]``."""
         self._check_open()
-        return []
+        await trio.lowlevel.checkpoint()
+        return self._provider.commands()
 
     async def run_command(self, name: str, args: Prompt) -> None:
+        """Start a turn with the command's prompt; the user item shows ``/name arguments``."""
         self._check_open()
-        raise Unsupported("the fake provider has no commands")
+        spec = self._provider.command(name)
+        if spec is None:
+            if not self._provider.commands():
+                raise Unsupported("the fake provider has no commands")
+            raise AgentAPIError(f"/{name} is not a command of this conversation")
+        if self.turn is not None:
+            raise Busy("a turn is already running in this conversation")
+        text = args.text.strip()
+        prompt = args.model_copy(update={"text": spec.expand(text)})
+        self.display_next = f"/{name} {text}".rstrip()
+        play = self.source.start(self, prompt)
+        self._provider.spawn(self._play, self.turn, play)
+
+    async def select_agent(self, id: str) -> None:
+        """AgentSelector: a script ``[[agents]]`` id, or "" for the default agent."""
+        self._check_open()
+        if self.turn is not None:
+            raise Busy("the agent cannot change during a turn")
+        self._provider.check_agent(id)
+        await trio.lowlevel.checkpoint()
+        self.agent = id
+
+    # -- MCPController ---------------------------------------------------------------------
+
+    async def mcp_status(self) -> list[MCPStatus]:
+        self._check_open()
+        await trio.lowlevel.checkpoint()
+        return [s.model_copy() for s in self.mcp.values()]
+
+    async def set_mcp_server_enabled(self, name: str, enabled: bool) -> None:
+        """Start or stop one of this conversation's servers (the user-wide setting stays)."""
+        self._check_open()
+        status = self._mcp_server(name)
+        await trio.lowlevel.checkpoint()
+        spec = self._provider.mcp_spec(name)
+        connected = spec.status if spec is not None and spec.status != "disabled" else "connected"
+        state = connected if enabled else MCP_DISABLED
+        tools = [MCPTool(name=t) for t in (spec.tools if spec else ())]
+        self.mcp[name] = status.model_copy(
+            update={"status": state, "tools": tools if state == MCP_CONNECTED else []}
+        )
+        self.emit_mcp()
+
+    async def restart_mcp_server(self, name: str) -> None:
+        self._check_open()
+        status = self._mcp_server(name)
+        if status.status == MCP_DISABLED:
+            raise AgentAPIError(f"MCP server {name!r} is disabled; enable it first")
+        await trio.lowlevel.checkpoint()
+        self.emit_mcp()
+
+    async def mcp_sign_in(self, name: str, again: bool) -> str:
+        self._check_open()
+        self._mcp_server(name)
+        raise Unsupported("the fake provider's MCP servers need no sign-in")
+
+    def _mcp_server(self, name: str) -> MCPStatus:
+        status = self.mcp.get(name)
+        if status is None:
+            raise AgentAPIError(f"no MCP server {name!r} in this conversation")
+        return status
+
+    def emit_mcp(self) -> None:
+        servers = [
+            MCPServerStatus(name=s.name, status=s.status, error=s.error, source=s.source)
+            for s in self.mcp.values()
+        ]
+        snapshot = MCPStatusSnapshot(supported=True, ready=True, servers=servers)
+        self.emit(Event(kind=EventKind.MCP_STATUS, mcp_status=snapshot))
 
     async def steer(self, prompt: Prompt) -> None:
         self._check_open()
@@ -318,8 +411,50 @@ class FakeConversation:
         pending.answered.set()
 
     async def diff(self) -> list[FileDiff]:
+        """The files the conversation's turns wrote: content before the first write, and now."""
         self._check_open()
-        raise Unsupported("the fake provider records no file changes")
+        await trio.lowlevel.checkpoint()
+        return self.files.diff()
+
+    # -- HistoryRewinder -------------------------------------------------------------------
+
+    async def preview_rewind(self, user_item_id: str) -> RewindPreview:
+        self._check_open()
+        await trio.lowlevel.checkpoint()
+        turn = self.transcript.turn_of(user_item_id)
+        if turn is None:
+            raise ValueError(f"no prompt {user_item_id!r} is recorded in this conversation")
+        touched = self.files.touched_since(turn)
+        return RewindPreview(
+            user_event_id=user_item_id,
+            turns=self.transcript.prompts - turn + 1,
+            files_available=True,
+            files=NativeTurnChanges(status="available", files=len(touched)),
+        )
+
+    async def rewind(self, user_event_id: str, mode: str) -> RewindResult:
+        """Discard the prompt ``user_event_id`` and everything after it (and, with
+        conversation-and-files, put back the files those turns wrote)."""
+        self._check_open()
+        if mode not in (REWIND_CONVERSATION, REWIND_CONVERSATION_AND_FILES):
+            raise ValueError(f"unknown rewind mode {mode!r}")
+        if self.turn is not None:
+            raise Busy("a turn is running; rewind when it has ended")
+        turn = self.transcript.turn_of(user_event_id)
+        if turn is None:
+            raise ValueError(f"no prompt {user_event_id!r} is recorded in this conversation")
+        await trio.lowlevel.checkpoint()
+        restored: list[str] = []
+        skipped: list[RewindSkip] = []
+        if mode == REWIND_CONVERSATION_AND_FILES:
+            restored, skipped = self.files.rewind(turn)
+        removed = self.transcript.truncate(user_event_id)
+        return RewindResult(
+            outcome="rewound",
+            events_removed=removed,
+            restored_files=restored,
+            skipped_files=skipped,
+        )
 
     async def set_model(self, model: str, effort: str, context_size: str) -> None:
         self._check_open()

@@ -20,10 +20,18 @@ import trio
 
 from ahp_bridge.agentapi import (
     ACCOUNT_STORED,
+    COMMAND_PROMPT,
+    COMMAND_SKILL,
+    MCP_CONNECTED,
+    MCP_DISABLED,
+    MCP_STDIO,
     Account,
     AgentUnavailable,
     Capabilities,
     Closed,
+    Command,
+    ConfigurationCatalog,
+    ConfigurationDefinition,
     ContextSize,
     ConversationNotFound,
     History,
@@ -31,6 +39,10 @@ from ahp_bridge.agentapi import (
     HostTool,
     HostToolClash,
     ItemNotFound,
+    MCPServer,
+    MCPServerConfig,
+    MCPStatus,
+    MCPTool,
     Model,
     OpenRequest,
     Quota,
@@ -45,7 +57,9 @@ from ahp_bridge.agentapi import (
     WindowRequest,
 )
 
+from .catalog import CommandSpec, DefinitionSpec, McpSpec
 from .conversation import FakeConversation, TurnSource
+from .files import FileRecord
 from .script import Script
 from .transcript import Meta, Transcript
 from .turns import ScriptedTurns
@@ -92,7 +106,12 @@ class FakeProvider:
         self.on_open: Callable[[FakeConversation], None] | None = None
         """Called with each conversation as it opens, before it is returned (replay)."""
         self._scripted = ScriptedTurns(script)
+        catalog = script.catalog
+        self._disabled_skills = {s.name for s in catalog.skills if not s.enabled}
+        self._mcp_enabled = {m.name: m.status != "disabled" for m in catalog.mcp_servers}
+        self._mcp_added: dict[str, MCPServer] = {}
         self._records: dict[str, Transcript] = {}
+        self._files: dict[str, FileRecord] = {}
         self._open: dict[str, FakeConversation] = {}
         self._opened = 0
         self._nursery: trio.Nursery | None = None
@@ -135,6 +154,14 @@ class FakeProvider:
     def turn_source(self, conversation: FakeConversation) -> TurnSource:
         return self._scripted
 
+    def files_of(self, transcript: Transcript) -> FileRecord:
+        """The record of the files a conversation wrote (one per conversation, kept while the
+        provider runs, so a reopen keeps its diff)."""
+        record = self._files.get(transcript.meta.id)
+        if record is None:
+            record = self._files[transcript.meta.id] = FileRecord(transcript.meta.workdir)
+        return record
+
     def forget(self, conversation: FakeConversation) -> None:
         if self._open.get(conversation.id()) is conversation:
             del self._open[conversation.id()]
@@ -158,6 +185,10 @@ class FakeProvider:
             titles=True,
             host_tools=True,
             account=bool(self._sign_in_token),
+            session_diff=True,
+            rewind=True,
+            custom_agents=bool(self.script.catalog.agents),
+            mcp=bool(self.script.catalog.mcp_servers),
         )
 
     def require_sign_in(self) -> None:
@@ -223,8 +254,7 @@ class FakeProvider:
     async def open(self, req: OpenRequest) -> FakeConversation:
         if self._nursery is None:
             raise Closed("the fake provider is not running (use `async with provider:`)")
-        if req.agent:
-            raise AgentUnavailable(f"the fake provider has no custom agent {req.agent!r}")
+        self.check_agent(req.agent)
         if req.assisted_approval_model:
             raise Unsupported("the fake provider has no assisted permission review")
         check_host_tools(req.tools, self.script.tool_names())
@@ -249,6 +279,7 @@ class FakeProvider:
             self._records[meta.id] = transcript
         self._opened += 1
         conversation = self._conversation_class(self, transcript, self._opened)
+        conversation.agent = req.agent
         conversation.attach(req.events)
         conversation.host_tools = {tool.name: tool for tool in req.tools}
         conversation.call_tool = req.call_tool
@@ -277,6 +308,153 @@ class FakeProvider:
     async def shutdown(self) -> None:
         for conversation in list(self._open.values()):
             await conversation.close()
+
+    # -- the script's catalog: commands, agents, skills, MCP servers ------------------------
+
+    def commands(self) -> list[Command]:
+        catalog = self.script.catalog
+        out = [
+            Command(
+                name=c.name,
+                description=c.description,
+                kind=COMMAND_SKILL if c.kind == "skill" else COMMAND_PROMPT,
+                input_hint=c.input_hint,
+            )
+            for c in catalog.commands
+        ]
+        for skill in catalog.skills:
+            offered = skill.user_invocable and skill.name not in self._disabled_skills
+            if offered and not any(c.name == skill.name for c in out):
+                out.append(
+                    Command(name=skill.name, description=skill.description, kind=COMMAND_SKILL)
+                )
+        return out
+
+    def command(self, name: str) -> CommandSpec | None:
+        """The spec a command name runs (a skill gets a prompt that names it)."""
+        catalog = self.script.catalog
+        spec = next((c for c in catalog.commands if c.name == name), None)
+        if spec is not None:
+            return spec
+        skill = next((s for s in catalog.skills if s.name == name), None)
+        if skill is None or not skill.user_invocable or skill.name in self._disabled_skills:
+            return None
+        prompt = skill.prompt or f"Use the {skill.name} skill: {{input}}"
+        return CommandSpec(name=skill.name, kind="skill", prompt=prompt)
+
+    def check_agent(self, agent_id: str) -> None:
+        if agent_id and not any(a.id == agent_id for a in self.script.catalog.agents):
+            raise AgentUnavailable(f"the fake provider has no custom agent {agent_id!r}")
+
+    def mcp_spec(self, name: str) -> McpSpec | None:
+        return next((m for m in self.script.catalog.mcp_servers if m.name == name), None)
+
+    def mcp_for_conversation(self) -> dict[str, MCPStatus]:
+        """The servers a conversation opens with: each in its scripted state, or disabled."""
+        out: dict[str, MCPStatus] = {}
+        for spec in self.script.catalog.mcp_servers:
+            on = self._mcp_enabled.get(spec.name, False)
+            state = (spec.status if spec.status != "disabled" else MCP_CONNECTED) if on else ""
+            status = state or MCP_DISABLED
+            out[spec.name] = MCPStatus(
+                name=spec.name,
+                status=status,
+                error=spec.error if status == "failed" else "",
+                source=spec.source,
+                tools=[MCPTool(name=t) for t in spec.tools] if status == MCP_CONNECTED else [],
+            )
+        return out
+
+    def _definitions(
+        self, specs: tuple[DefinitionSpec, ...], project_paths: list[str], skills: bool = False
+    ) -> ConfigurationCatalog:
+        root = project_paths[0] if project_paths else ""
+        definitions = []
+        for spec in specs:
+            path = spec.path
+            if path and root and not Path(path).is_absolute():
+                path = str(Path(root) / path)
+            enabled = spec.name not in self._disabled_skills if skills else None
+            definitions.append(
+                ConfigurationDefinition(
+                    id=spec.id,
+                    name=spec.name,
+                    description=spec.description,
+                    source="project" if root else "user",
+                    path=path,
+                    enabled=enabled,
+                    user_invocable=spec.user_invocable if skills else None,
+                )
+            )
+        return ConfigurationCatalog(definitions=definitions)
+
+    async def discover_skills(
+        self, project_paths: list[str], skill_directories: list[str]
+    ) -> ConfigurationCatalog:
+        """ConfigurationDiscoverer: the script's ``[[skills]]``."""
+        await trio.lowlevel.checkpoint()
+        return self._definitions(self.script.catalog.skills, project_paths, skills=True)
+
+    async def discover_agents(self, project_paths: list[str]) -> ConfigurationCatalog:
+        await trio.lowlevel.checkpoint()
+        return self._definitions(self.script.catalog.agents, project_paths)
+
+    async def discover_hooks(self, project_paths: list[str]) -> ConfigurationCatalog:
+        await trio.lowlevel.checkpoint()
+        return self._definitions(self.script.catalog.hooks, project_paths)
+
+    async def discover_instructions(self, project_paths: list[str]) -> ConfigurationCatalog:
+        await trio.lowlevel.checkpoint()
+        return self._definitions(self.script.catalog.instructions, project_paths)
+
+    async def set_skill_globally_disabled(self, name: str, disabled: bool) -> None:
+        """SkillGlobalSetter: add the name to (or take it off) the disabled-skills list."""
+        await trio.lowlevel.checkpoint()
+        if disabled:
+            self._disabled_skills.add(name)
+        else:
+            self._disabled_skills.discard(name)
+
+    # MCPConfigurer: the user-wide list, for conversations opened afterwards.
+
+    async def mcp_servers(self) -> list[MCPServer]:
+        await trio.lowlevel.checkpoint()
+        scripted = [
+            MCPServer(
+                name=m.name, type=MCP_STDIO, enabled=self._mcp_enabled[m.name], source=m.source
+            )
+            for m in self.script.catalog.mcp_servers
+        ]
+        return scripted + list(self._mcp_added.values())
+
+    async def add_mcp_server(self, cfg: MCPServerConfig) -> None:
+        await trio.lowlevel.checkpoint()
+        if cfg.name in self._mcp_enabled or cfg.name in self._mcp_added:
+            raise ValueError(f"an MCP server named {cfg.name!r} exists")
+        self._mcp_added[cfg.name] = MCPServer(**cfg.model_dump(), enabled=True, source="user")
+
+    async def update_mcp_server(self, cfg: MCPServerConfig) -> None:
+        await trio.lowlevel.checkpoint()
+        current = self._mcp_added.get(cfg.name)
+        if current is None:
+            raise ValueError(f"no user MCP server {cfg.name!r} to update")
+        self._mcp_added[cfg.name] = MCPServer(
+            **cfg.model_dump(), enabled=current.enabled, source="user"
+        )
+
+    async def remove_mcp_server(self, name: str) -> None:
+        await trio.lowlevel.checkpoint()
+        if self._mcp_added.pop(name, None) is None:
+            raise ValueError(f"no user MCP server {name!r} to remove")
+
+    async def set_mcp_server_enabled(self, name: str, enabled: bool) -> None:
+        await trio.lowlevel.checkpoint()
+        if name in self._mcp_added:
+            self._mcp_added[name] = self._mcp_added[name].model_copy(update={"enabled": enabled})
+        elif name in self._mcp_enabled:
+            self._mcp_enabled[name] = enabled
+        else:
+            raise ValueError(f"no MCP server {name!r}")
 
     # -- optional capabilities -------------------------------------------------------------
 

@@ -34,14 +34,21 @@ Format reference (every key is optional unless marked *required*)::
 
 A prompt no rule matches fails its turn ("no script rule matches this prompt").
 
+Commands, skills, custom agents, hooks, instructions and MCP servers are declared with
+``[[commands]]``, ``[[skills]]``, ``[[agents]]``, ``[[hooks]]``, ``[[instructions]]`` and
+``[[mcp_servers]]``; their keys are documented in ``catalog.py``.
+
 Step kinds (``kind = ...``):
 
 - ``text``, ``reasoning``: ``text`` *required*, ``chunk_size``, ``delay``. Streams deltas,
   then the whole item.
 - ``tool``: ``name`` *required*, ``title``, ``input``, ``output``, ``status`` ("completed" or
   "failed"), ``exit_code``, ``duration`` (seconds running), ``progress``,
-  ``file_edits = [{ path, kind, additions, deletions, diff_status }]``. Emits the item
-  running, then ended.
+  ``file_edits = [{ path, kind, additions, deletions, diff_status, content }]``. Emits the
+  item running, then ended. An edit with ``content`` (the file's new text) or ``kind =
+  "delete"`` really changes the file, inside the working directory only (``path`` is
+  relative to it); its kind and line counts are then the real ones, the conversation's
+  ``diff`` reports it and a rewind to conversation-and-files puts it back.
 - ``permission``: ``title`` *required*, ``detail``, ``intention``, ``options`` (``[{ id, label,
   reject, allow_once, session }]``; default: allow-once, allow-session, reject; a ``session``
   option also allows the same request, same tool or else same title, without asking until
@@ -90,6 +97,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path as FsPath
 from typing import Any
 
+from .catalog import CATALOG_KEYS, Catalog, parse_catalog
 from .locate import LineIndex, Path, format_path
 
 
@@ -109,6 +117,12 @@ class FileEditSpec:
     additions: int = 0
     deletions: int = 0
     diff_status: str = "available"
+    content: str | None = None
+    """The file's new text: the edit is written to disk (``kind = "delete"`` removes it)."""
+
+    @property
+    def writes(self) -> bool:
+        return self.content is not None or self.kind == "delete"
 
 
 @dataclass(frozen=True)
@@ -314,6 +328,8 @@ class Script:
     models: tuple[ModelSpec, ...] = DEFAULT_MODELS
     prompts: tuple[PromptRule, ...] = ()
     conversations: tuple[ConversationRules, ...] = ()
+    catalog: Catalog = field(default_factory=Catalog)
+    """Commands, skills, agents, hooks, instructions and MCP servers (see catalog.py)."""
 
     def tool_names(self) -> frozenset[str]:
         """The names of the script's own tools (tool steps, permission tools, ``task``)."""
@@ -494,7 +510,15 @@ class _Parser:
         self.check_keys(
             doc,
             (),
-            ("display_name", "default_model", "defaults", "models", "prompts", "conversations"),
+            (
+                "display_name",
+                "default_model",
+                "defaults",
+                "models",
+                "prompts",
+                "conversations",
+                *CATALOG_KEYS,
+            ),
         )
         if "defaults" in doc:
             defaults = self.table(doc["defaults"], ("defaults",))
@@ -539,6 +563,7 @@ class _Parser:
             models=models,
             prompts=prompts,
             conversations=tuple(conversations),
+            catalog=parse_catalog(self, doc),
         )
 
     def model(self, table: Mapping[str, Any], path: Path) -> ModelSpec:
@@ -622,16 +647,19 @@ class _Parser:
         edits = []
         for i, edit in enumerate(self.tables(table, "file_edits", path)):
             epath: Path = (*path, "file_edits", i)
-            self.check_keys(edit, epath, ("path", "kind", "additions", "deletions", "diff_status"))
-            edits.append(
-                FileEditSpec(
-                    path=self.text(edit, "path", epath, required=True),
-                    kind=self.text(edit, "kind", epath) or "edit",
-                    additions=self.integer(edit, "additions", epath, 0) or 0,
-                    deletions=self.integer(edit, "deletions", epath, 0) or 0,
-                    diff_status=self.text(edit, "diff_status", epath) or "available",
-                )
+            keys = ("path", "kind", "additions", "deletions", "diff_status", "content")
+            self.check_keys(edit, epath, keys)
+            spec = FileEditSpec(
+                path=self.text(edit, "path", epath, required=True),
+                kind=self.text(edit, "kind", epath) or "edit",
+                additions=self.integer(edit, "additions", epath, 0) or 0,
+                deletions=self.integer(edit, "deletions", epath, 0) or 0,
+                diff_status=self.text(edit, "diff_status", epath) or "available",
+                content=self.text(edit, "content", epath) if "content" in edit else None,
             )
+            if spec.kind == "delete" and spec.content is not None:
+                raise self.fail((*epath, "content"), 'a "delete" edit has no content')
+            edits.append(spec)
         return ToolStep(
             kind="tool",
             name=self.text(table, "name", path, required=True),

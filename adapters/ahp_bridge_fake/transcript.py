@@ -91,6 +91,36 @@ class Transcript:
             self.meta.effort = event.model_selection.effort or ""
             self.meta.context_size = event.model_selection.context_size or ""
 
+    def truncate(self, user_item_id: str) -> int:
+        """Drop the main agent's user item ``user_item_id`` and everything recorded after it
+        (a rewind); returns how many items went, 0 when no such item is recorded."""
+        keys = list(self._items)
+        at = next((i for i, k in enumerate(keys) if k == ("", user_item_id)), None)
+        if at is None:
+            return 0
+        for key in keys[at:]:
+            del self._items[key]
+        kept = {item.id for item in self._items.values()}
+        self._subagents = {
+            k: sa for k, sa in self._subagents.items() if sa.parent_tool_call_id in kept
+        }
+        self.prompts = sum(
+            1 for item in self._items.values() if item.kind is ItemKind.USER and not item.delivery
+        )
+        self._append({"rewind": user_item_id})
+        return len(keys) - at
+
+    def turn_of(self, user_item_id: str) -> int | None:
+        """The 1-based prompt number of the main agent's user item ``user_item_id``."""
+        number = 0
+        for (agent, item_id), item in self._items.items():
+            if agent or item.kind is not ItemKind.USER or item.delivery:
+                continue
+            number += 1
+            if item_id == user_item_id:
+                return number
+        return None
+
     def record(self, event: Event) -> None:
         """Fold a transcript event into the record (and append it to the file)."""
         if event.kind not in RECORDED_KINDS:
@@ -137,6 +167,8 @@ class Transcript:
                             transcript.meta = meta
                     elif transcript is not None and "event" in entry:
                         transcript._fold(Event.from_json(entry["event"]))
+                    elif transcript is not None and "rewind" in entry:
+                        transcript.truncate(str(entry["rewind"]))
                     else:
                         raise ValueError("expected a meta line first, then meta or event lines")
                 except (ValueError, TypeError) as exc:

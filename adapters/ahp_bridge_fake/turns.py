@@ -200,23 +200,35 @@ class _Player:
         self.item(Item(id=item_id, kind=ItemKind.TOOL, tool=running, time=started, agent_id=agent))
         self.tool_calls[agent] = self.tool_calls.get(agent, 0) + 1
         await self.c.sleep(step.duration)
+        failed = step.status == "failed"
+        output = step.output
+        edits: list[FileEdit] = []
+        for e in step.file_edits:
+            if not e.writes:
+                edits.append(
+                    FileEdit(
+                        path=e.path,
+                        kind=e.kind,
+                        additions=e.additions,
+                        deletions=e.deletions,
+                        diff_status=e.diff_status,
+                    )
+                )
+                continue
+            try:
+                edits.append(self.c.files.write(self.turn.number, e.path, e.kind, e.content))
+            except (ValueError, OSError) as exc:  # the tool fails as a real edit would
+                failed = True
+                output = f"cannot edit {e.path}: {exc}"
+                break
         done = ToolCall(
             name=step.name,
             title=step.title,
-            status=ToolStatus.FAILED if step.status == "failed" else ToolStatus.COMPLETED,
+            status=ToolStatus.FAILED if failed else ToolStatus.COMPLETED,
             input=step.input,
-            output=step.output,
+            output=output,
             exit_code=step.exit_code,
-            file_edits=[
-                FileEdit(
-                    path=e.path,
-                    kind=e.kind,
-                    additions=e.additions,
-                    deletions=e.deletions,
-                    diff_status=e.diff_status,
-                )
-                for e in step.file_edits
-            ],
+            file_edits=edits,
         )
         self.item(
             Item(

@@ -142,6 +142,19 @@ class WorkspaceSettings(BaseModel):
     mention_refresh_seconds: float = Field(30.0, ge=0)
 
 
+class ChangesSettings(BaseModel):
+    """What the agent changed: tool calls' `fileEdit` contents and the changesets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: Bytes of file contents (before and after a change) the host keeps for clients to read.
+    max_content_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    #: Seconds a read of a not yet known content (a tool edit's) waits for the provider.
+    content_wait_seconds: float = Field(10.0, ge=0)
+    #: Seconds a provider may take to report its changes (Conversation.diff) or to rewind.
+    diff_timeout_seconds: float = Field(30.0, gt=0)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid"
@@ -152,6 +165,7 @@ class Settings(BaseSettings):
     bridge: BridgeSettings = Field(default_factory=BridgeSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     client_tools: ClientToolSettings = Field(default_factory=ClientToolSettings)
+    changes: ChangesSettings = Field(default_factory=ChangesSettings)
     #: Per-provider options, passed as they are to the provider's `create_provider`.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

@@ -29,6 +29,7 @@ pytestmark = requires_cli
 NOT_APPLICABLE = {
     "exit_closes": "no prompt makes the CLI exit (an optional scenario)",
     "history_reader": "the adapter does not implement the optional HistoryReader",
+    "cap_rewind": "the adapter does not offer native rewind (Capabilities.rewind is false)",
 }
 
 PROMPTS = Prompts(
@@ -37,7 +38,9 @@ PROMPTS = Prompts(
     permission="conformance permission",
     question="conformance question",
     host_tool="conformance host tool",
+    edit="conformance edit",
 )
+EDITED = "conformance-edit.txt"
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +57,11 @@ def models() -> Iterator[ModelServer]:
             "conformance permission",
             [ToolCall("bash", {"command": "echo conformance", "description": "Echo"})],
             [Text("done")],
+        )
+        srv.script(  # a relative path: the CLI writes it in each check's working directory
+            "conformance edit",
+            [ToolCall("create", {"path": EDITED, "file_text": "written by the suite\n"})],
+            [Text("written")],
         )
         srv.script(
             "conformance host tool",

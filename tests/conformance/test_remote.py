@@ -44,7 +44,12 @@ def served_fake() -> Target:
     return served(fake_target())
 
 
+#: What the gRPC hop does not carry, so the fake's check of it does not apply there.
+NOT_CARRIED = {"cap_rewind": "agentapi.proto has no rewind calls (the client hides `rewind`)"}
+
+
 @pytest.mark.parametrize("check", CHECKS, ids=[c.name for c in CHECKS])
 async def test_remote_fake_keeps_the_contract(check: Check) -> None:
     result = await run_check(served_fake(), check)
-    assert result.outcome is Outcome.PASS, result.line()
+    expected = Outcome.NOT_APPLICABLE if check.name in NOT_CARRIED else Outcome.PASS
+    assert result.outcome is expected, result.line()

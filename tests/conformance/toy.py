@@ -19,6 +19,7 @@ from typing import Any, Self
 import trio
 
 from ahp_bridge.agentapi import (
+    AgentAPIError,
     Answer,
     Busy,
     CallTool,
@@ -31,6 +32,7 @@ from ahp_bridge.agentapi import (
     EventKind,
     EventSink,
     FileDiff,
+    FileEdit,
     History,
     HostTool,
     HostToolCall,
@@ -47,6 +49,8 @@ from ahp_bridge.agentapi import (
     Prompt,
     Question,
     ReadRequest,
+    RewindPreview,
+    RewindResult,
     TitleRequest,
     ToolCall,
     ToolStatus,
@@ -63,6 +67,8 @@ PROMPTS = {
     "question": "question",
     "exit": "exit",
     "host_tool": "host tool",
+    "edit": "edit",
+    "command": "explain",
 }
 
 
@@ -95,6 +101,9 @@ class Faults:
     steer_wrong_error: bool = False  # cap_steer: steer raises Busy during a turn
     steer_dropped: bool = False  # cap_steer: an unused steer ends without a notice
     run_command_unsupported_lie: bool = False  # cap_commands: no commands, run_command runs
+    run_command_any: bool = False  # cap_commands: an unlisted command still starts a turn
+    diff_misses_edit: bool = False  # cap_file_edits: the diff leaves out the edited file
+    rewind_keeps_history: bool = False  # cap_rewind: the rewound user item stays recorded
     subagent_accepts_unknown: bool = False  # cap_subagents: cancel_subagent of nobody succeeds
     host_call_wrong_id: bool = False  # cap_host_tools: the call's id names no tool item
     utility_task_id: bool = False  # host_tools_utility: a utility's call claims a Task
@@ -161,6 +170,7 @@ class ToyProvider:
             history=on,
             titles=on,
             host_tools=on,
+            rewind=on,
         )
 
     async def check(self) -> None:
@@ -249,6 +259,7 @@ class ToyConversation:
         self.tools: list[HostTool] = []
         self.call_tool: CallTool | None = None
         self.task_id = ""
+        self._edited = False
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -393,6 +404,13 @@ class ToyConversation:
             done = ToolCall(name=tool.name, status=ToolStatus.COMPLETED, output=result.text)
             await self._item(Item(id=f"h{n}", kind=ItemKind.TOOL, tool=done))
             await self._item(Item(id=f"a{n}", kind=ItemKind.ASSISTANT, text=result.text))
+        elif text == PROMPTS["edit"]:
+            edit = FileEdit(path="README.md", kind="edit", additions=1, diff_status="available")
+            running = ToolCall(name="write", status=ToolStatus.RUNNING)
+            await self._item(Item(id=f"t{n}", kind=ItemKind.TOOL, tool=running))
+            done = ToolCall(name="write", status=ToolStatus.COMPLETED, file_edits=[edit])
+            await self._item(Item(id=f"t{n}", kind=ItemKind.TOOL, tool=done))
+            self._edited = True
         else:
             await self._item(Item(id=f"a{n}", kind=ItemKind.ASSISTANT, text="ok"))
 
@@ -449,6 +467,9 @@ class ToyConversation:
         await trio.lowlevel.checkpoint()
         if not self._provider.options.supported and not self._faults.run_command_unsupported_lie:
             raise Unsupported("the toy has no commands")
+        listed = name == "explain" or not self._provider.options.supported
+        if not listed and not self._faults.run_command_any:
+            raise AgentAPIError(f"/{name} is not a command of the toy")
         await self.send(Prompt(text=f"/{name} {args.text}"))
 
     async def steer(self, prompt: Prompt) -> None:
@@ -496,7 +517,27 @@ class ToyConversation:
         self._check_open()
         if not self._provider.options.supported:
             raise Unsupported("the toy records no file changes")
+        if self._edited and self._faults.diff_misses_edit:
+            return []
         return [FileDiff(path="README.md", additions=1, deletions=0)]
+
+    async def preview_rewind(self, user_item_id: str) -> RewindPreview:
+        await trio.lowlevel.checkpoint()
+        self._check_open()
+        ids = [i.id for i in self._record if i.kind == ItemKind.USER]
+        if user_item_id not in ids:
+            raise ItemNotFound(f"no user item {user_item_id!r}")
+        return RewindPreview(user_event_id=user_item_id, turns=len(ids) - ids.index(user_item_id))
+
+    async def rewind(self, user_event_id: str, mode: str) -> RewindResult:
+        await trio.lowlevel.checkpoint()
+        self._check_open()
+        at = next((i for i, item in enumerate(self._record) if item.id == user_event_id), None)
+        if at is None:
+            raise ItemNotFound(f"no user item {user_event_id!r}")
+        if not self._faults.rewind_keeps_history:
+            del self._record[at:]
+        return RewindResult(outcome="rewound", events_removed=1)
 
     async def set_model(self, model: str, effort: str, context_size: str) -> None:
         await trio.lowlevel.checkpoint()

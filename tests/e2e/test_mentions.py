@@ -175,7 +175,7 @@ async def test_completion_refusals(
     bridge = await start_bridge(settings)
     client = await bridge.client(initialize=False)
     init = await client.initialize([ROOT])  # the handshake says which characters trigger them
-    assert init["completionTriggerCharacters"] == ["@", "#"]
+    assert init["completionTriggerCharacters"] == ["@", "#", "/"]  # mentions, then commands
     with pytest.raises(RpcFailure) as err:
         await complete(client, "ahp-chat:/nope", "@REA")
     assert (err.value.code, err.value.message) == (-32008, "Chat not found: ahp-chat:/nope")

@@ -141,4 +141,6 @@ def _remote_target() -> Target:
 @pytest.mark.parametrize("check", CHECKS, ids=[c.name for c in CHECKS])
 async def test_the_fake_over_grpc_keeps_the_contract(check: Check) -> None:
     result = await run_check(_remote_target(), check)
-    assert result.outcome is Outcome.PASS, result.line()
+    # agentapi.proto carries no rewind calls, so the remote client hides the fake's `rewind`.
+    expected = Outcome.NOT_APPLICABLE if check.name == "cap_rewind" else Outcome.PASS
+    assert result.outcome is expected, result.line()

@@ -114,7 +114,7 @@ def test_any_provider_factory_gets_the_parsed_options_and_prompts() -> None:
         return ToyProvider(Options(faults=Faults(cancel_completes=bool(options["broken"]))))
 
     argv = ["--provider", "toy", "--option", "broken=true", "--workdir", "/srv/x"]
-    for scenario in ("answer", "long", "permission", "question"):
+    for scenario in ("answer", "long", "permission", "question", "edit"):
         argv += ["--prompt", f"{scenario}={scenario}"]
     argv += ["--prompt", "host_tool=host tool"]
     target = build_target(_parser().parse_args(argv), create)

@@ -38,6 +38,9 @@ FAULT_BREAKS = {
     "read_unknown_empty": ("history_reader", "read_history of an unknown conversation id returned"),
     "titles_refused": ("cap_set_title", "although Titles is true"),
     "diff_unadvertised": ("cap_diff", "diff without SessionDiff returned normally"),
+    "diff_misses_edit": ("cap_file_edits", "edited files the diff does not list: README.md"),
+    "rewind_keeps_history": ("cap_rewind", "still holds the user item the rewind discarded"),
+    "run_command_any": ("cap_commands", "run_command of a command the provider does not list"),
     "set_model_refused": ("cap_set_model", "with a listed model raised Unsupported"),
     "steer_wrong_error": ("cap_steer", "steer during a running turn raised Busy"),
     "steer_dropped": ("cap_steer", "waiting for the accepted steer to be used or reported"),
@@ -86,6 +89,8 @@ async def test_absent_features_raise_unsupported_or_do_not_apply() -> None:
         "cap_steer",
         "cap_host_tools",
         "host_tools_utility",
+        "cap_file_edits",
+        "cap_rewind",
     }
     reasons = {r.check: r.reason for r in report.results}
     assert reasons["cap_set_title"] == "unsupported, as advertised"
@@ -121,11 +126,16 @@ async def test_a_missing_prompt_fails_when_the_capability_is_advertised() -> Non
     )
     failures = failed(await run(toy_target(prompts=prompts)))
     expected = "Capabilities.permissions is true but the target gives no permission prompt"
-    assert failures == {"respond_gone": expected, "close_expires": expected}
+    edit = "Capabilities.session_diff is true but the target gives no edit prompt"
+    assert failures == {"respond_gone": expected, "close_expires": expected, "cap_file_edits": edit}
     prompts = dataclasses.replace(prompts, permission=PROMPTS["permission"], host_tool=None)
     failures = failed(await run(toy_target(prompts=prompts)))
     expected = "Capabilities.host_tools is true but the target gives no host_tool prompt"
-    assert failures == {"cap_host_tools": expected, "host_tools_utility": expected}
+    assert failures == {
+        "cap_host_tools": expected,
+        "host_tools_utility": expected,
+        "cap_file_edits": edit,
+    }
 
 
 async def test_without_an_answer_prompt_the_turn_checks_fail() -> None:

@@ -964,13 +964,14 @@ async def test_capabilities_match_what_works(
     caps = provider.capabilities()
     assert caps.cancel and caps.permissions and caps.questions and caps.history
     assert caps.titles and caps.usage and caps.context_size
-    assert not (caps.session_diff or caps.fork or caps.rewind or caps.import_ or caps.plan)
+    assert caps.session_diff and caps.rewind
+    assert not (caps.fork or caps.import_ or caps.plan)
     assert provider.name() == "fake"
     await provider.check()
     conversation, _ = await _open(provider)
     assert await conversation.commands() == []
+    assert await conversation.diff() == []  # nothing written yet
     for call in (
-        conversation.diff(),
         conversation.run_command("x", Prompt()),
         conversation.cancel_subagent("a"),
         conversation.prompt_subagent("a", "hi"),

@@ -437,10 +437,10 @@ async def test_every_conversation_call_is_recorded_with_its_outcome(
             conversation.run_command("review", Prompt(text="all")),
             conversation.cancel_subagent("sa1"),
             conversation.prompt_subagent("sa1", "hello"),
-            conversation.diff(),
         ):
             with pytest.raises(Unsupported):
                 await call
+        assert await conversation.diff() == []
         assert (await conversation.history()).items == []
         await recorder.shutdown()
     lines = [json.loads(line) for line in recording.read_text().splitlines()[1:]]
@@ -452,8 +452,9 @@ async def test_every_conversation_call_is_recorded_with_its_outcome(
     assert calls["prompt_subagent"] == {"agent_id": "sa1", "text": "hello"}
     returns = {line["return"]: line for line in lines if "return" in line}
     assert returns["commands"]["result"] == [] and returns["commands"]["error"] is None
-    for name in ("run_command", "cancel_subagent", "prompt_subagent", "diff"):
+    for name in ("run_command", "cancel_subagent", "prompt_subagent"):
         assert returns[name]["error"]["reason"] == "unsupported"
+    assert returns["diff"]["result"] == [] and returns["diff"]["error"] is None
     assert returns["close"]["error"] is None  # shutdown closed the conversation
 
 

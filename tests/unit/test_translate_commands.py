@@ -40,6 +40,7 @@ from ahp_bridge.translate.commands import (
     CommandContext,
     Rejection,
     Respond,
+    RunCommand,
     SelectAgent,
     Send,
     SetModel,
@@ -117,6 +118,40 @@ def test_named_custom_agent_is_selected_before_sending() -> None:
     action = user_turn("t1", "review", agent={"uri": "agent:/reviewer"})
     assert plan(action, ctx) == CallPlan((SelectAgent("reviewer"), Send(Prompt(text="review"))))
     assert rejected(action) == "custom agent 'agent:/reviewer' is not available"
+
+
+COMMANDS = CommandContext(models=MODELS, commands={"review": "review", "rv": "review"})
+
+
+def test_a_message_that_names_a_command_runs_it() -> None:
+    typed = user_turn("t1", "/review src/app.py")
+    assert plan(typed, COMMANDS) == CallPlan((RunCommand("review", Prompt(text="src/app.py")),))
+    alias = user_turn("t1", "  /rv")
+    assert plan(alias, COMMANDS) == CallPlan((RunCommand("review", Prompt(text="")),))
+    # Not a known command, or not at the start: sent as typed.
+    assert plan(user_turn("t1", "/other x"), COMMANDS) == CallPlan((Send(Prompt(text="/other x")),))
+    assert plan(user_turn("t1", "see /review"), COMMANDS) == CallPlan(
+        (Send(Prompt(text="see /review")),)
+    )
+    assert plan(typed) == CallPlan((Send(Prompt(text="/review src/app.py")),))  # none known
+
+
+def test_a_completed_command_attachment_runs_its_command() -> None:
+    attachment = {
+        "type": "simple",
+        "label": "/review",
+        "_meta": {"ahpBridge.command": "review"},
+    }
+    action = user_turn("t1", "/review all of it", attachments=[attachment])
+    assert plan(action, COMMANDS) == CallPlan((RunCommand("review", Prompt(text="all of it")),))
+    gone = {**attachment, "_meta": {"ahpBridge.command": "deploy"}}
+    refused = rejected(user_turn("t1", "/deploy", attachments=[gone]), COMMANDS)
+    assert refused == "/deploy is not a command of this provider"
+    model = {"id": "gpt-x"}
+    with_model = user_turn("t1", "/review", model=model, attachments=[attachment])
+    assert plan(with_model, COMMANDS) == CallPlan(
+        (SetModel("gpt-x"), RunCommand("review", Prompt(text="")))
+    )
 
 
 def test_turn_start_needs_a_ready_idle_session_and_a_user_message() -> None:

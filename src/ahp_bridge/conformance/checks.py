@@ -9,6 +9,7 @@ calls raise, never a provider's wording.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
@@ -17,8 +18,11 @@ import trio
 import trio.testing
 
 from ahp_bridge.agentapi import (
+    COMMAND_PROMPT,
+    COMMAND_SKILL,
     DELIVERY_STEER,
     MAX_HOST_TOOL_ARGUMENTS,
+    REWIND_CONVERSATION,
     AgentAPIError,
     Answer,
     Busy,
@@ -27,8 +31,11 @@ from ahp_bridge.agentapi import (
     ConversationNotFound,
     Event,
     EventKind,
+    FileDiff,
+    FileEdit,
     History,
     HistoryReader,
+    HistoryRewinder,
     HostToolCall,
     HostToolResult,
     Interaction,
@@ -47,6 +54,7 @@ from ahp_bridge.agentapi import (
     UtilityRunner,
 )
 from ahp_bridge.conformance.driver import (
+    TERMINAL_TURN_STATES,
     CheckFailed,
     Context,
     NotApplicable,
@@ -69,6 +77,8 @@ _TITLE = "AHP conformance title"
 _UNKNOWN_AGENT = "ahp-conformance-no-such-agent"
 _UNKNOWN_MODEL = "ahp-conformance-unlisted-model"
 _STEER = "AHP conformance steer"
+_UNKNOWN_COMMAND = "ahp-conformance-no-such-command"
+_COMMAND_ARGS = "AHP conformance arguments"
 _TURN_OUTPUT = frozenset({EventKind.TURN, EventKind.ITEM, EventKind.DELTA, EventKind.INTERACTION})
 
 
@@ -656,6 +666,21 @@ async def cap_set_title(ctx: Context) -> str | None:
     return None
 
 
+def _judge_diffs(diffs: list[FileDiff]) -> None:
+    """Each FileDiff names its file once, with counts that are not negative."""
+    paths = [d.path for d in diffs]
+    if any(not p for p in paths):
+        raise CheckFailed("diff returned a file change without a path")
+    if len(set(paths)) != len(paths):
+        raise CheckFailed("diff lists a file twice")
+    wrong = [d.path for d in diffs if d.additions < 0 or d.deletions < 0]
+    if wrong:
+        raise _violations("diff counts below zero", wrong)
+    same = [d.path for d in diffs if d.before and d.before == d.after and not d.patch]
+    if same:
+        raise _violations("diff lists files whose before and after are the same", same)
+
+
 async def cap_diff(ctx: Context) -> str | None:
     """Capabilities.session_diff: diff returns file changes; without it, Unsupported."""
     conv = await ctx.open()
@@ -667,9 +692,139 @@ async def cap_diff(ctx: Context) -> str | None:
         diffs = await conv.conversation.diff()
     except AgentAPIError as exc:
         raise CheckFailed(f"diff raised {error_name(exc)} although SessionDiff is true") from exc
-    if any(not d.path for d in diffs):
-        raise CheckFailed("diff returned a file change without a path")
+    _judge_diffs(diffs)
     return f"{len(diffs)} file changes"
+
+
+def _edited(events: list[Event], start: int) -> list[FileEdit]:
+    """The file edits of the main agent's finished tool calls since ``start``, latest per call."""
+    calls: dict[str, list[FileEdit]] = {}
+    for event in events[start:]:
+        item = event.item
+        if item is None or item.agent_id or item.tool is None:
+            continue
+        if item.tool.status in (ToolStatus.COMPLETED, ToolStatus.FAILED):
+            calls[item.id] = list(item.tool.file_edits)
+    return [edit for edits in calls.values() for edit in edits]
+
+
+async def _allowing(ctx: Context, conv: OpenConversation, start: int) -> TurnState:
+    """Wait for the turn's end, allowing every permission it asks for on the way."""
+    answered: set[str] = set()
+
+    def next_step(events: list[Event]) -> TurnState | Interaction | None:
+        for event in events[start:]:
+            if event.turn is not None and event.turn.state in TERMINAL_TURN_STATES:
+                return event.turn.state
+            ia = event.interaction
+            if (
+                ia is not None
+                and ia.kind == InteractionKind.PERMISSION
+                and ia.state == InteractionState.PENDING
+                and ia.id not in answered
+            ):
+                return ia
+        return None
+
+    while True:
+        ctx.step = "waiting for the editing turn to end"
+        found: TurnState | Interaction = await conv.sink.wait_for(next_step)
+        if isinstance(found, TurnState):
+            return found
+        answered.add(found.id)
+        ctx.step = "waiting for respond to the editing turn's permission to return"
+        try:
+            await conv.conversation.respond(found.id, _answer_for(found))
+        except AgentAPIError as exc:
+            raise CheckFailed(f"respond to the edit's permission raised {error_name(exc)}") from exc
+
+
+def _same_file(path: str, other: str, workdir: str) -> bool:
+    def absolute(p: str) -> str:
+        return os.path.normpath(p if os.path.isabs(p) else os.path.join(workdir, p))
+
+    return absolute(path) == absolute(other)
+
+
+async def cap_file_edits(ctx: Context) -> str | None:
+    """A turn that edits a file reports it on its tool item, and the diff then lists it.
+
+    Needs the target's ``edit`` prompt. Each FileEdit names a path and a kind, with counts
+    not below zero; with Capabilities.session_diff, diff lists every edited file.
+    """
+    text = ctx.prompt("edit", "session_diff")
+    conv = await ctx.open()
+    start = len(conv.sink)
+    await conv.send(text)
+    state = await _allowing(ctx, conv, start)
+    if state != TurnState.COMPLETED:
+        raise CheckFailed(f"the editing turn ended {state.value}, expected completed")
+    edits = _edited(conv.sink.events, start)
+    if not edits:
+        raise CheckFailed("the editing turn reported no file edit on a finished tool item")
+    bad = [e.path or "(no path)" for e in edits if not e.path or not e.kind]
+    if bad:
+        raise _violations("file edits without a path or kind", bad)
+    negative = [e.path for e in edits if e.additions < 0 or e.deletions < 0]
+    if negative:
+        raise _violations("file edit counts below zero", negative)
+    if not ctx.capabilities().session_diff:
+        return f"{len(edits)} file edits; no diff (SessionDiff is false)"
+    ctx.step = "waiting for diff to return"
+    try:
+        diffs = await conv.conversation.diff()
+    except AgentAPIError as exc:
+        raise CheckFailed(f"diff after an edit raised {error_name(exc)}") from exc
+    _judge_diffs(diffs)
+    workdir = ctx.target.open_request.workdir
+    missing = [
+        e.path
+        for e in edits
+        if not any(_same_file(e.path, d.path, workdir) for d in diffs)
+        and not any(_same_file(e.path, d.old_path, workdir) for d in diffs if d.old_path)
+    ]
+    if missing:
+        raise _violations("edited files the diff does not list", missing)
+    return f"{len(edits)} file edits, all in the diff of {len(diffs)} files"
+
+
+async def cap_rewind(ctx: Context) -> str | None:
+    """Capabilities.rewind: rewinding to a turn's user item drops it from the history.
+
+    Without the capability the check does not apply; with it the conversation must be a
+    HistoryRewinder whose preview counts the turn and whose rewind (conversation only, so no
+    file is touched) leaves a history without that user item.
+    """
+    if not ctx.capabilities().rewind:
+        raise NotApplicable("Capabilities.rewind is false")
+    text = ctx.prompt("answer", None)
+    conv = await ctx.open()
+    if not isinstance(conv.conversation, HistoryRewinder):
+        raise CheckFailed("Capabilities.rewind is true, but the conversation is no HistoryRewinder")
+    start = len(conv.sink)
+    await conv.send(text)
+    await conv.wait_end(start)
+    users = [
+        e.item.id
+        for e in conv.sink.events[start:]
+        if e.item is not None and e.item.kind == ItemKind.USER and not e.item.agent_id
+    ]
+    if not users:
+        raise CheckFailed("the turn reported no user item to rewind to")
+    ctx.step = "waiting for preview_rewind to return"
+    try:
+        preview = await conv.conversation.preview_rewind(users[0])
+        if preview.turns < 1:
+            raise CheckFailed(f"preview_rewind counts {preview.turns} turns to discard")
+        ctx.step = "waiting for rewind to return"
+        await conv.conversation.rewind(preview.user_event_id, REWIND_CONVERSATION)
+        ctx.step = "waiting for history to return"
+        history = await conv.conversation.history()
+    except AgentAPIError as exc:
+        raise CheckFailed(f"{ctx.step.split()[2]} raised {error_name(exc)}") from exc
+    if any(item.id == users[0] for item in history.items):
+        raise CheckFailed("the history still holds the user item the rewind discarded")
+    return f"rewound {preview.turns} turn(s)"
 
 
 async def cap_set_model(ctx: Context) -> str | None:
@@ -764,7 +919,42 @@ async def cap_commands(ctx: Context) -> str | None:
         raise CheckFailed("commands lists a command without a name")
     if len(set(names)) != len(names):
         raise CheckFailed("commands lists a name twice")
-    return f"{len(commands)} commands"
+    kinds = [c.name for c in commands if c.kind not in (COMMAND_SKILL, COMMAND_PROMPT)]
+    if kinds:
+        raise _violations("commands of a kind other than skill or command", kinds)
+    # A name the provider does not list is refused, and no turn starts.
+    ctx.step = "waiting for run_command of an unknown command to return"
+    before = len(conv.sink)
+    await expect_error(
+        lambda: conv.conversation.run_command(_UNKNOWN_COMMAND, Prompt(text="")),
+        (AgentAPIError,),
+        "run_command of a command the provider does not list",
+    )
+    await _settle()
+    started = [e for e in conv.sink.events[before:] if e.kind == EventKind.TURN]
+    if started:
+        raise CheckFailed("run_command of an unknown command started a turn")
+    name = ctx.target.prompts.command
+    if name is None:
+        return f"{len(commands)} commands"
+    if name not in names:
+        raise CheckFailed(f"the target's command {name!r} is not among the listed commands")
+    ctx.step = "waiting for run_command to return"
+    start = len(conv.sink)
+    try:
+        await conv.conversation.run_command(name, Prompt(text=_COMMAND_ARGS))
+    except AgentAPIError as exc:
+        raise CheckFailed(f"run_command({name!r}) raised {error_name(exc)}") from exc
+    await conv.wait_working(start, "the command's turn to start working")
+    await conv.wait_end(start, "the command's turn to end")
+    users = [
+        e.item.text
+        for e in conv.sink.events[start:]
+        if e.item is not None and e.item.kind == ItemKind.USER and not e.item.agent_id
+    ]
+    if users and not users[0].startswith(f"/{name}"):
+        raise CheckFailed(f"the command's user item shows {users[0]!r}, not /{name} ...")
+    return f"{len(commands)} commands; /{name} ran a turn"
 
 
 async def cap_subagents(ctx: Context) -> str | None:
@@ -935,6 +1125,8 @@ CHECKS: tuple[Check, ...] = (
     Check("history_reader", "read_history of a closed or unknown conversation", history_reader),
     Check("cap_set_title", "set_title or Unsupported", cap_set_title),
     Check("cap_diff", "diff or Unsupported", cap_diff),
+    Check("cap_file_edits", "a tool's file edits, and the diff lists them", cap_file_edits),
+    Check("cap_rewind", "rewind drops the turn from the history", cap_rewind),
     Check("cap_set_model", "set_model with a listed model", cap_set_model),
     Check("cap_steer", "steer during a turn or Unsupported", cap_steer),
     Check("cap_commands", "commands/run_command or Unsupported", cap_commands),

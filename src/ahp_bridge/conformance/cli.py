@@ -29,7 +29,7 @@ from ahp_bridge.conformance.runner import run
 from ahp_bridge.conformance.target import Prompts, Target
 
 PROVIDER_GROUP = "ahp_bridge.providers"
-_SCENARIOS = ("answer", "long", "permission", "question", "exit", "host_tool")
+_SCENARIOS = ("answer", "long", "permission", "question", "exit", "host_tool", "edit", "command")
 
 CreateProvider = Callable[[Mapping[str, Any]], Provider]
 

@@ -24,6 +24,8 @@ FAKE_PROMPTS = Prompts(
     question="conformance: question",
     exit="conformance: exit",
     host_tool="conformance: host tool",
+    edit="conformance: edit",
+    command="conformance",
 )
 """The prompt texts the fake's conformance.toml reacts to."""
 
@@ -59,7 +61,8 @@ def fake_target(
 
     request = OpenRequest(
         session_id=str(uuid.uuid4()),
-        workdir=workdir or tempfile.gettempdir(),
+        # The edit scenario writes a file: a directory of its own, not the shared temp dir.
+        workdir=workdir or tempfile.mkdtemp(prefix="ahp-conformance-"),
         title="AHP conformance",
     )
     return Target("fake", factory, request, FAKE_PROMPTS, timeout)

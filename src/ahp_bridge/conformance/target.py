@@ -24,6 +24,10 @@ class Prompts:
     ``exit`` (optional: few runtimes can be made to exit by a prompt) makes the runtime
     exit during the turn. ``host_tool`` (needed when Capabilities.host_tools is set) makes
     the model call the host tool ``HOST_TOOL`` once, with a JSON object, and then answer.
+    ``edit`` (optional) makes the turn change a file of the working directory with a tool
+    call, so file edits and the diff can be judged. ``command`` (optional) names one of the
+    provider's commands that starts a prompt turn (without the slash), so ``run_command`` can
+    be judged.
     """
 
     answer: str | None = None
@@ -32,6 +36,8 @@ class Prompts:
     question: str | None = None
     exit: str | None = None
     host_tool: str | None = None
+    edit: str | None = None
+    command: str | None = None
 
 
 HOST_TOOL = HostTool(

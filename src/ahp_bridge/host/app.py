@@ -8,15 +8,20 @@ import structlog
 import trio
 
 from ahp_bridge.config import Settings
+from ahp_bridge.host import content as content_scheme
 from ahp_bridge.host.catalog import AsyncCatalog, open_catalog
+from ahp_bridge.host.changesets import Changesets
 from ahp_bridge.host.chat import HostClock
 from ahp_bridge.host.client_tools import ClientToolLimits
 from ahp_bridge.host.clients import KnownClients
 from ahp_bridge.host.completions import Completions, MentionSource
+from ahp_bridge.host.customizations import Customizations
 from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.rpc import RpcHandler
 from ahp_bridge.host.server import ServerOptions, check_bind, serve
+from ahp_bridge.host.session_config import SessionConfig
 from ahp_bridge.host.sessions import SessionManager
+from ahp_bridge.host.slash import CommandSource
 from ahp_bridge.host.wirelog import WireLog
 from ahp_bridge.host.workspace import Workspace
 from ahp_bridge.state.store import Store
@@ -98,14 +103,39 @@ async def _run(
     durable = sessions.durable
     clients = KnownClients(persist=durable.remember_client if durable is not None else None)
     workspace = Workspace(hub, sessions, settings.workspace, default_directory=workdir)
-    completions = Completions(sessions, [MentionSource(workspace)])
+    content = content_scheme.ContentStore(
+        max_bytes=settings.changes.max_content_bytes,
+        wait_seconds=settings.changes.content_wait_seconds,
+    )
+    workspace.add_reader(content_scheme.SCHEME, content.read)
+    changes = Changesets(
+        hub,
+        sessions,
+        content,
+        diff_timeout=settings.changes.diff_timeout_seconds,
+        max_read_bytes=settings.workspace.max_read_bytes,
+    )
+    sessions.changes = changes
+    config = SessionConfig(sessions)
+    sessions.config = config
+    customizations = Customizations(sessions)
+    sessions.customizations = customizations
+    commands = CommandSource(hub, sessions)
+    customizations.changed.append(commands.session_changed)
+    completions = Completions(sessions, [MentionSource(workspace), commands])
     rpc = RpcHandler(
         hub,
         sessions,
         default_directory=Path(workdir).as_uri(),
         clients=clients,
-        handlers={**workspace.handlers(), **completions.handlers()},
+        handlers={
+            **workspace.handlers(),
+            **completions.handlers(),
+            **config.handlers(),
+            "invokeChangesetOperation": changes.invoke,
+        },
         completion_triggers=completions.triggers,
+        materializers=[changes.materialize],
     )
     async with trio.open_nursery() as keeper:
         await keeper.start(_keep_catalog, catalog)

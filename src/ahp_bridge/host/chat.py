@@ -33,6 +33,7 @@ from ahp_bridge.translate.commands import (
     CommandContext,
     Rejection,
     Respond,
+    RunCommand,
     SelectAgent,
     Send,
     SetModel,
@@ -81,12 +82,16 @@ class ChatRuntime:
         self.conversation: agentapi.Conversation | None = None
         self.conversation_id = ""
         self.sink: ChatSink | None = None
+        changes = manager.changes
         self.translator = EventTranslator(
             uri,
             session.uri,
             new_id=lambda: str(uuid.uuid4()),
             now_ms=manager.clock.now_ms,
             subagent_chat_uri=self.subagent_uri,
+            file_edits=(lambda turn, edits: changes.tool_edits(self, turn, edits))
+            if changes is not None
+            else None,
         )
         #: One translator per subagent, each building that subagent's read-only chat.
         self._subagents: dict[str, EventTranslator] = {}
@@ -94,6 +99,8 @@ class ChatRuntime:
         self._closed = False
         self.client_tools = ClientTools(self, manager.client_tool_limits)
         self._tools_refresh_queued = False
+        #: The provider's `/` commands as last read (name and alias -> name; host/slash.py).
+        self.command_names: dict[str, str] = {}
 
     # -- conversation lifetime -----------------------------------------------------------------
 
@@ -101,8 +108,10 @@ class ChatRuntime:
         """Open (or reopen by id) the provider conversation behind this chat.
 
         The session's active clients' tools are its host tools; an open the provider refuses
-        for clashing tool names is made again without them (their refusal says why).
+        for clashing tool names is made again without them (their refusal says why). The
+        session's settings (model, effort, context size, agent) go with every open.
         """
+        chosen = self.session.settings
         while True:
             plan = self.client_tools.wanted()
             sink = ChatSink(self._on_events, self.manager.token)
@@ -110,6 +119,10 @@ class ChatRuntime:
                 session_id=session_id(self.session.uri),
                 conversation_id=conversation_id,
                 workdir=self.session.workdir,
+                model=chosen.model,
+                effort=chosen.effort,
+                context_size=chosen.context_size,
+                agent=chosen.agent,
                 events=sink,
                 tools=plan.host_tools(),
                 call_tool=self.client_tools.call_tool if plan.tools else None,
@@ -269,6 +282,10 @@ class ChatRuntime:
             self._open_subagent_chat(sub)
         for translator in self._subagents.values():
             self._apply_all(translator.translate(event))
+        customizations = self.manager.customizations
+        status = event.mcp_status if event.kind == agentapi.EventKind.MCP_STATUS else None
+        if status is not None and customizations is not None:
+            customizations.mcp_event(self, status)  # typed: the session's MCP customizations
         emitted = self.translator.translate(event)
         if event.kind == agentapi.EventKind.TITLE and not self._names_session():
             # Another chat's title names that chat (its catalog entry), not the whole session.
@@ -323,6 +340,7 @@ class ChatRuntime:
             workdir=self.session.workdir,
             resumable_turn_id=_resumable_turn_id(state),
             client_calls=self.client_tools.waiting(),
+            commands=self.command_names,
         )
 
     def client_action(
@@ -369,6 +387,27 @@ class ChatRuntime:
             self._enqueue(lambda: self._run(plan.calls, action))
         self._start_queued_if_idle()
 
+    def enqueue_calls(
+        self,
+        calls: list[Callable[[agentapi.Conversation], Awaitable[None]]],
+        failed: Callable[[Exception], None],
+    ) -> bool:
+        """Run provider calls on this chat's worker, in order, after those already queued; the
+        first failure stops them and goes to `failed`. False when the queue is full."""
+        if not self._has_room():
+            return False
+
+        async def job() -> None:
+            for call in calls:
+                try:
+                    await call(await self._ensure_open())
+                except Exception as exc:
+                    failed(exc)
+                    return
+
+        self._enqueue(job)
+        return True
+
     def _has_room(self) -> bool:
         return self._send.statistics().current_buffer_used < CALL_QUEUE
 
@@ -389,7 +428,9 @@ class ChatRuntime:
     async def _run(self, calls: tuple[Call, ...], action: dict[str, Any]) -> None:
         """Run one action's planned calls in order; the first failure ends the plan."""
         for call in calls:
-            if isinstance(call, SetModel | Send) and self._cancelled_before_sent(action):
+            if isinstance(call, SetModel | Send | RunCommand) and self._cancelled_before_sent(
+                action
+            ):
                 self.translator.turn_not_sent()  # it never starts at the provider
                 break
             try:
@@ -427,7 +468,7 @@ class ChatRuntime:
             self._remove_pending("steering", str(action.get("id")))
 
     def _after_failure(self, call: Call, action: dict[str, Any], exc: Exception) -> None:
-        if isinstance(call, Send | SetModel) and action.get("type") in _STARTS:
+        if isinstance(call, Send | RunCommand | SetModel) and action.get("type") in _STARTS:
             if self.translator.active_turn_id == action.get("turnId"):
                 self._apply_all(self.translator.fail_turn(_error_type(exc), _message(exc)))
             else:  # cancelled meanwhile: whatever it sent, nothing more comes of it
@@ -487,6 +528,8 @@ async def _execute(conversation: agentapi.Conversation, call: Call) -> None:
             await conversation.set_model(model, effort, size)
         case Send(prompt=prompt):
             await conversation.send(prompt)
+        case RunCommand(name=name, args=args):
+            await conversation.run_command(name, args)
         case Cancel():
             await conversation.cancel()
         case Respond(interaction_id=interaction_id, answer=answer):

@@ -85,6 +85,7 @@ class RpcHandler:
         clients: KnownClients | None = None,
         handlers: Mapping[str, Callable[[Connection, dict[str, Any]], Any]] | None = None,
         completion_triggers: Sequence[str] = (),
+        materializers: Sequence[Callable[[str], bool]] = (),
     ):
         self.hub = hub
         self.sessions = sessions
@@ -118,6 +119,8 @@ class RpcHandler:
             self._requests[name] = self.no_automations
         self._requests.update(handlers or {})  # files, watches, completions (see host/app.py)
         self.completion_triggers = list(completion_triggers)
+        #: Make a channel that exists only once asked for (a turn's changeset); True if made.
+        self.materializers = list(materializers)
 
     # -- connection bookkeeping ----------------------------------------------------------------
 
@@ -293,7 +296,7 @@ class RpcHandler:
 
     def subscribe(self, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
         uri = params["channel"]
-        if not self.hub.store.has(uri):
+        if not self.hub.store.has(uri) and not any(make(uri) for make in self.materializers):
             # Kinds are bound when a channel is created; an unknown URI is named by its shape only
             # to pick the error: any scheme may name a session (clients choose session URIs).
             kind = channel_kind(uri)

@@ -38,9 +38,13 @@ from ahp_bridge.protocol.uris import ANNOTATIONS_SUFFIX, ROOT, session_uri_probl
 from ahp_bridge.state import status as st
 from ahp_bridge.state.store import Envelope
 from ahp_bridge.translate.models import model_info
+from ahp_bridge.translate.session_config import Settings
 
 if TYPE_CHECKING:
+    from ahp_bridge.host.changesets import Changesets
     from ahp_bridge.host.connection import Connection
+    from ahp_bridge.host.customizations import Customizations
+    from ahp_bridge.host.session_config import SessionConfig
 
 log = structlog.get_logger(__name__)
 
@@ -95,6 +99,8 @@ class Session:
     disposed: bool = False
     #: A provider conversation to open instead of a new one (`ahpBridge.importConversation`).
     import_conversation: str = ""
+    #: Model, effort, context size and agent chosen for it (host/session_config.py).
+    settings: Settings = field(default_factory=Settings)
 
 
 def _path_of(uri: str) -> str:
@@ -138,6 +144,12 @@ class SessionManager:
         self.subagent_chats: dict[str, ChatRuntime] = {}
         self._nursery: trio.Nursery | None = None
         self._token: trio.lowlevel.TrioToken | None = None
+        #: File changes and changesets (host/changesets.py), when the host serves them.
+        self.changes: Changesets | None = None
+        #: Session settings (host/session_config.py), when the host serves them.
+        self.config: SessionConfig | None = None
+        #: Typed session customizations (host/customizations.py), when the host serves them.
+        self.customizations: Customizations | None = None
         hub.observers.append(self._observe)
 
     # -- lifetime ------------------------------------------------------------------------------
@@ -241,9 +253,16 @@ class SessionManager:
         if params.get("fork") is not None:
             raise RpcError(E.INVALID_PARAMS, "Invalid params: fork: forking is not supported")
         dirs = list(params.get("workingDirectories") or [])
+        chosen = (params.get("config") or {}).get("workingDirectory")
+        if not dirs and isinstance(chosen, str) and chosen:
+            dirs = [chosen]  # the setting names the directory when the list does not
         workdir = _path_of(dirs[0]) if dirs else self.workdir
+        settings_state: dict[str, Any] | None = None
+        settings = Settings()
+        if self.config is not None:  # a value that does not fit is refused before anything
+            settings_state, settings = await self.config.for_create(params, workdir)
         now = self.clock.now_iso()
-        session = Session(uri, provider, now, dirs, workdir)
+        session = Session(uri, provider, now, dirs, workdir, settings=settings)
         state: dict[str, Any] = {
             "provider": provider,
             "title": "",
@@ -254,6 +273,8 @@ class SessionManager:
         }
         if dirs:
             state["workingDirectories"] = dirs
+        if settings_state is not None:
+            state["config"] = settings_state
         active = params.get("activeClient")
         if active is not None:
             if active.get("clientId") != conn.client_id:
@@ -604,6 +625,13 @@ class SessionManager:
             self.hub.reject(conn, channel, sent, origin, reason)
             return
         session = self.sessions.get(channel)
+        if session is not None and action.get("type") == "session/configChanged" and self.config:
+            self.config.client_changed(conn, session, action, origin, sent)
+            return
+        planned = self.customizations
+        if session is not None and planned is not None and action.get("type") in planned.actions:
+            planned.client_action(conn, session, action, origin, sent)
+            return
         if session is not None and action.get("type") in _PLANNED_SESSION_ACTIONS:
             default = self.hub.store.state(channel).get("defaultChat")
             target = session.chats.get(default) if isinstance(default, str) else None

@@ -12,7 +12,10 @@ client action                      plan
 ``chat/turnStarted``               ``SetModel`` when ``message.model`` names a model (unknown
                                    model, effort or context size: rejected), ``SelectAgent``
                                    when ``message.agent`` names a known custom agent (unknown:
-                                   rejected), then ``Send``
+                                   rejected), then ``Send``; ``RunCommand`` instead of ``Send``
+                                   when the message invokes one of the provider's ``/``
+                                   commands (``/name args`` as its text, or the command
+                                   attachment ``completions`` offered: ``COMMAND_META``)
 ``chat/turnResume``                ``Send`` of a prompt that asks the agent to go on (only for
                                    the latest turn, when it ended in a resumable error: a
                                    provider exit; the conversation reopens first)
@@ -64,6 +67,7 @@ from .questions import AnswerError, answer_from_input
 __all__ = [
     "CALL_ACTIONS",
     "CLIENT_TOOL_ACTIONS",
+    "COMMAND_META",
     "MODEL_CONFIG_CONTEXT_SIZE",
     "MODEL_CONFIG_EFFORT",
     "NO_CALL_ACTIONS",
@@ -75,6 +79,7 @@ __all__ = [
     "CommandContext",
     "Rejection",
     "Respond",
+    "RunCommand",
     "SelectAgent",
     "Send",
     "SetModel",
@@ -85,6 +90,9 @@ __all__ = [
     "plan_command",
     "synced_answers",
 ]
+
+COMMAND_META = "ahpBridge.command"
+"""``_meta`` key of the ``simple`` attachment that names the ``/`` command a message invokes."""
 
 MODEL_CONFIG_EFFORT = "effort"
 """``ModelSelection.config`` key of the reasoning effort (agentapi ``SetModel`` effort)."""
@@ -181,6 +189,14 @@ class Send:
 
 
 @dataclass(frozen=True)
+class RunCommand:
+    """``Conversation.run_command(name, args)``: starts a turn like ``Send``."""
+
+    name: str
+    args: Prompt
+
+
+@dataclass(frozen=True)
 class Cancel:
     """``Conversation.cancel()``."""
 
@@ -207,7 +223,7 @@ class SetTitle:
     title: str
 
 
-Call = SetModel | SelectAgent | Send | Cancel | Respond | Steer | SetTitle
+Call = SetModel | SelectAgent | Send | RunCommand | Cancel | Respond | Steer | SetTitle
 
 
 @dataclass(frozen=True)
@@ -250,6 +266,8 @@ class CommandContext:
     """The latest turn's id when it ended in a resumable error (``chat/turnResume`` may name it)."""
     client_calls: frozenset[str] = frozenset()
     """AHP ``toolCallId``s of the client tool calls the provider is waiting on."""
+    commands: Mapping[str, str] = field(default_factory=dict)
+    """The provider's ``/`` commands: each name and alias -> the command's name."""
 
 
 class _Refused(ValueError):
@@ -330,8 +348,40 @@ def _turn_started(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan:
             raise _Refused(f"custom agent {uri!r} is not available")
         calls.append(SelectAgent(agent_id))
     named = _named_model(message, ctx)
-    calls.append(Send(message_prompt(message, model=named, workdir=ctx.workdir)))
+    command = _command(message, ctx)
+    if command is not None:
+        name, rest = command
+        args = message_prompt(rest, model=named, workdir=ctx.workdir, allow_empty=True)
+        calls.append(RunCommand(name, args))
+    else:
+        calls.append(Send(message_prompt(message, model=named, workdir=ctx.workdir)))
     return CallPlan(tuple(calls))
+
+
+def _command(message: Mapping[str, Any], ctx: CommandContext) -> tuple[str, dict[str, Any]] | None:
+    """(command name, the message without the command) when the message invokes one."""
+    attachments = list(message.get("attachments") or [])
+    text = str(message.get("text", ""))
+    named: str | None = None
+    for attachment in attachments:
+        meta = attachment.get("_meta") if isinstance(attachment, Mapping) else None
+        if (
+            attachment.get("type") == "simple"
+            and isinstance(meta, Mapping)
+            and COMMAND_META in meta
+        ):
+            named = str(meta[COMMAND_META])
+            attachments.remove(attachment)
+            if named not in ctx.commands.values():
+                raise _Refused(f"/{named} is not a command of this provider")
+            break
+    word, _, rest = text.lstrip().partition(" ")
+    typed = ctx.commands.get(word[1:]) if word.startswith("/") else None
+    if typed is not None and named in (None, typed):
+        named, text = typed, rest.strip()
+    if named is None:
+        return None
+    return named, {**message, "text": text, "attachments": attachments}
 
 
 def _named_model(message: Mapping[str, Any], ctx: CommandContext) -> Model | None:
@@ -445,13 +495,18 @@ def _pending_message(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan
 
 
 def message_prompt(
-    message: Mapping[str, Any], *, model: Model | None = None, workdir: str = ""
+    message: Mapping[str, Any],
+    *,
+    model: Model | None = None,
+    workdir: str = "",
+    allow_empty: bool = False,
 ) -> Prompt:
     """The agentapi ``Prompt`` for an AHP ``Message``; raises ``ValueError`` when it cannot.
 
     ``model``, when given, gates uploads by the media it reports. ``workdir``, when given,
     confines attached files to it (lexically: ``..`` cannot leave it) and makes their ``rel``
-    relative to it.
+    relative to it. ``allow_empty`` accepts a message with nothing in it (a command's
+    arguments).
     """
     text = message.get("text")
     if not isinstance(text, str):
@@ -462,7 +517,7 @@ def message_prompt(
         if not isinstance(attachment, Mapping):
             raise _Refused(f"attachment {index} is not an object")
         _attachment(index, attachment, files, blobs, model, workdir)
-    if not text.strip() and not files and not blobs:
+    if not text.strip() and not files and not blobs and not allow_empty:
         raise _Refused("the message is empty")
     return Prompt(text=text, files=files, attachments=blobs)
 

@@ -32,7 +32,8 @@ delta             as the item of its kind; only assistant and reasoning stream (
 item tool         ``chat/toolCallStart`` once; ``chat/toolCallReady{confirmed:"not-needed"}``
                   when it runs; ``chat/toolCallComplete{result}`` when completed/failed (output
                   as text content, images as embedded content up to 1 MiB per result, exit code
-                  as ``error.code``, file edits and omitted images counted in ``_meta``).
+                  as ``error.code``, file edits as ``fileEdit`` contents from the host's
+                  ``file_edits`` hook, and also listed with omitted images in ``_meta``).
                   Progress and output tail updates of a running call are dropped (live only).
                   A call of a client's tool (``set_client_tools``) starts with ``contributor
                   {kind:"client"}`` and is ready only once the host waits for that client
@@ -74,8 +75,9 @@ context, todos,   session ``_meta`` under ``ahpBridge.<name>`` via ``session/met
 background_tasks, (AHP 0.7.0 has no typed home for them; the translator owns the session's
 schedules,        ``_meta`` and sends the whole object, since the reducer replaces it)
 execution,
-mcp_status,
 model_selection
+mcp_status        dropped here: the host makes the servers typed session customizations
+                  (``mcpServer``, ``session/mcpServerStateChanged``; host/customizations.py)
 plan_path         dropped: a provider-private scratch path used for project-change exclusion,
                   never shown to a user and no read permission
 skill             dropped: skill loads are not transcript items in agentapi, and AHP 0.7.0's
@@ -119,11 +121,13 @@ from typing import Any
 
 from ahp_bridge.agentapi import (
     DELIVERY_AUTOPILOT,
+    DELIVERY_STEER,
     SUBAGENT_TRIGGER_SPAWN,
     SUBAGENT_TRIGGER_USER,
     Activity,
     Event,
     EventKind,
+    FileEdit,
     Interaction,
     InteractionKind,
     InteractionState,
@@ -149,7 +153,6 @@ _META_EVENTS: dict[EventKind, tuple[str, str]] = {
     EventKind.BACKGROUND_TASKS: ("background_tasks", "backgroundTasks"),
     EventKind.SCHEDULES: ("schedules", "schedules"),
     EventKind.EXECUTION: ("execution", "execution"),
-    EventKind.MCP_STATUS: ("mcp_status", "mcpStatus"),
     EventKind.MODEL_SELECTION: ("model_selection", "modelSelection"),
     EventKind.USAGE: ("usage", "usage"),
 }
@@ -231,8 +234,13 @@ class EventTranslator:
         *,
         subagent_chat_uri: Callable[[str], str] | None = None,
         agent_id: str = "",
+        file_edits: Callable[[str, list[FileEdit]], list[dict[str, Any]]] | None = None,
     ) -> None:
         self.chat_uri = chat_uri
+        self._file_edits = file_edits
+        """(turn id, a completed call's edits) -> its ``fileEdit`` contents (the host's)."""
+        self.user_items: dict[str, str] = {}
+        """AHP turn id -> the provider's id of the user item that started it (for rewinds)."""
         self.agent_id = agent_id
         self.session_uri = session_uri
         self._new_id = new_id
@@ -272,6 +280,7 @@ class EventTranslator:
             EventKind.COMPACTION: self._on_compaction,
             EventKind.PLAN_PATH: self._dropped,
             EventKind.SKILL: self._dropped,
+            EventKind.MCP_STATUS: self._dropped,
         }
         self._handlers[EventKind.BACKGROUND_TASKS] = self._on_background_tasks
         for kind in _META_EVENTS:
@@ -562,6 +571,8 @@ class EventTranslator:
 
     def _announce(self, turn: _Turn, seed: Item | None) -> list[Emitted]:
         turn.announced = True
+        if seed is not None:
+            self.user_items.setdefault(turn.id, seed.id)
         own = seed is not None and seed.delivery != DELIVERY_AUTOPILOT
         origin = "user" if own and self._run_by_user is not False else "agent"
         message: dict[str, Any] = {"text": seed.text if seed else "", "origin": {"kind": origin}}
@@ -614,6 +625,8 @@ class EventTranslator:
         if item.kind == ItemKind.USER:
             if self._turn is None:
                 self._seed = item
+            elif item.delivery != DELIVERY_STEER:
+                self.user_items.setdefault(self._turn.id, item.id)
             return []
         if item.kind in (ItemKind.ASSISTANT, ItemKind.REASONING):
             return self._text(item.kind, item.id, full=item.text)
@@ -711,7 +724,10 @@ class EventTranslator:
             tool.status = "running"
         if call.status == ToolStatus.RUNNING or tool.status in _TERMINAL_TOOL:
             return out
-        result, facts = tool_result(item, call, tool.base["displayName"], tool.content)
+        content = tool.content
+        if call.file_edits and self._file_edits is not None:
+            content = [*content, *self._file_edits(turn.id, list(call.file_edits))]
+        result, facts = tool_result(item, call, tool.base["displayName"], content)
         complete: dict[str, Any] = {
             "type": "chat/toolCallComplete",
             "turnId": turn.id,
