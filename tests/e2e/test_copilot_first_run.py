@@ -116,7 +116,7 @@ async def copilot_bridge(
 @asynccontextmanager
 async def client_of(url: str) -> AsyncIterator[AhpClient]:
     async with trio.open_nursery() as nursery:
-        client = await open_client(nursery, url, "first-run")
+        client = await open_client(nursery, url, "first-run", versions=("1.0.0", "0.9.0"))
         try:
             await client.initialize([ROOT])
             yield client
@@ -226,7 +226,7 @@ async def test_a_signed_out_cli_says_so_and_passes_a_clients_token_to_the_runtim
         }
         assert agent["protectedResources"] == [resource]
         assert agent["models"] == []
-        assert agent["_meta"]["ahpBridge.capabilities"]["account"] is True
+        assert client.initialized["_meta"]["ahpBridge.capabilities"]["copilot"]["account"] is True
         # Using it unauthenticated: -32007 with the resources, and what to do.
         with pytest.raises(RpcFailure) as refused:
             await client.request(
@@ -293,7 +293,9 @@ async def test_a_turn_that_fails_for_want_of_a_sign_in_says_what_to_do(tmp_path:
         await client.subscribe(chat)
         turn2 = await run_turn(client, chat, "t2", "after")
         assert turn2["state"] == "error", turn2
-        assert turn2["error"]["message"] == hint
+        # AHP 1.0 carries a turn's error as its last response part.
+        [error] = [p for p in turn2["responseParts"] if p["kind"] == "error"]
+        assert error["error"]["message"] == hint
         assert await bridge.terminate() == 0
     assert sdk_noise(bytes(bridge.stderr)) == []
 

@@ -112,6 +112,8 @@ class AhpClient:
         self.errors: list[dict[str, Any]] = []
         self.states: dict[str, dict[str, Any]] = {}
         self.last_seq = 0
+        #: The `initialize` result, once initialized.
+        self.initialized: dict[str, Any] = {}
         self.closed: ConnectionClosed | None = None
         self._changed = trio.Condition()
 
@@ -264,6 +266,7 @@ class AhpClient:
         if subscriptions:
             params["initialSubscriptions"] = subscriptions
         result = await self.request("initialize", params)
+        self.initialized = result
         self.line = negotiate_line([result["protocolVersion"]])[1]
         for snap in result["snapshots"]:
             self._keep(snap)
