@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -87,6 +88,10 @@ class AcpProvider:
         self._entered = False
         self._creating = 0
         self.starts = 0
+        self.last_stderr = ""
+        self.start_seconds = 0.0
+        """How long the last agent took from spawn to its initialize answer."""
+        """The stderr tail of the last agent that failed to start or exited (for doctor)."""
         """How many agent processes this provider started (tests and benchmarks read it)."""
 
     # -- identity -------------------------------------------------------------------------
@@ -180,6 +185,7 @@ class AcpProvider:
             if agent is not None and not agent.exited.is_set():
                 return agent
             opts = self._opts
+            started = time.monotonic()
             try:
                 agent = await AgentProcess.spawn(opts, self._route)
             except FileNotFoundError as exc:
@@ -209,6 +215,7 @@ class AcpProvider:
                 init = S.InitializeResponse.model_validate(raw)
             except (AgentGone, TimeoutError, RequestError, ValidationError) as exc:
                 await agent.stop(grace=0.5)
+                self.last_stderr = agent.stderr.text()
                 raise AgentAPIError(self._start_failure(agent, exc)) from None
             if init.protocol_version != PROTOCOL_VERSION:
                 await agent.stop(grace=0.5)
@@ -220,6 +227,7 @@ class AcpProvider:
                 await self._authenticate(agent, init)
             self._init = init
             self._agent = agent
+            self.start_seconds = time.monotonic() - started
             asyncio.get_running_loop().create_task(self._watch(agent))
             return agent
 
@@ -255,6 +263,8 @@ class AcpProvider:
 
     async def _watch(self, agent: AgentProcess) -> None:
         await agent.exited.wait()
+        await asyncio.sleep(0.05)  # let its last stderr bytes arrive
+        self.last_stderr = agent.stderr.text()
         if self._agent is agent:
             self._agent = None
         if self._stopping:
@@ -495,8 +505,9 @@ class AcpProvider:
     # -- for doctor, tests and benchmarks --------------------------------------------------
 
     def stderr_tail(self) -> str:
+        """The newest stderr of the running agent, else of the last one that failed to start."""
         agent = self._agent
-        return agent.stderr.text() if agent is not None else ""
+        return agent.stderr.text() if agent is not None else self.last_stderr
 
     def kill_agent(self) -> None:
         """SIGKILL the running agent (a fault tests and benchmarks need on demand)."""

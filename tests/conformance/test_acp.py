@@ -16,7 +16,7 @@ from ahp_bridge_acp import create_provider
 from ahp_bridge.agentapi import OpenRequest, Provider
 from ahp_bridge.conformance import CHECKS, Check, Outcome, Prompts, Target, run_check
 from tests.conformance.test_remote import served
-from tests.support.acp_agents import test_agent_options
+from tests.support.acp_agents import sdk_agent_options
 
 PROMPTS = Prompts(answer="answer", long="long", permission="permission", exit="exit")
 
@@ -24,7 +24,7 @@ PROMPTS = Prompts(answer="answer", long="long", permission="permission", exit="e
 def acp_target(tmp_path: Path) -> Target:
     workdir = tmp_path / "work"
     workdir.mkdir(exist_ok=True)
-    options = test_agent_options(tmp_path / "store")
+    options = sdk_agent_options(tmp_path / "store")
 
     def factory() -> AbstractAsyncContextManager[Provider]:
         provider: Provider = create_provider(options)

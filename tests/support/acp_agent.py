@@ -171,7 +171,13 @@ class TestAgent:
         try:
             handler = getattr(self, f"_do_{verb}", None)
             if handler is None:
-                await say(f"You said: {text}")
+                kinds = [getattr(b, "type", "") for b in prompt]
+                extra = {
+                    k: kinds.count(k) for k in ("image", "resource", "resource_link") if k in kinds
+                }
+                await say(
+                    f"You said: {text}" + (f" {json.dumps(extra, sort_keys=True)}" if extra else "")
+                )
                 return PromptResponse(stop_reason="end_turn")
             return await handler(session_id, words[1:], cancelled, say)
         finally:

@@ -1,6 +1,6 @@
 """Running ACP agents in tests: the SDK test agent, and the real Claude Code agent from npm.
 
-``test_agent_options`` runs ``tests/support/acp_agent.py`` (the official SDK's agent side) as
+``sdk_agent_options`` runs ``tests/support/acp_agent.py`` (the official SDK's agent side) as
 the agent subprocess. ``claude_options`` runs ``claude-code-acp`` (npm
 ``@zed-industries/claude-code-acp``, pinned in scripts/install-acp-agents.sh) against a
 scripted Anthropic server on 127.0.0.1, with its home and config in a scratch directory so
@@ -33,7 +33,7 @@ requires_claude = pytest.mark.skipif(
 )
 
 
-def test_agent_options(store: Path, **extra: object) -> dict[str, object]:
+def sdk_agent_options(store: Path, **extra: object) -> dict[str, object]:
     """Provider options that run the SDK test agent, its sessions kept under ``store``."""
     return {
         "command": [sys.executable, str(TEST_AGENT)],
