@@ -39,7 +39,7 @@ from ahp_bridge.agentapi import (
 )
 
 from .loop import AsyncioThread
-from .mapping import SessionMapper, fold_history
+from .mapping import Record, SessionMapper
 from .process import AgentGone, AgentProcess
 from .terminals import Terminal, Terminals
 from .workspace import Workspace
@@ -51,16 +51,31 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 AUTH_REQUIRED = -32000
+CANCEL_GRACE = 3.0
+_TURN_CONTENT = frozenset(
+    {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
+)
 
 
 def now() -> datetime:
     return datetime.now(UTC)
 
 
-def agent_error(what: str, exc: RequestError) -> str:
-    """A one-line account of an agent's JSON-RPC error (its message, bounded; never data)."""
+def error_detail(exc: RequestError) -> str:
+    """The agent's own words for an error: its message, and ``data.details`` when it is text."""
     message = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else "no message"
-    return f"the agent could not {what}: {message} (error {exc.code})"
+    data = exc.data
+    if isinstance(data, dict):
+        for key in ("details", "message"):
+            detail = data.get(key)
+            if isinstance(detail, str) and detail.strip():
+                return f"{message}: {detail.strip().splitlines()[0][:300]}"
+    return message
+
+
+def agent_error(what: str, exc: RequestError) -> str:
+    """A one-line account of an agent's JSON-RPC error (bounded; never other data)."""
+    return f"the agent could not {what}: {error_detail(exc)} (error {exc.code})"
 
 
 class AcpConversation:
@@ -101,8 +116,13 @@ class AcpConversation:
         self._exit_error = ""
         self._replay: list[Event] = []
         self._history = History()
+        self.record = Record()
+        """The transcript as this bridge saw it (replayed, then live), for a reattach."""
         self._answers: dict[str, asyncio.Future[str | None]] = {}
         self._prompt_task: asyncio.Task[None] | None = None
+        self._heard = asyncio.Event()
+        """Set once the agent reported anything for the running turn."""
+        self._tasks: set[asyncio.Task[None]] = set()
 
     # -- wiring (asyncio thread) ------------------------------------------------------------
 
@@ -110,6 +130,7 @@ class AcpConversation:
         if self.closed:
             return
         for event in events:
+            self.record.feed(event)
             if self.mapper.replaying:
                 self._replay.append(event)
             else:
@@ -121,15 +142,31 @@ class AcpConversation:
 
     def end_replay(self) -> None:
         self.mapper.replaying = False
-        items = fold_history(self._replay)
         live = [e for e in self._replay if e.kind not in (EventKind.ITEM, EventKind.DELTA)]
         self._replay = []
-        self._history = History(items=items, model=self.mapper.model)
+        self._history = History(items=self.record.history(), model=self.mapper.model)
         for event in live:  # titles, modes, todos the replay reported still count
             if event.kind is not EventKind.INTERACTION:
                 self._sink.emit(event)
 
+    def reattach(self, earlier: AcpConversation) -> None:
+        """Continue a session this process still holds, closed here before (no session/load).
+
+        The history is what the bridge saw of it; the mapper keeps its ids, commands, modes
+        and models, so nothing it reported is lost and no item id repeats.
+        """
+        self.session_id = earlier.session_id
+        self.mapper = earlier.mapper
+        self.mapper.replaying = False
+        self.mapper.set_terminal_lookup(self._terminal_view)
+        self.record = earlier.record
+        self._history = History(
+            items=self.record.history(), model=self.mapper.model, truncated=self.record.truncated
+        )
+
     def on_update(self, update: Any) -> None:
+        if self.mapper.active and getattr(update, "session_update", "") in _TURN_CONTENT:
+            self._heard.set()
         self.emit_all(self.mapper.update(update))
 
     def _terminal_view(self, terminal_id: str) -> tuple[str, int | None, bool] | None:
@@ -156,6 +193,8 @@ class AcpConversation:
 
     def _finish_close(self) -> None:
         self.closed = True
+        for task in list(self._tasks):
+            task.cancel()
         self._settle_answers()
         self.terminals.close_all()
         self._on_closed(self)
@@ -276,6 +315,7 @@ class AcpConversation:
             raise Busy("a turn is still running; send again when it has ended")
         blocks = self._blocks(prompt, text)
         self.emit_all(self.mapper.begin_turn(prompt, shown))
+        self._heard = asyncio.Event()
         params = {"sessionId": self.session_id, "prompt": blocks}
         self._prompt_task = asyncio.get_running_loop().create_task(self._prompt(params))
 
@@ -350,12 +390,35 @@ class AcpConversation:
             self.mapper.cancelling = True
             self._settle_answers()  # ACP: pending permission requests are answered "cancelled"
             self.emit_all(self.mapper.expire_pending("the turn was cancelled"))
-            try:
-                await self.agent.notify("session/cancel", {"sessionId": self.session_id})
-            except AgentGone as exc:
-                raise AgentAPIError(str(exc)) from None
+            if self._heard.is_set():
+                await self._send_cancel()
+            else:
+                task = asyncio.get_running_loop().create_task(self._cancel_when_heard())
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
 
         await self._run(go)
+
+    async def _send_cancel(self) -> None:
+        try:
+            await self.agent.notify("session/cancel", {"sessionId": self.session_id})
+        except AgentGone as exc:
+            raise AgentAPIError(str(exc)) from None
+
+    async def _cancel_when_heard(self) -> None:
+        """Cancel once the agent has started the turn (or after CANCEL_GRACE seconds).
+
+        Some agents lose a session/cancel that arrives before they began the prompt (Claude
+        Code then answers "cancelled" at once but still runs the prompt, and the next one
+        waits behind it), so a cancel right after send waits for the turn's first update.
+        """
+        turn = self.mapper.turn
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._heard.wait(), CANCEL_GRACE)
+        if self.closed or not self.mapper.active or self.mapper.turn != turn:
+            return
+        with contextlib.suppress(AgentAPIError):
+            await self._send_cancel()
 
     async def cancel_subagent(self, agent_id: str) -> None:
         raise Unsupported("ACP agents report no subagents")

@@ -152,6 +152,9 @@ class SessionMapper:
         """The agent reported ``models`` (unstable ``session/set_model``) instead."""
         self.title = ""
 
+    def set_terminal_lookup(self, terminal: TerminalLookup) -> None:
+        self._terminal = terminal
+
     # -- turns --------------------------------------------------------------------------------
 
     def begin_turn(self, prompt: Prompt, shown: str = "") -> list[Event]:
@@ -593,17 +596,40 @@ _UPDATES: dict[str, Callable[[SessionMapper, Any], list[Event]]] = {
 """Every ``session/update`` kind of the SDK's schema and its handler."""
 
 
-def fold_history(events: list[Event]) -> list[Item]:
-    """The transcript a replay (session/load) produced: items upserted, deltas appended."""
-    items: dict[str, Item] = {}
-    for event in events:
+class Record:
+    """A transcript folded from events: items upserted, deltas appended (oldest first).
+
+    Bounded to ``limit`` items; the oldest go first and ``truncated`` says so.
+    """
+
+    def __init__(self, limit: int = 5000) -> None:
+        self.items: dict[str, Item] = {}
+        self.limit = limit
+        self.truncated = False
+
+    def feed(self, event: Event) -> None:
         if event.item is not None:
-            items[event.item.id] = event.item
+            self.items[event.item.id] = event.item
         elif event.delta is not None:
             d = event.delta
-            prev = items.get(d.item_id)
+            prev = self.items.get(d.item_id)
             if prev is None:
-                items[d.item_id] = Item(id=d.item_id, kind=d.kind, text=d.text)
+                self.items[d.item_id] = Item(id=d.item_id, kind=d.kind, text=d.text)
             else:
-                items[d.item_id] = prev.model_copy(update={"text": prev.text + d.text})
-    return list(items.values())
+                self.items[d.item_id] = prev.model_copy(update={"text": prev.text + d.text})
+        else:
+            return
+        while len(self.items) > self.limit:
+            del self.items[next(iter(self.items))]
+            self.truncated = True
+
+    def history(self) -> list[Item]:
+        return list(self.items.values())
+
+
+def fold_history(events: list[Event]) -> list[Item]:
+    """The transcript a replay (session/load) produced: items upserted, deltas appended."""
+    record = Record(limit=1 << 30)
+    for event in events:
+        record.feed(event)
+    return record.history()

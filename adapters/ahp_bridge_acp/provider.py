@@ -37,7 +37,14 @@ from ahp_bridge.agentapi import (
     Unsupported,
 )
 
-from .conversation import AUTH_REQUIRED, AcpConversation, agent_error, config_options, now
+from .conversation import (
+    AUTH_REQUIRED,
+    AcpConversation,
+    agent_error,
+    config_options,
+    error_detail,
+    now,
+)
 from .loop import AsyncioThread
 from .mapping import SessionMapper
 from .options import AcpOptions
@@ -47,6 +54,9 @@ log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
 NOT_FOUND = -32002
+MAX_DETACHED = 64
+LOAD_RETRIES = 20
+LOAD_RETRY_DELAY = 0.1
 
 
 def auth_hint(methods: list[Any]) -> str:
@@ -87,6 +97,10 @@ class AcpProvider:
         self._stopping = False
         self._entered = False
         self._creating = 0
+        self._known: set[str] = set()
+        # Sessions closed here whose agent process still holds them, to reattach on reopen.
+        self._detached: dict[str, AcpConversation] = {}
+        """Session ids this provider created or loaded (they exist on the agent's side)."""
         self.starts = 0
         self.last_stderr = ""
         self.start_seconds = 0.0
@@ -267,6 +281,8 @@ class AcpProvider:
         self.last_stderr = agent.stderr.text()
         if self._agent is agent:
             self._agent = None
+        for sid in [s for s, c in self._detached.items() if c.agent is agent]:
+            del self._detached[sid]
         if self._stopping:
             return
         error = agent.describe_exit()
@@ -400,6 +416,12 @@ class AcpProvider:
             )
             base = {"cwd": workdir, "mcpServers": []}
             timeout = self._opts.request_timeout
+            earlier = self._detached.pop(req.conversation_id, None)
+            if earlier is not None and earlier.agent is agent and earlier.workdir == workdir:
+                conv.reattach(earlier)
+                with self._lock:
+                    self._sessions[conv.session_id] = conv
+                return conv
             try:
                 if req.conversation_id:
                     if not (caps and caps.load_session):
@@ -427,6 +449,7 @@ class AcpProvider:
                     if not isinstance(raw, dict) or not isinstance(raw.get("sessionId"), str):
                         raise AgentAPIError("the agent answered session/new without a sessionId")
                     conv.session_id = raw["sessionId"]
+                    self._known.add(conv.session_id)
             except RequestError as exc:
                 if exc.code == AUTH_REQUIRED:
                     raise SignedOut(f"the agent needs a sign-in: {self.auth_hint()}") from None
@@ -439,6 +462,7 @@ class AcpProvider:
                 raise AgentAPIError(str(exc)) from None
             with self._lock:
                 self._sessions[conv.session_id] = conv
+            self._known.add(conv.session_id)
             self._apply_session_state(conv, raw)
             for update in self._early.pop(conv.session_id, []):
                 conv.on_update(update)
@@ -454,6 +478,24 @@ class AcpProvider:
             return conv
 
         return await self._loop.run(go())
+
+    async def _load(self, agent: AgentProcess, params: dict[str, Any]) -> Any:
+        """session/load; a session this provider saw may take a moment to be on the agent's disk.
+
+        (Claude Code writes its transcript shortly after a turn ends, so a reopen right after a
+        close can find nothing yet; an id never seen here gets no second try.)
+        """
+        tries = LOAD_RETRIES if params["sessionId"] in self._known else 1
+        for attempt in range(tries):
+            try:
+                return await agent.request(
+                    "session/load", params, timeout=self._opts.request_timeout
+                )
+            except RequestError as exc:
+                if attempt == tries - 1 or not _not_found(exc):
+                    raise
+            await asyncio.sleep(LOAD_RETRY_DELAY)
+        raise AssertionError("unreachable")
 
     def _apply_session_state(self, conv: AcpConversation, raw: Any) -> None:
         if not isinstance(raw, dict):
@@ -497,6 +539,11 @@ class AcpProvider:
         with self._lock:
             if self._sessions.get(conv.session_id) is conv:
                 del self._sessions[conv.session_id]
+        agent = self._agent
+        if conv.session_id and agent is conv.agent and not agent.exited.is_set():
+            self._detached[conv.session_id] = conv
+            while len(self._detached) > MAX_DETACHED:
+                del self._detached[next(iter(self._detached))]
 
     def _open_conversations(self) -> list[AcpConversation]:
         with self._lock:
@@ -517,7 +564,7 @@ class AcpProvider:
 
 
 def _not_found(exc: RequestError) -> bool:
-    text = str(exc).lower()
+    text = error_detail(exc).lower()
     return exc.code == NOT_FOUND or "not found" in text or "no session" in text
 
 

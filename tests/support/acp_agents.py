@@ -59,5 +59,8 @@ def claude_options(base_url: str, home: Path, **extra: object) -> dict[str, obje
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         },
         "data_dir": str(home / "data"),
+        # Only PATH, HOME and the like: the machine's own variables stay out (IS_SANDBOX, for
+        # one, makes claude-code-acp ask Claude Code for a mode that root may not use).
+        "inherit_env": False,
         **extra,
     }
