@@ -24,6 +24,7 @@ from acp.exceptions import RequestError
 from .workspace import Workspace, refused
 
 _ids = itertools.count(1)
+RELEASED_KEPT = 32
 
 
 @dataclass
@@ -86,6 +87,8 @@ class Terminals:
         self._environment = environment
         self._on_output = on_output
         self._terminals: dict[str, Terminal] = {}
+        # Released terminals, still readable for the tool call that showed them (bounded).
+        self._released: dict[str, Terminal] = {}
 
     def get(self, terminal_id: str) -> Terminal:
         term = self._terminals.get(terminal_id)
@@ -96,7 +99,8 @@ class Terminals:
         return term
 
     def known(self, terminal_id: str) -> Terminal | None:
-        return self._terminals.get(terminal_id)
+        """A terminal by id, released ones included (their output stays on their tool call)."""
+        return self._terminals.get(terminal_id) or self._released.get(terminal_id)
 
     async def create(
         self,
@@ -192,8 +196,12 @@ class Terminals:
         if term is None:
             raise RequestError(-32002, f"no terminal {terminal_id!r}", None)
         term.kill()  # its pump ends with the process
+        self._released[terminal_id] = term
+        while len(self._released) > RELEASED_KEPT:
+            del self._released[next(iter(self._released))]
 
     def close_all(self) -> None:
         for term in list(self._terminals.values()):
             term.kill()
         self._terminals.clear()
+        self._released.clear()

@@ -37,7 +37,12 @@ def anthropic() -> Iterator[AnthropicServer]:
         srv.script("conformance long", [Text("Working on it"), Hold(never, timeout=60.0)])
         srv.script(
             "conformance permission",
-            [ToolCall("mcp__acp__Bash", {"command": "echo conformance", "description": "Echo"})],
+            [
+                ToolCall(
+                    "mcp__acp__Bash",
+                    {"command": "echo conformance", "description": "Echo", "timeout": 60000},
+                )
+            ],
             [Text("done")],
         )
         yield srv
