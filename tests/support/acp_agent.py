@@ -4,6 +4,7 @@ Built the way agentclientprotocol/python-sdk's ``examples/agent.py`` builds one 
 no examples). Prompts pick the behaviour (the first word):
 
 - ``answer``: a thought and a streamed answer; ``long``: streams, then waits for session/cancel;
+- ``stream N``: N four-character chunks as fast as they go (for bench/acp.py);
 - ``permission``: a tool call that asks permission, completed or failed by the answer;
 - ``write PATH TEXT`` / ``read PATH``: fs/write_text_file / fs/read_text_file through the client;
 - ``terminal CMD...``: terminal/create, wait_for_exit, output, release, shown on a tool call;
@@ -197,6 +198,14 @@ class TestAgent:
         for piece in ("Hello ", "from the ", "test agent."):
             await self._conn.session_update(sid, update_agent_message_text(piece))
         self._append(sid, "agent", "Hello from the test agent.")
+        return PromptResponse(stop_reason="end_turn")
+
+    async def _do_stream(
+        self, sid: str, args: list[str], cancelled: asyncio.Event, say: Any
+    ) -> Any:
+        """``stream N``: N agent message chunks of four characters, as fast as they go."""
+        for _ in range(int(args[0]) if args else 100):
+            await self._conn.session_update(sid, update_agent_message_text("xxxx"))
         return PromptResponse(stop_reason="end_turn")
 
     async def _do_long(self, sid: str, args: list[str], cancelled: asyncio.Event, say: Any) -> Any:
