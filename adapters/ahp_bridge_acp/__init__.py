@@ -42,7 +42,8 @@ ACP                            agentapi
                                output, ``diff`` content -> file_edits, ``terminal`` content -> the
                                bridge's own terminal: tail while running, output and exit_code
                                when ended. Calls still open when the turn ends -> failed
-``plan``                       TODOS (pending, in_progress, completed -> done)
+``plan``                       TODOS (pending, in_progress, completed -> done); the unstable
+                               ``plan_update`` (item plans) and ``plan_removed`` too
 ``available_commands_update``  Conversation.commands (kind prompt, input hint)
 ``current_mode_update``        EXECUTION{mode}
 ``config_option_update``       MODEL_SELECTION (category model) / EXECUTION (category mode)

@@ -447,13 +447,25 @@ class SessionMapper:
         )
 
     def _plan(self, update: S.AgentPlanUpdate) -> list[Event]:
+        return self._todos(update.entries)
+
+    def _plan_update(self, update: S.AgentPlanContentUpdate) -> list[Event]:
+        """The unstable multi-plan form: an item plan becomes the todos; markdown or file
+        plans have no rows to show."""
+        entries = getattr(update.plan, "entries", None)
+        return self._todos(entries) if entries is not None else []
+
+    def _plan_removed(self, update: S.AgentPlanRemovedUpdate) -> list[Event]:
+        return [Event(kind=EventKind.TODOS, todos=TodoList(known=True, todos=[]))]
+
+    def _todos(self, entries: list[S.PlanEntry]) -> list[Event]:
         todos = [
             Todo(
                 id=str(i + 1),
                 title=clip(entry.content, 1024),
                 status=_TODO.get(entry.status, TODO_PENDING),
             )
-            for i, entry in enumerate(update.entries)
+            for i, entry in enumerate(entries)
         ]
         return [Event(kind=EventKind.TODOS, todos=TodoList(known=True, todos=todos))]
 
@@ -587,6 +599,8 @@ _UPDATES: dict[str, Callable[[SessionMapper, Any], list[Event]]] = {
     "tool_call": SessionMapper._tool_start,
     "tool_call_update": SessionMapper._tool_progress,
     "plan": SessionMapper._plan,
+    "plan_update": SessionMapper._plan_update,
+    "plan_removed": SessionMapper._plan_removed,
     "available_commands_update": SessionMapper._commands,
     "current_mode_update": SessionMapper._mode,
     "config_option_update": SessionMapper._config,

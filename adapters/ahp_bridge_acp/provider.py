@@ -100,6 +100,7 @@ class AcpProvider:
         self._known: set[str] = set()
         # Sessions closed here whose agent process still holds them, to reattach on reopen.
         self._detached: dict[str, AcpConversation] = {}
+        self._background: set[asyncio.Task[None]] = set()
         """Session ids this provider created or loaded (they exist on the agent's side)."""
         self.starts = 0
         self.last_stderr = ""
@@ -317,7 +318,9 @@ class AcpProvider:
         if conv is None and method == "session/update" and self._keep_early(req):
             return None
         if conv is None:
-            log.warning("acp: the agent sent %s for a session the bridge does not hold", method)
+            # A scratch or closed session of ours is no surprise; anything else is.
+            level = logging.DEBUG if req.session_id in self._known else logging.WARNING
+            log.log(level, "acp: the agent sent %s for a session the bridge does not hold", method)
             if is_notification:
                 return None
             raise RequestError(NOT_FOUND, "no such session on this client", None)
@@ -376,6 +379,25 @@ class AcpProvider:
             raise AgentAPIError(str(exc)) from None
         self._note_models(raw)
         self._models_known = True
+        if isinstance(raw, dict) and isinstance(raw.get("sessionId"), str):
+            self._known.add(raw["sessionId"])
+            await self._close_session(agent, raw["sessionId"])
+
+    def _can_close(self) -> bool:
+        caps = self._init.agent_capabilities if self._init else None
+        sessions = caps.session_capabilities if caps else None
+        return bool(sessions and sessions.close is not None)
+
+    async def _close_session(self, agent: AgentProcess, session_id: str) -> None:
+        """``session/close`` (frees the agent's resources, keeps the record) where offered."""
+        if not self._can_close():
+            return
+        try:
+            await agent.request(
+                "session/close", {"sessionId": session_id}, timeout=self._opts.request_timeout
+            )
+        except (RequestError, AgentGone, TimeoutError) as exc:
+            log.info("acp: session/close failed (%s)", type(exc).__name__)
 
     def _note_models(self, raw: Any) -> None:
         if not isinstance(raw, dict):
@@ -543,7 +565,14 @@ class AcpProvider:
         if conv.session_id and agent is conv.agent and not agent.exited.is_set():
             self._detached[conv.session_id] = conv
             while len(self._detached) > MAX_DETACHED:
-                del self._detached[next(iter(self._detached))]
+                oldest = self._detached.pop(next(iter(self._detached)))
+                # Its next reopen uses session/load; the agent may free it meanwhile.
+                self._loop.call_soon(self._spawn_close, agent, oldest.session_id)
+
+    def _spawn_close(self, agent: AgentProcess, session_id: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._close_session(agent, session_id))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _open_conversations(self) -> list[AcpConversation]:
         with self._lock:

@@ -250,6 +250,8 @@ async def test_every_update_kind_becomes_its_event(tmp_path: Path, workdir: Path
             ("Fix the bug", "in_progress"),
             ("Write a test", "pending"),
         ]
+        plans = [e.todos for e in await turn(conv, sink, "plans") if e.todos is not None]
+        assert [[t.title for t in p.todos] for p in plans] == [["Only step"], []]
         assert [e.title for e in await turn(conv, sink, "title") if e.kind is EventKind.TITLE] == [
             "A test title"
         ]
@@ -279,6 +281,17 @@ async def test_every_update_kind_becomes_its_event(tmp_path: Path, workdir: Path
         assert assistant_text(sink.events[start:]) == "You said: /explain main.py"
         with pytest.raises(AgentAPIError, match="no command"):
             await conv.run_command("nope", Prompt())
+
+
+async def test_models_are_probed_with_a_scratch_session_that_is_closed(
+    tmp_path: Path, workdir: Path
+) -> None:
+    async with started(tmp_path) as provider:
+        assert [m.id for m in await provider.models()] == ["model-a", "model-b"]
+        closed = (tmp_path / "store" / "closed.log").read_text().split()
+        assert len(closed) == 1  # the scratch session, and nothing else
+        conv, _ = await open_conv(provider, workdir)
+        assert conv.id() not in closed
 
 
 async def test_prompt_content_reaches_the_agent(tmp_path: Path, workdir: Path) -> None:

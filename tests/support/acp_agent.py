@@ -8,7 +8,8 @@ no examples). Prompts pick the behaviour (the first word):
 - ``permission``: a tool call that asks permission, completed or failed by the answer;
 - ``write PATH TEXT`` / ``read PATH``: fs/write_text_file / fs/read_text_file through the client;
 - ``terminal CMD...``: terminal/create, wait_for_exit, output, release, shown on a tool call;
-- ``plan``, ``title``, ``usage``, ``mode``: a plan, a session title, usage, a mode change;
+- ``plan``, ``plans``, ``title``, ``usage``, ``mode``: a plan (and the unstable plan_update and
+  plan_removed), a session title, usage, a mode change;
 - ``garbage``: malformed lines on stdout before answering; ``exit``: the process dies mid-turn.
 
 Sessions are kept as JSON files under ``$ACP_TEST_STORE`` so a new process can ``session/load``
@@ -96,6 +97,7 @@ class TestAgent:
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=S.AgentCapabilities(
                 load_session=os.environ.get("ACP_TEST_NO_LOAD") != "1",
+                session_capabilities=S.SessionCapabilities(close=S.SessionCloseCapabilities()),
                 prompt_capabilities=S.PromptCapabilities(image=True, embedded_context=True),
             ),
             agent_info=S.Implementation(name="test-agent", title="Test Agent", version="1.0"),
@@ -135,6 +137,10 @@ class TestAgent:
                 update = update_agent_message_text(text)
             await self._conn.session_update(session_id, update)
         return LoadSessionResponse(**self._state(session_id))
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> None:
+        with open(self._store / "closed.log", "a") as f:
+            f.write(session_id + "\n")
 
     async def set_session_mode(self, mode_id: str, session_id: str, **kwargs: Any) -> Any:
         if mode_id not in MODES:
@@ -348,6 +354,25 @@ class TestAgent:
         await say(f"exit {code}: {output.output.strip()}")
         return PromptResponse(stop_reason="end_turn")
 
+    async def _do_plans(self, sid: str, args: list[str], cancelled: asyncio.Event, say: Any) -> Any:
+        """The unstable multi-plan updates: an item plan, then its removal."""
+        await self._conn.session_update(
+            sid,
+            S.AgentPlanContentUpdate(
+                session_update="plan_update",
+                plan=S.PlanUpdateItems(
+                    type="items",
+                    plan_id="p1",
+                    entries=[S.PlanEntry(content="Only step", priority="high", status="pending")],
+                ),
+            ),
+        )
+        await self._conn.session_update(
+            sid, S.AgentPlanRemovedUpdate(session_update="plan_removed", plan_id="p1")
+        )
+        await say("Plans.")
+        return PromptResponse(stop_reason="end_turn")
+
     async def _do_plan(self, sid: str, args: list[str], cancelled: asyncio.Event, say: Any) -> Any:
         await self._conn.session_update(
             sid,
@@ -416,7 +441,7 @@ class TestAgent:
 
 
 async def main() -> None:
-    await run_agent(TestAgent())
+    await run_agent(TestAgent(), use_unstable_protocol=True)
 
 
 if __name__ == "__main__":
