@@ -329,3 +329,22 @@ async def test_a_bridge_restart_reopens_the_session(
             two = await s2.ended("t-two")
             assert two["state"] == "complete" and text_of(two) == "Back again."
         assert saw(anthropic.main_requests("e2e again"), HELLO)
+
+
+def test_doctor_on_claude_code(tmp_path: Path, anthropic: AnthropicServer) -> None:
+    config = write_config(tmp_path / "bridge.toml", anthropic, tmp_path / "home")
+    argv = ["doctor", "--config", str(config), "--provider", "claude"]
+    result = subprocess.run(
+        [sys.executable, "-m", "ahp_bridge.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("ok    the agent command is /") and lines[0].endswith("/node")
+    assert "it answers initialize: Claude Code 0.16.2, ACP 1" in result.stdout
+    assert "it can reopen sessions (session/load); images in prompts: yes" in result.stdout
+    assert "sign-in methods it offers: claude-login" in result.stdout
+    assert "a session opens; 4 models offered" in result.stdout

@@ -8,8 +8,11 @@ and reloading the session), options, and named instances (``kind = "acp"``).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -35,6 +38,7 @@ from ahp_bridge.agentapi import (
     ItemKind,
     OpenRequest,
     Prompt,
+    SignedOut,
     ToolStatus,
     TurnState,
     Unsupported,
@@ -500,3 +504,70 @@ async def test_named_instances_run_side_by_side(tmp_path: Path, workdir: Path) -
     with pytest.raises(providers.UnknownProvider, match="'claude' has kind 'acpx'"):
         providers.create("claude", {"kind": "acpx"})
     assert os.path.isfile(TEST_AGENT)
+
+
+async def test_an_agent_that_needs_a_sign_in_says_how(tmp_path: Path, workdir: Path) -> None:
+    options = sdk_agent_options(tmp_path / "store")
+    options["env"] = {**options["env"], "ACP_TEST_AUTH": "1"}  # type: ignore[dict-item]
+    async with create_provider(options) as provider:
+        with pytest.raises(SignedOut, match="Test login: log in first"):
+            await provider.models()
+        with pytest.raises(SignedOut, match="auth_method"):
+            await open_conv(provider, workdir)
+    async with create_provider({**options, "auth_method": "test-login"}) as provider:
+        conv, sink = await open_conv(provider, workdir)
+        assert final_state(await turn(conv, sink, "answer")) is TurnState.COMPLETED
+    async with create_provider({**options, "auth_method": "nope"}) as provider:
+        with pytest.raises(AgentAPIError, match="'nope' is not one the agent offers"):
+            await provider.check()
+
+
+def doctor(config: Path, name: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ahp_bridge.cli",
+            "doctor",
+            "--config",
+            str(config),
+            "--provider",
+            name,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_doctor_reports_on_an_acp_agent(tmp_path: Path) -> None:
+    q = json.dumps
+    options = sdk_agent_options(tmp_path / "store")
+    env = ", ".join(f"{k} = {q(v)}" for k, v in options["env"].items())  # type: ignore[attr-defined]
+    command = ", ".join(q(c) for c in options["command"])  # type: ignore[attr-defined]
+    config = tmp_path / "bridge.toml"
+    config.write_text(
+        "[providers.testagent]\n"
+        'kind = "acp"\n'
+        f"command = [{command}]\n"
+        f'env = {{ {env}, ACP_TEST_AUTH = "1" }}\n'
+        "[providers.broken]\n"
+        'kind = "acp"\n'
+        'command = ["/bin/sh", "-c", "echo the agent broke >&2; exit 2"]\n'
+        "[providers.missing]\n"
+        'kind = "acp"\n'
+        'command = ["no-such-acp-agent-xyz"]\n'
+    )
+    ok = doctor(config, "testagent")
+    assert "it answers initialize: Test Agent 1.0, ACP 1" in ok.stdout
+    assert "sign-in methods it offers: test-login" in ok.stdout
+    assert "FAIL  it needs a sign-in before a session opens" in ok.stdout
+    assert "Test login: log in first" in ok.stdout and ok.returncode == 1
+    broken = doctor(config, "broken")
+    assert broken.returncode == 1
+    assert "FAIL  the agent does not answer initialize" in broken.stdout
+    assert "exited with code 2" in broken.stdout and "| the agent broke" in broken.stdout
+    missing = doctor(config, "missing")
+    assert missing.returncode == 1
+    assert "FAIL  the agent command 'no-such-acp-agent-xyz' is not found" in missing.stdout

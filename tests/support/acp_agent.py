@@ -13,7 +13,8 @@ no examples). Prompts pick the behaviour (the first word):
 - ``garbage``: malformed lines on stdout before answering; ``exit``: the process dies mid-turn.
 
 Sessions are kept as JSON files under ``$ACP_TEST_STORE`` so a new process can ``session/load``
-them (replaying user and agent messages). ``$ACP_TEST_NO_LOAD=1`` turns loadSession off.
+them (replaying user and agent messages). ``$ACP_TEST_NO_LOAD=1`` turns loadSession off;
+``$ACP_TEST_AUTH=1`` refuses sessions (auth required) until ``authenticate`` with test-login.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class TestAgent:
         self._store.mkdir(parents=True, exist_ok=True)
         self._cancel: dict[str, asyncio.Event] = {}
         self._model: dict[str, str] = {}
+        self._signed_in = os.environ.get("ACP_TEST_AUTH") != "1"
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
@@ -101,13 +103,19 @@ class TestAgent:
                 prompt_capabilities=S.PromptCapabilities(image=True, embedded_context=True),
             ),
             agent_info=S.Implementation(name="test-agent", title="Test Agent", version="1.0"),
-            auth_methods=[S.AuthMethodAgent(id="test-login", name="Test login")],
+            auth_methods=[
+                S.AuthMethodAgent(id="test-login", name="Test login", description="log in first")
+            ],
         )
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> None:
-        return None
+        if method_id != "test-login":
+            raise RequestError.invalid_params({"methodId": method_id})
+        self._signed_in = True
 
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+        if not self._signed_in:
+            raise RequestError.auth_required()
         session_id = str(uuid.uuid4())
         self._path(session_id).write_text("[]")
         asyncio.get_running_loop().call_later(0.01, self._announce_commands, session_id)
