@@ -52,6 +52,8 @@ T = TypeVar("T")
 
 AUTH_REQUIRED = -32000
 CANCEL_GRACE = 3.0
+TAIL_INTERVAL = 0.1
+"""A running terminal's output updates its tool call at most this often (seconds)."""
 _TURN_CONTENT = frozenset(
     {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
 )
@@ -123,6 +125,8 @@ class AcpConversation:
         self._heard = asyncio.Event()
         """Set once the agent reported anything for the running turn."""
         self._tasks: set[asyncio.Task[None]] = set()
+        self._tail_sent: dict[str, float] = {}
+        self._tail_due: set[str] = set()
 
     # -- wiring (asyncio thread) ------------------------------------------------------------
 
@@ -177,6 +181,20 @@ class AcpConversation:
         return term.text(), code, term.done.is_set()
 
     def _terminal_output(self, term: Terminal) -> None:
+        """Show new terminal output on its tool call, at most every TAIL_INTERVAL seconds."""
+        if term.id in self._tail_due:
+            return
+        loop = asyncio.get_running_loop()
+        wait = self._tail_sent.get(term.id, 0.0) + TAIL_INTERVAL - loop.time()
+        if wait > 0 and not term.done.is_set():
+            self._tail_due.add(term.id)
+            loop.call_later(wait, self._send_tail, term)
+        else:
+            self._send_tail(term)
+
+    def _send_tail(self, term: Terminal) -> None:
+        self._tail_due.discard(term.id)
+        self._tail_sent[term.id] = asyncio.get_running_loop().time()
         self.emit_all(self.mapper.terminal_changed(term.id))
 
     def runtime_exited(self, error: str) -> None:

@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[str, Any, bool], Awaitable[Any]]
 
+EOF_GRACE = 2.0
+"""Seconds an agent that closed its stdout has to exit before it is killed."""
+
 
 class AgentGone(ConnectionError):
     """The agent process exited or closed its stdio while a request was waiting."""
@@ -104,6 +107,7 @@ class AgentProcess:
         self._transport = AgentTransport(
             self._proc.stdout, self._proc.stdin, max_bytes=opts.max_message_bytes
         )
+        self._transport.on_eof = self._stdout_ended
         self._conn = Connection(handler, self._transport)
         self._spawn(self._read_stderr())
         self._spawn(self._wait())
@@ -132,6 +136,11 @@ class AgentProcess:
         assert self._proc is not None
         self.returncode = await self._proc.wait()
         self.exited.set()
+
+    def _stdout_ended(self) -> None:
+        """An agent whose stdout ended is unusable; if it does not exit by itself, end it."""
+        if not self._stopping and self.returncode is None:
+            asyncio.get_running_loop().call_later(EOF_GRACE, self.kill)
 
     def describe_exit(self) -> str:
         code = self.returncode

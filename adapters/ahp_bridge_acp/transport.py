@@ -14,6 +14,7 @@ import collections
 import contextlib
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,8 @@ class AgentTransport:
         self._max = max_bytes
         self.faults: collections.Counter[str] = collections.Counter()
         self.received = 0
+        self.on_eof: Callable[[], None] | None = None
+        """Called once when the agent's stdout ends (it can no longer answer anything)."""
 
     def _fault(self, kind: str) -> None:
         self.faults[kind] += 1
@@ -48,6 +51,9 @@ class AgentTransport:
         while True:
             line = await self._line()
             if line is None:
+                if self.on_eof is not None:
+                    self.on_eof()
+                    self.on_eof = None
                 return None
             line = line.strip()
             if not line:

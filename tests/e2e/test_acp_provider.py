@@ -444,6 +444,19 @@ async def test_a_killed_agent_fails_the_turn_with_its_signal(tmp_path: Path, wor
         assert "SIGKILL" in sink.events[-1].error
 
 
+async def test_an_agent_that_closes_its_stdout_is_ended(tmp_path: Path, workdir: Path) -> None:
+    async with started(tmp_path) as provider:
+        conv, sink = await open_conv(provider, workdir)
+        start = len(sink)
+        await conv.send(Prompt(text="hangup"))
+        with trio.fail_after(10):
+            await sink.wait_for(
+                lambda evs: next((e for e in evs[start:] if e.kind is EventKind.EXIT), None)
+            )
+        assert "SIGKILL" in sink.events[-1].error
+        assert final_state(sink.events[start:]) is TurnState.FAILED
+
+
 async def test_reopen_of_an_unknown_session_is_not_found(tmp_path: Path, workdir: Path) -> None:
     async with started(tmp_path) as provider:
         with pytest.raises(ConversationNotFound):

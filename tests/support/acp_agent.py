@@ -10,7 +10,8 @@ no examples). Prompts pick the behaviour (the first word):
 - ``terminal CMD...``: terminal/create, wait_for_exit, output, release, shown on a tool call;
 - ``plan``, ``plans``, ``title``, ``usage``, ``mode``: a plan (and the unstable plan_update and
   plan_removed), a session title, usage, a mode change;
-- ``garbage``: malformed lines on stdout before answering; ``exit``: the process dies mid-turn.
+- ``garbage``: malformed lines on stdout before answering; ``exit``: the process dies mid-turn;
+  ``hangup``: it closes its stdout mid-turn and keeps running.
 
 Sessions are kept as JSON files under ``$ACP_TEST_STORE`` so a new process can ``session/load``
 them (replaying user and agent messages). ``$ACP_TEST_NO_LOAD=1`` turns loadSession off;
@@ -438,6 +439,16 @@ class TestAgent:
             out.write(line)
         out.flush()
         await say("Still here.")
+        return PromptResponse(stop_reason="end_turn")
+
+    async def _do_hangup(
+        self, sid: str, args: list[str], cancelled: asyncio.Event, say: Any
+    ) -> Any:
+        """Close stdout and keep running: an agent that can no longer answer."""
+        await say("Hanging up")
+        await asyncio.sleep(0.05)
+        os.close(1)
+        await asyncio.sleep(60)
         return PromptResponse(stop_reason="end_turn")
 
     async def _do_exit(self, sid: str, args: list[str], cancelled: asyncio.Event, say: Any) -> Any:
