@@ -23,7 +23,9 @@ ACP                            agentapi
                                ``configOptions`` (category model) / ``models`` -> Provider.models
                                and MODEL_SELECTION
 ``session/load``               Provider.open with conversation_id (needs ``loadSession``); the
-                               replayed updates become Conversation.history (durable sessions);
+                               replayed updates become Conversation.history (durable sessions)
+                               and HistoryReader.read_history; a session this process holds is
+                               reattached instead;
                                an unknown id (-32002 or "not found") -> ConversationNotFound
 ``session/prompt``             Conversation.send / run_command ("/name args"): TURN working and
                                the USER item, then the prompt's text, files as

@@ -148,7 +148,7 @@ class AcpConversation:
         self.mapper.replaying = False
         live = [e for e in self._replay if e.kind not in (EventKind.ITEM, EventKind.DELTA)]
         self._replay = []
-        self._history = History(items=self.record.history(), model=self.mapper.model)
+        self._history = self.recorded()
         for event in live:  # titles, modes, todos the replay reported still count
             if event.kind is not EventKind.INTERACTION:
                 self._sink.emit(event)
@@ -164,9 +164,17 @@ class AcpConversation:
         self.mapper.replaying = False
         self.mapper.set_terminal_lookup(self._terminal_view)
         self.record = earlier.record
-        self._history = History(
+        self._history = self.recorded()
+
+    def recorded(self) -> History:
+        """The transcript as the bridge saw it (replayed, then live)."""
+        return History(
             items=self.record.history(), model=self.mapper.model, truncated=self.record.truncated
         )
+
+    def detach(self) -> None:
+        """Stop reporting, and leave the session to the agent (reattachable by the provider)."""
+        self._finish_close()
 
     def on_update(self, update: Any) -> None:
         if self.mapper.active and getattr(update, "session_update", "") in _TURN_CONTENT:

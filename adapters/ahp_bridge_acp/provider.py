@@ -31,8 +31,11 @@ from ahp_bridge.agentapi import (
     Closed,
     Conversation,
     ConversationNotFound,
+    Event,
+    History,
     Model,
     OpenRequest,
+    ReadRequest,
     SignedOut,
     Unsupported,
 )
@@ -519,6 +522,56 @@ class AcpProvider:
             await asyncio.sleep(LOAD_RETRY_DELAY)
         raise AssertionError("unreachable")
 
+    async def read_history(self, req: ReadRequest) -> History:
+        """agentapi HistoryReader: a conversation's record without opening it for use.
+
+        A session this process holds gives what the bridge saw of it; any other is loaded
+        (session/load, its replay collected and nothing emitted) and then kept reattachable.
+        """
+        self._require_started()
+        workdir = os.path.realpath(req.workdir or self._opts.workdir or os.getcwd())
+
+        async def go() -> History:
+            sid = req.conversation_id
+            held = self._sessions.get(sid) or self._detached.get(sid)
+            agent = await self._ensure_agent()
+            if held is not None and held.agent is agent:
+                return held.recorded()
+            caps = self._init.agent_capabilities if self._init else None
+            if not (caps and caps.load_session):
+                raise Unsupported("this ACP agent cannot read sessions back (no loadSession)")
+            conv = AcpConversation(
+                self._loop,
+                agent,
+                _NO_EVENTS,
+                self._opts,
+                workdir,
+                prompt_caps=caps.prompt_capabilities,
+                on_closed=self._forget,
+                auth_hint=self.auth_hint(),
+            )
+            conv.session_id = sid
+            self._opening[sid] = conv
+            conv.begin_replay()
+            try:
+                raw = await self._load(agent, {"cwd": workdir, "mcpServers": [], "sessionId": sid})
+            except RequestError as exc:
+                if _not_found(exc):
+                    raise ConversationNotFound(f"the ACP agent has no session {sid!r}") from None
+                raise AgentAPIError(agent_error("read the session", exc)) from None
+            except (AgentGone, TimeoutError) as exc:
+                raise AgentAPIError(str(exc)) from None
+            finally:
+                self._opening.pop(sid, None)
+                conv.end_replay()
+            self._known.add(sid)
+            self._apply_session_state(conv, raw)
+            history = conv.recorded()
+            conv.detach()
+            return history
+
+        return await self._loop.run(go())
+
     def _apply_session_state(self, conv: AcpConversation, raw: Any) -> None:
         if not isinstance(raw, dict):
             return
@@ -590,6 +643,16 @@ class AcpProvider:
         agent = self._agent
         if agent is not None:
             self._loop.call_soon(agent.kill)
+
+
+class _NoEvents:
+    """The sink of a session loaded only to read it: what it reports goes nowhere."""
+
+    def emit(self, event: Event) -> None:
+        return None
+
+
+_NO_EVENTS = _NoEvents()
 
 
 def _not_found(exc: RequestError) -> bool:

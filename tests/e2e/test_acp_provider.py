@@ -38,6 +38,7 @@ from ahp_bridge.agentapi import (
     ItemKind,
     OpenRequest,
     Prompt,
+    ReadRequest,
     SignedOut,
     ToolStatus,
     TurnState,
@@ -455,6 +456,32 @@ async def test_an_agent_that_closes_its_stdout_is_ended(tmp_path: Path, workdir:
             )
         assert "SIGKILL" in sink.events[-1].error
         assert final_state(sink.events[start:]) is TurnState.FAILED
+
+
+async def test_read_history_loads_a_session_another_process_recorded(
+    tmp_path: Path, workdir: Path
+) -> None:
+    async with started(tmp_path) as first:
+        conv, sink = await open_conv(first, workdir)
+        await turn(conv, sink, "answer")
+        conversation_id = conv.id()
+    async with started(tmp_path) as second:
+        history = await second.read_history(
+            ReadRequest(conversation_id=conversation_id, workdir=str(workdir))
+        )
+        assert [(i.kind, i.text) for i in history.items] == [
+            (ItemKind.USER, "answer"),
+            (ItemKind.ASSISTANT, "Hello from the test agent."),
+        ]
+        with pytest.raises(ConversationNotFound):
+            await second.read_history(ReadRequest(conversation_id="nope", workdir=str(workdir)))
+        # Read once, the session is reattached on open: the same record, no second load.
+        again, sink2 = await open_conv(second, workdir, conversation_id)
+        assert [i.text for i in (await again.history()).items] == [i.text for i in history.items]
+        assert not any(e.item for e in sink2.events)  # reading emitted nothing
+        loaded = (tmp_path / "store" / "loaded.log").read_text().split()
+        assert loaded == [conversation_id]
+        assert final_state(await turn(again, sink2, "answer")) is TurnState.COMPLETED
 
 
 async def test_reopen_of_an_unknown_session_is_not_found(tmp_path: Path, workdir: Path) -> None:

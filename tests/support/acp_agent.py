@@ -139,6 +139,8 @@ class TestAgent:
     async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
         if not self._path(session_id).exists():
             raise RequestError(-32002, "Resource not found", {"uri": session_id})
+        with open(self._store / "loaded.log", "a") as f:
+            f.write(session_id + "\n")
         for role, text in self._record(session_id):
             if role == "user":
                 update: Any = update_user_message_text(text)
