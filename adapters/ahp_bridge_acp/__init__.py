@@ -27,6 +27,10 @@ ACP                            agentapi
                                and HistoryReader.read_history; a session this process holds is
                                reattached instead;
                                an unknown id (-32002 or "not found") -> ConversationNotFound
+``session/list``               Importer.previous (``sessionCapabilities.list`` and loadSession
+                               give Capabilities.import); Importer.in_use knows of no other user
+``session/close``              where offered: the model probe's scratch session, and sessions
+                               past the 64 kept reattachable
 ``session/prompt``             Conversation.send / run_command ("/name args"): TURN working and
                                the USER item, then the prompt's text, files as
                                ``resource_link``, images as ``image``, text uploads as embedded

@@ -16,6 +16,7 @@ import logging
 import os
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -35,6 +36,7 @@ from ahp_bridge.agentapi import (
     History,
     Model,
     OpenRequest,
+    PreviousConversation,
     ReadRequest,
     SignedOut,
     Unsupported,
@@ -58,6 +60,7 @@ log = logging.getLogger(__name__)
 PROTOCOL_VERSION = 1
 NOT_FOUND = -32002
 MAX_DETACHED = 64
+MAX_LISTED = 1000
 LOAD_RETRIES = 20
 LOAD_RETRY_DELAY = 0.1
 
@@ -127,10 +130,12 @@ class AcpProvider:
 
     def capabilities(self) -> Capabilities:
         caps = self._init.agent_capabilities if self._init else None
+        sessions = caps.session_capabilities if caps else None
         return Capabilities(
             cancel=True,
             permissions=True,
             history=bool(caps and caps.load_session),
+            import_=bool(caps and caps.load_session and sessions and sessions.list is not None),
         )
 
     @property
@@ -522,6 +527,62 @@ class AcpProvider:
             await asyncio.sleep(LOAD_RETRY_DELAY)
         raise AssertionError("unreachable")
 
+    async def previous(self, workdir: str) -> list[PreviousConversation]:
+        """agentapi Importer: the sessions the agent lists (``session/list``) for ``workdir``.
+
+        "" lists every working directory. Pages are followed up to MAX_LISTED sessions.
+        """
+        self._require_started()
+        if not self.capabilities().import_:
+            raise Unsupported("this ACP agent cannot list its sessions (no session/list)")
+        cwd = os.path.realpath(workdir) if workdir else ""
+
+        async def go() -> list[PreviousConversation]:
+            agent = await self._ensure_agent()
+            out: list[PreviousConversation] = []
+            cursor: str | None = None
+            while len(out) < MAX_LISTED:
+                params: dict[str, Any] = {}
+                if cwd:
+                    params["cwd"] = cwd
+                if cursor:
+                    params["cursor"] = cursor
+                try:
+                    raw = await agent.request(
+                        "session/list", params, timeout=self._opts.request_timeout
+                    )
+                    page = S.ListSessionsResponse.model_validate(raw)
+                except RequestError as exc:
+                    raise AgentAPIError(agent_error("list its sessions", exc)) from None
+                except ValidationError:
+                    raise AgentAPIError("the agent's session list was malformed") from None
+                except (AgentGone, TimeoutError) as exc:
+                    raise AgentAPIError(str(exc)) from None
+                for info in page.sessions:
+                    if cwd and os.path.realpath(info.cwd) != cwd:
+                        continue
+                    updated = _time(info.updated_at)
+                    out.append(
+                        PreviousConversation(
+                            id=info.session_id,
+                            title=info.title or "",
+                            workdir=info.cwd,
+                            created_at=updated,
+                            updated_at=updated,
+                        )
+                    )
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            return out[:MAX_LISTED]
+
+        return await self._loop.run(go(), cancel_on_abort=True)
+
+    async def in_use(self, ids: list[str]) -> list[str]:
+        """agentapi Importer: ACP says nothing of other clients, so none is known in use."""
+        self._require_started()
+        return []
+
     async def read_history(self, req: ReadRequest) -> History:
         """agentapi HistoryReader: a conversation's record without opening it for use.
 
@@ -653,6 +714,15 @@ class _NoEvents:
 
 
 _NO_EVENTS = _NoEvents()
+
+
+def _time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def _not_found(exc: RequestError) -> bool:

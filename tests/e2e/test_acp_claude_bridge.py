@@ -348,3 +348,28 @@ def test_doctor_on_claude_code(tmp_path: Path, anthropic: AnthropicServer) -> No
     assert "it can reopen sessions (session/load); images in prompts: yes" in result.stdout
     assert "sign-in methods it offers: claude-login" in result.stdout
     assert "a session opens; 4 models offered" in result.stdout
+
+
+async def test_claude_code_lists_its_sessions_for_import(
+    tmp_path: Path, workdir: Path, anthropic: AnthropicServer
+) -> None:
+    from ahp_bridge_acp import create_provider
+
+    from ahp_bridge.agentapi import OpenRequest, Prompt
+    from ahp_bridge.conformance import RecordingSink
+
+    async with create_provider(claude_options(anthropic.base_url, tmp_path / "home")) as provider:
+        assert provider.capabilities().import_
+        sink = RecordingSink()
+        conv = await provider.open(OpenRequest(workdir=str(workdir), events=sink))
+        await conv.send(Prompt(text="e2e hello"))
+        with trio.fail_after(TURN_TIMEOUT):
+            await sink.wait_for(
+                lambda evs: next((e for e in evs if e.turn and e.turn.state != "working"), None)
+            )
+        with trio.fail_after(10):
+            while not (listed := await provider.previous(str(workdir))):
+                await trio.sleep(0.1)  # Claude Code writes its record just after the turn
+        assert [(p.id, p.title, p.workdir) for p in listed] == [
+            (conv.id(), "e2e hello", str(workdir))
+        ]

@@ -484,6 +484,24 @@ async def test_read_history_loads_a_session_another_process_recorded(
         assert final_state(await turn(again, sink2, "answer")) is TurnState.COMPLETED
 
 
+async def test_previous_lists_the_agents_sessions_for_a_workdir(
+    tmp_path: Path, workdir: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    async with started(tmp_path, probe_models=False) as provider:
+        assert provider.capabilities().import_
+        ids = []
+        for where in (workdir, workdir, workdir, other):
+            conv, _ = await open_conv(provider, where)
+            ids.append(conv.id())
+        listed = await provider.previous(str(workdir))
+        assert sorted(p.id for p in listed) == sorted(ids[:3])  # three pages of two, filtered
+        assert all(p.workdir == str(workdir) and p.title.startswith("Session ") for p in listed)
+        assert {p.id for p in await provider.previous("")} == set(ids)
+        assert await provider.in_use(ids) == []
+
+
 async def test_reopen_of_an_unknown_session_is_not_found(tmp_path: Path, workdir: Path) -> None:
     async with started(tmp_path) as provider:
         with pytest.raises(ConversationNotFound):

@@ -58,6 +58,7 @@ class TestAgent:
         self._cancel: dict[str, asyncio.Event] = {}
         self._model: dict[str, str] = {}
         self._signed_in = os.environ.get("ACP_TEST_AUTH") != "1"
+        self._cwd: dict[str, str] = {}
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
@@ -100,7 +101,9 @@ class TestAgent:
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=S.AgentCapabilities(
                 load_session=os.environ.get("ACP_TEST_NO_LOAD") != "1",
-                session_capabilities=S.SessionCapabilities(close=S.SessionCloseCapabilities()),
+                session_capabilities=S.SessionCapabilities(
+                    close=S.SessionCloseCapabilities(), list=S.SessionListCapabilities()
+                ),
                 prompt_capabilities=S.PromptCapabilities(image=True, embedded_context=True),
             ),
             agent_info=S.Implementation(name="test-agent", title="Test Agent", version="1.0"),
@@ -119,6 +122,7 @@ class TestAgent:
             raise RequestError.auth_required()
         session_id = str(uuid.uuid4())
         self._path(session_id).write_text("[]")
+        self._cwd[session_id] = cwd
         asyncio.get_running_loop().call_later(0.01, self._announce_commands, session_id)
         return NewSessionResponse(session_id=session_id, **self._state(session_id))
 
@@ -148,6 +152,19 @@ class TestAgent:
                 update = update_agent_message_text(text)
             await self._conn.session_update(session_id, update)
         return LoadSessionResponse(**self._state(session_id))
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kw: Any
+    ) -> Any:
+        """Sessions with a record, two per page (to exercise the cursor)."""
+        names = sorted(p.stem for p in self._store.glob("*.json"))
+        start = int(cursor or 0)
+        infos = [
+            S.SessionInfo(session_id=n, cwd=self._cwd.get(n, cwd or "/"), title=f"Session {n[:4]}")
+            for n in names[start : start + 2]
+        ]
+        more = start + 2 < len(names)
+        return S.ListSessionsResponse(sessions=infos, next_cursor=str(start + 2) if more else None)
 
     async def close_session(self, session_id: str, **kwargs: Any) -> None:
         with open(self._store / "closed.log", "a") as f:
