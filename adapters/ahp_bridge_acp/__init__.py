@@ -75,7 +75,8 @@ process exit                   EXIT (the running turn failed, pending permission
 malformed / unexpected         dropped with a JSON-RPC error, logged by kind, never by content
 =============================  ==================================================================
 
-Not offered (Unsupported, as Capabilities say): steer, subagents, set_title, diff, custom agents.
+Not offered (Unsupported, as Capabilities say): steer, subagents, set_title, diff, custom agents;
+nor the unstable elicitation/create (answered "method not found") or MCP servers for sessions.
 """
 
 from __future__ import annotations
