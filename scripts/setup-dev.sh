@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up a development environment from scratch: a virtualenv with the project and its dev
-# extras, and the pinned Copilot CLI from npm (used by the copilot provider's tests).
+# extras, the pinned Copilot CLI from npm (used by the copilot provider's tests) and the pinned
+# Claude Code ACP agent from npm (used by the acp provider's tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -9,4 +10,7 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install -q -e '.[dev]'
 if [ -f scripts/install-copilot-cli.sh ]; then
   bash scripts/install-copilot-cli.sh
+fi
+if [ -f scripts/install-acp-agents.sh ]; then
+  bash scripts/install-acp-agents.sh
 fi

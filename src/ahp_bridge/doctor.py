@@ -68,12 +68,17 @@ def generic_report(name: str, options: Mapping[str, Any]) -> list[Line]:
 
 
 def run_doctor(name: str, options: Mapping[str, Any]) -> int:
-    """Print the report; exit code 0 only when every line is ok."""
-    if name not in providers.available():
-        print(f"ahp-bridge: {providers.UnknownProvider(name)}", file=sys.stderr)
+    """Print the report; exit code 0 only when every line is ok.
+
+    `name` is a configured provider; its `kind` option (if any) names the adapter.
+    """
+    kind = providers.kind_of(name, options)
+    if kind not in providers.available():
+        print(f"ahp-bridge: {providers.UnknownProvider(kind, instance=name)}", file=sys.stderr)
         return 1
-    report = _adapter_report(name)
-    lines = report(options) if report is not None else generic_report(name, options)
+    report = _adapter_report(kind)
+    opts = {k: v for k, v in options.items() if k != "kind"}
+    lines = report(opts) if report is not None else generic_report(kind, opts)
     for ok, what, fix in lines:
         print(f"{'ok  ' if ok else 'FAIL'}  {what}")
         if not ok and fix:

@@ -1,4 +1,9 @@
-"""Finding providers: each adapter registers a factory in the `ahp_bridge.providers` group."""
+"""Finding providers: each adapter registers a factory in the `ahp_bridge.providers` group.
+
+A configured provider is named by its `[providers.NAME]` table; `kind` in that table picks the
+entry point (`[providers.claude] kind = "acp"`), so several instances of one adapter can run side
+by side, each its own agent. Without `kind` the name is the entry point.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +19,13 @@ ProviderFactory = Callable[[Mapping[str, Any]], Provider]
 
 
 class UnknownProvider(LookupError):
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, instance: str = "") -> None:
         known = ", ".join(sorted(available())) or "none"
-        super().__init__(f"unknown provider {name!r} (installed: {known})")
+        if instance and instance != name:
+            message = f"provider {instance!r} has kind {name!r}, which is not installed"
+        else:
+            message = f"unknown provider {name!r}"
+        super().__init__(f"{message} (installed: {known})")
         self.name = name
 
 
@@ -32,5 +41,19 @@ def factory(name: str) -> ProviderFactory:
     raise UnknownProvider(name)
 
 
+def kind_of(name: str, options: Mapping[str, Any] | None = None) -> str:
+    """The entry point a configured provider runs: its `kind` option, else its own name."""
+    kind = (options or {}).get("kind")
+    return kind if isinstance(kind, str) and kind else name
+
+
 def create(name: str, options: Mapping[str, Any] | None = None) -> Provider:
-    return factory(name)(dict(options or {}))
+    """Create the provider configured as `name`; its options go to the factory without `kind`."""
+    opts = dict(options or {})
+    kind = kind_of(name, opts)
+    opts.pop("kind", None)
+    try:
+        make = factory(kind)
+    except UnknownProvider:
+        raise UnknownProvider(kind, instance=name) from None
+    return make(opts)

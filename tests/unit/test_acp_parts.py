@@ -1,0 +1,246 @@
+"""The ACP adapter's plain parts: the hardened transport, the mapping, the bounds, the options."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from acp import schema as S
+from acp.exceptions import RequestError
+from ahp_bridge_acp.mapping import SessionMapper, fold_history
+from ahp_bridge_acp.options import AcpOptions
+from ahp_bridge_acp.process import StderrTail
+from ahp_bridge_acp.terminals import Terminal
+from ahp_bridge_acp.transport import AgentTransport, _malformed
+from ahp_bridge_acp.workspace import Workspace
+
+from ahp_bridge.agentapi import (
+    EventKind,
+    InteractionState,
+    ItemKind,
+    Prompt,
+    ToolStatus,
+    TurnState,
+)
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("message", "kind"),
+    [
+        ([1], "a JSON list instead of an object"),
+        ("x", "a JSON str instead of an object"),
+        ({"jsonrpc": "2.0", "method": 3}, "a method that is not a string"),
+        ({"jsonrpc": "2.0", "id": [1], "result": 1}, "an id that is neither a number nor a string"),
+        (
+            {"jsonrpc": "2.0", "id": True, "result": 1},
+            "an id that is neither a number nor a string",
+        ),
+        ({"jsonrpc": "2.0", "id": 1}, "a response without result or error"),
+        ({"jsonrpc": "2.0", "id": 1, "error": "bad"}, "an error that is not an object"),
+        ({"jsonrpc": "2.0"}, "neither a request, a notification nor a response"),
+        (
+            {"jsonrpc": "2.0", "method": "x", "params": 5},
+            "params that are neither an object nor an array",
+        ),
+        ({"jsonrpc": "2.0", "method": "session/update", "params": {}}, ""),
+        ({"jsonrpc": "2.0", "id": "a", "result": None}, ""),
+        ({"jsonrpc": "2.0", "id": 4, "method": "fs/read_text_file", "params": {}}, ""),
+    ],
+)
+def test_malformed_messages_are_named_by_kind(message: object, kind: str) -> None:
+    assert _malformed(message) == kind
+
+
+def test_the_transport_skips_junk_and_over_long_lines() -> None:
+    async def run() -> list[object]:
+        reader = asyncio.StreamReader(limit=64)
+        reader.feed_data(b"not json\n")
+        reader.feed_data(b'{"jsonrpc":"2.0","method":"' + b"x" * 500 + b'"}\n')
+        reader.feed_data(b"[1]\n\n")
+        reader.feed_data(b'{"jsonrpc":"2.0","method":"ok"}\n')
+        reader.feed_eof()
+        transport = AgentTransport(reader, None, max_bytes=64)  # type: ignore[arg-type]
+        got = [await transport.receive(), await transport.receive()]
+        assert dict(transport.faults) == {
+            "a line that is not JSON": 1,
+            "a message over max_message_bytes (64)": 1,
+            "a JSON list instead of an object": 1,
+        }
+        return got
+
+    assert asyncio.run(run()) == [{"jsonrpc": "2.0", "method": "ok"}, None]
+
+
+def test_stderr_keeps_the_newest_bytes() -> None:
+    tail = StderrTail(10)
+    for chunk in (b"0123456", b"789ab", b"cdef"):
+        tail.feed(chunk)
+    assert tail.text() == "6789abcdef" and tail.total == 16
+
+
+def test_terminal_output_is_cut_at_a_character_boundary() -> None:
+    term = Terminal(id="t", command="x", limit=4)
+    term.append("aé".encode() + b"bcd")  # 6 bytes: a, é (2), b, c, d; the cut splits é
+    assert term.truncated and term.text() == "bcd"
+    term.append("é".encode())
+    assert term.text() == "cdé"
+
+
+def test_workspace_resolves_only_inside(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    outside = tmp_path / "out"
+    outside.mkdir()
+    (root / "escape").symlink_to(outside)
+    (root / "ok").symlink_to(root / "sub")
+    ws = Workspace([str(root)], max_bytes=100)
+    assert ws.resolve(str(root / "sub" / "f")) == root / "sub" / "f"
+    assert ws.resolve(str(root / "ok" / "f")) == root / "sub" / "f"
+    for bad in ("rel.txt", f"{root}/sub/../sub/f", str(root / "escape" / "f"), str(outside)):
+        with pytest.raises(RequestError):
+            ws.resolve(bad)
+    write = ws.write(str(root / "new" / "deep.txt"), "hi")
+    assert (write.before, (root / "new" / "deep.txt").read_text()) == (None, "hi")
+    assert ws.write(str(root / "new" / "deep.txt"), "again").before == "hi"
+    with pytest.raises(RequestError, match="max_file_bytes"):
+        ws.write(str(root / "big.txt"), "x" * 101)
+    (root / "lines.txt").write_text("a\nb\nc\n")
+    assert ws.read(str(root / "lines.txt"), 2, 1) == "b\n"
+
+
+def mapper() -> SessionMapper:
+    return SessionMapper(lambda: NOW, lambda _: ("out\nlast", 0, True), text_limit=1024)
+
+
+def test_tool_updates_merge_and_end_with_the_terminal_output() -> None:
+    m = mapper()
+    m.begin_turn(Prompt(text="go"))
+    start = S.ToolCallStart(
+        session_update="tool_call",
+        tool_call_id="c1",
+        title="Edit f",
+        kind="edit",
+        status="pending",
+        content=[
+            S.FileEditToolCallContent(type="diff", path="/w/f", old_text="a\n", new_text="a\nb\n")
+        ],
+        locations=[S.ToolCallLocation(path="/w/f", line=2)],
+    )
+    (event,) = m.update(start)
+    assert event.item is not None and event.item.tool is not None
+    tool = event.item.tool
+    assert (tool.name, tool.title, tool.status) == ("edit", "Edit f", ToolStatus.PENDING)
+    assert tool.file_edits[0].additions == 1 and "/w/f:2" in tool.input
+    # An update without content keeps the diff; terminal content adds the terminal.
+    progress = S.ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id="c1",
+        status="completed",
+        content=[
+            S.FileEditToolCallContent(type="diff", path="/w/f", old_text="a\n", new_text="a\nb\n"),
+            S.TerminalToolCallContent(type="terminal", terminal_id="t1"),
+        ],
+    )
+    (done,) = m.update(progress)
+    assert done.item is not None and done.item.tool is not None
+    assert done.item.tool.status is ToolStatus.COMPLETED
+    assert done.item.tool.output == "out\nlast" and done.item.tool.exit_code == 0
+    assert done.item.ended_at == NOW
+
+
+def test_a_permission_names_a_tool_item_that_exists() -> None:
+    m = mapper()
+    m.begin_turn(Prompt(text="go"))
+    pending, events = m.permission(
+        S.ToolCallUpdate(tool_call_id="c9", title="Run ls", kind="execute"),
+        [
+            S.PermissionOption(option_id="y", name="Yes", kind="allow_once"),
+            S.PermissionOption(option_id="n", name="No", kind="reject_always"),
+        ],
+    )
+    assert [e.kind for e in events] == [EventKind.ITEM, EventKind.INTERACTION]
+    assert events[0].item is not None and events[0].item.id == "c9"
+    ia = pending.interaction
+    assert ia.tool_call_id == "c9" and [(o.allow_once, o.reject) for o in ia.options] == [
+        (True, False),
+        (False, True),
+    ]
+    (rejected,) = m.resolve(ia.id, "n")
+    assert rejected.interaction is not None
+    assert rejected.interaction.state is InteractionState.REJECTED
+    assert m.resolve(ia.id, "n") == []
+
+
+def test_turn_ends_by_stop_reason_and_late_output_is_dropped() -> None:
+    m = mapper()
+    m.begin_turn(Prompt(text="go"))
+    m.cancelling = True
+    ends = m.end_turn("end_turn")
+    assert ends[-1].turn is not None and ends[-1].turn.state is TurnState.CANCELLED
+    late = S.AgentMessageChunk(
+        session_update="agent_message_chunk", content=S.TextContentBlock(type="text", text="late")
+    )
+    assert m.update(late) == []
+    m.begin_turn(Prompt(text="again"))
+    out = m.end_turn("max_tokens")
+    assert [e.kind for e in out] == [EventKind.ITEM, EventKind.TURN]
+    assert out[0].item is not None and out[0].item.kind is ItemKind.NOTICE
+    m.begin_turn(Prompt(text="third"))
+    refused = m.end_turn("refusal")[-1].turn
+    assert refused is not None and refused.state is TurnState.FAILED and refused.error
+
+
+def test_models_come_from_config_options_or_the_unstable_field() -> None:
+    m = mapper()
+    option = S.SessionConfigOptionSelect(
+        id="model",
+        name="Model",
+        category="model",
+        type="select",
+        current_value="b",
+        options=[S.SessionConfigSelectOption(value=v, name=v.upper()) for v in ("a", "b")],
+    )
+    (selected,) = m.config_options([option])
+    assert selected.model_selection is not None and selected.model_selection.model == "b"
+    assert [(x.id, x.name) for x in m.models] == [("a", "A"), ("b", "B")]
+    assert m.unstable_model_state({"availableModels": [{"modelId": "z"}]}) == []  # config wins
+    other = mapper()
+    other.unstable_model_state({"currentModelId": "z", "availableModels": [{"modelId": "z"}]})
+    assert other.unstable_models and [x.id for x in other.models] == ["z"]
+
+
+def test_a_replay_folds_into_history_items() -> None:
+    m = mapper()
+    m.replaying = True
+    events = m.update(
+        S.UserMessageChunk(
+            session_update="user_message_chunk", content=S.TextContentBlock(type="text", text="hi")
+        )
+    )
+    for piece in ("hel", "lo"):
+        events += m.update(
+            S.AgentMessageChunk(
+                session_update="agent_message_chunk",
+                content=S.TextContentBlock(type="text", text=piece),
+            )
+        )
+    items = fold_history(events)
+    assert [(i.kind, i.text) for i in items] == [
+        (ItemKind.USER, "hi"),
+        (ItemKind.ASSISTANT, "hello"),
+    ]
+
+
+def test_a_minimal_environment_keeps_only_the_basics(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOME_SECRET", "x")
+    opts = AcpOptions.parse({"command": ["a"], "inherit_env": False, "env": {"K": 1}})
+    env = opts.environment()
+    assert (
+        "SOME_SECRET" not in env and env["K"] == "1" and env.get("PATH") == os.environ.get("PATH")
+    )
+    assert "SOME_SECRET" in AcpOptions.parse({"command": ["a"]}).environment()
