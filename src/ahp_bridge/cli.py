@@ -313,12 +313,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-def check_providers(names: Sequence[str]) -> None:
-    """Raise UnknownProvider (the one wording for it) for the first name not installed."""
+def check_providers(names: Sequence[str], settings: Settings) -> None:
+    """Raise UnknownProvider (the one wording for it) for the first name whose adapter is not
+    installed: the name itself, or a named instance's `kind` (`[providers.claude] kind = "acp"`).
+    """
     known = set(providers.available())
     for name in names:
-        if name not in known:
-            raise providers.UnknownProvider(name)
+        kind = providers.kind_of(name, settings.providers.get(name))
+        if kind not in known:
+            raise providers.UnknownProvider(kind, instance=name)
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -331,7 +334,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.wire_log:
         settings.server.wire_log = args.wire_log
     try:
-        check_providers(settings.bridge.providers)
+        check_providers(settings.bridge.providers, settings)
         source = connect.ensure_token(settings)
     except providers.UnknownProvider as exc:
         return _error(str(exc), 1)
@@ -427,7 +430,7 @@ def _doctor(args: argparse.Namespace, settings: Settings) -> int:
     from ahp_bridge.host.app import provider_options
 
     try:
-        check_providers([args.provider])
+        check_providers([args.provider], settings)
     except providers.UnknownProvider as exc:
         return _error(str(exc), 1)
     settings.bridge.providers = [args.provider]
@@ -446,7 +449,7 @@ def _parse_options(pairs: Sequence[str]) -> dict[str, Any]:
 
 def _serve_provider(args: argparse.Namespace, settings: Settings) -> int:
     try:
-        check_providers([args.provider])
+        check_providers([args.provider], settings)
         options = {**settings.providers.get(args.provider, {}), **_parse_options(args.option)}
     except providers.UnknownProvider as exc:
         return _error(str(exc), 1)

@@ -24,7 +24,7 @@ from tests.e2e.test_cli import start_cli, stop
 from tests.support.ahp_client import RpcFailure, open_client
 
 ROOT = "ahp-root://"
-INSTALLED = "(installed: copilot, fake, remote)"
+INSTALLED = "(installed: acp, copilot, fake, remote)"
 
 
 async def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
@@ -84,9 +84,9 @@ async def test_options_work_before_or_after_the_command(tmp_path: Path, argv: li
     ("argv", "must_show"),
     [
         (["--help"], ["examples:", "COMMAND", "sessions"]),
-        (["serve", "--help"], ["examples:", "installed: copilot, fake, remote", "--wire-log"]),
-        (["doctor", "--help"], ["examples:", "one of: copilot, fake, remote"]),
-        (["serve-provider", "--help"], ["examples:", "one of: copilot, fake, remote"]),
+        (["serve", "--help"], ["examples:", "installed: acp, copilot, fake, remote", "--wire-log"]),
+        (["doctor", "--help"], ["examples:", "one of: acp, copilot, fake, remote"]),
+        (["serve-provider", "--help"], ["examples:", "one of: acp, copilot, fake, remote"]),
         (["sessions", "--help"], ["examples:", "{list,forget,import}"]),
         (["sessions", "list", "--help"], ["examples:", "--data-dir"]),
         (["sessions", "forget", "--help"], ["examples:", "uri"]),
@@ -120,6 +120,24 @@ async def test_an_unknown_provider_has_one_wording_everywhere(tmp_path: Path) ->
         "--listen", "127.0.0.1:0", *data, env={"AHP_BRIDGE__BRIDGE__PROVIDERS": '["nope"]'}
     )
     assert (code, err) == (1, f"ahp-bridge: {wording}\n")
+
+
+async def test_a_named_instance_of_a_kind_not_installed_says_so(tmp_path: Path) -> None:
+    """`[providers.claude] kind = "acpx"`: the instance and its kind are named, not "unknown
+    provider 'claude'", and a named instance of an installed kind is accepted."""
+    config = tmp_path / "bridge.toml"
+    config.write_text('[providers.claude]\nkind = "acpx"\n[providers.other]\nkind = "fake"\n')
+    wording = f"provider 'claude' has kind 'acpx', which is not installed {INSTALLED}"
+    common = ["--config", str(config), "--data-dir", str(tmp_path)]
+    for argv in (
+        ["--provider", "claude", "--listen", "127.0.0.1:0", *common],
+        ["doctor", "--provider", "claude", *common],
+        ["serve-provider", "--provider", "claude", "--listen", f"unix:{tmp_path}/s", *common],
+    ):
+        code, _, err = await run(*argv)
+        assert (code, err) == (1, f"ahp-bridge: {wording}\n"), argv
+    code, out, err = await run("doctor", "--provider", "other", *common)
+    assert code == 0, (out, err)
 
 
 # -- errors that say what to do ----------------------------------------------------------------
