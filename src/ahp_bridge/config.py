@@ -19,6 +19,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from ahp_bridge.state.limits import Limits
+
 
 def default_state_dir() -> Path:
     """The user's state directory (XDG), where the bridge keeps its catalog and provider data."""
@@ -37,6 +39,8 @@ class ServerSettings(BaseModel):
     outbound_queue: int = Field(4096, ge=16)
     max_subscriptions: int = Field(1024, ge=1)
     replay_log: int = Field(10_000, ge=100)
+    #: Bytes of canonical frames the replay log keeps, whatever their count.
+    replay_log_bytes: int = Field(64 * 1024 * 1024, ge=64 * 1024)
 
 
 class LogSettings(BaseModel):
@@ -88,6 +92,25 @@ class WorkspaceSettings(BaseModel):
     mention_refresh_seconds: float = Field(30.0, ge=0)
 
 
+class LimitSettings(BaseModel):
+    """What one client may make the host keep (config.example.toml says why each is so).
+    Each refusal names its key as `limits.<name>`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_title_bytes: int = Field(1024, ge=16)
+    max_action_bytes: int = Field(128 * 1024, ge=1024)
+    max_queued_messages: int = Field(8, ge=0)
+    max_annotations: int = Field(64, ge=0)
+    max_working_directories: int = Field(16, ge=1)
+    max_sessions: int = Field(500, ge=1)
+    max_sessions_per_client: int = Field(20, ge=1)
+    max_chats_per_session: int = Field(8, ge=1)
+
+    def limits(self) -> Limits:
+        return Limits(**self.model_dump())
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="AHP_BRIDGE__", env_nested_delimiter="__", extra="forbid"
@@ -97,6 +120,7 @@ class Settings(BaseSettings):
     log: LogSettings = Field(default_factory=LogSettings)
     bridge: BridgeSettings = Field(default_factory=BridgeSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
     #: Per-provider options, passed as they are to the provider's `create_provider`.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

@@ -56,7 +56,11 @@ async def run_bridge(
     catalog = await open_catalog(
         settings.data_dir(), retention_days=settings.bridge.retention_days, now_ms=clock.now_ms()
     )
-    store = Store(log_limit=settings.server.replay_log, first_seq=catalog.first_seq)
+    store = Store(
+        log_limit=settings.server.replay_log,
+        log_bytes=settings.server.replay_log_bytes,
+        first_seq=catalog.first_seq,
+    )
     hub = Hub(store, clock=clock.now_iso)
     sessions = SessionManager(
         hub,
@@ -66,6 +70,7 @@ async def run_bridge(
         clock=clock,
         active_client_grace=settings.bridge.active_client_grace,
         catalog=catalog,
+        limits=settings.limits.limits(),
     )
     workdir = sessions.workdir
     durable = sessions.durable

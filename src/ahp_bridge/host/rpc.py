@@ -367,6 +367,7 @@ class RpcHandler:
             canonical,
             client_id=conn.client_id,
             idempotent_turns=wire.idempotent_turns,
+            limits=self.sessions.limits,
         )
         return (reason, None) if reason is not None else (None, canonical)
 

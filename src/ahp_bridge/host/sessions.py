@@ -28,6 +28,7 @@ from ahp_bridge.host.catalog import AsyncCatalog
 from ahp_bridge.host.chat import ChatRuntime, HostClock
 from ahp_bridge.host.durable_sessions import IMPORT_CONFIG_KEY, SessionCatalog
 from ahp_bridge.host.hub import Hub
+from ahp_bridge.host.limits import Limits, check_new_chat, check_new_session
 from ahp_bridge.host.summaries import aggregate, chat_summary_changes, session_chats
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
@@ -89,6 +90,8 @@ class Session:
     disposed: bool = False
     #: A provider conversation to open instead of a new one (`ahpBridge.importConversation`).
     import_conversation: str = ""
+    #: The client id that created it in this run (limits.max_sessions_per_client).
+    created_by: str | None = None
 
 
 def _path_of(uri: str) -> str:
@@ -111,8 +114,10 @@ class SessionManager:
         provider_instances: Mapping[str, agentapi.Provider] | None = None,
         active_client_grace: float = 30.0,
         catalog: AsyncCatalog | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.hub = hub
+        self.limits = limits or Limits()
         #: The durable session catalog, when the bridge keeps one (see host/catalog.py).
         self.durable = SessionCatalog(catalog, self) if catalog is not None else None
         self._creating: set[str] = set()
@@ -215,6 +220,7 @@ class SessionManager:
             or (self.durable is not None and self.durable.known(uri))
         ):
             raise RpcError(E.SESSION_ALREADY_EXISTS, f"Session already exists: {uri}")
+        check_new_session(self, conn.client_id, params)
         provider = params.get("provider") or (self._names[0] if self._names else "")
         if provider not in self.providers:
             raise RpcError(E.PROVIDER_NOT_FOUND, f"Provider not found: {provider!r}")
@@ -223,7 +229,7 @@ class SessionManager:
         dirs = list(params.get("workingDirectories") or [])
         workdir = _path_of(dirs[0]) if dirs else self.workdir
         now = self.clock.now_iso()
-        session = Session(uri, provider, now, dirs, workdir)
+        session = Session(uri, provider, now, dirs, workdir, created_by=conn.client_id)
         state: dict[str, Any] = {
             "provider": provider,
             "title": "",
@@ -402,6 +408,7 @@ class SessionManager:
             )
         if self.hub.store.has(chat_uri) or chat_uri in self.chats:
             raise RpcError(E.ALREADY_EXISTS, f"Chat already exists: {chat_uri}")
+        check_new_chat(self, session, params)
         if self.hub.store.state(session.uri).get("lifecycle") != "ready":
             raise RpcError(E.INVALID_PARAMS, "Invalid params: channel: the session is not ready")
         if params.get("source") is not None:
