@@ -2,7 +2,8 @@
 
 Every refusal names its config key; nothing already kept is lost (a second client's state and a
 fresh snapshot still hold what was there). Small limits are configured so the tests stay fast;
-the rules are the ones the defaults run (tests/unit/test_limits.py has them as tables).
+the rules are the ones the defaults run (tests/unit/test_limits.py has them as tables). At the
+end, the regressions the property-based suite (test_fuzz.py) found, as plain examples.
 """
 
 from __future__ import annotations
@@ -204,3 +205,27 @@ async def test_a_reconnect_past_the_replay_logs_byte_budget_gets_snapshots(
     )
     assert recent["type"] == "replay"
     assert [a["action"]["draft"]["text"][:1] for a in recent["actions"]] == ["2"]
+
+
+async def test_an_action_whose_type_is_not_a_string_is_refused_with_a_reason(
+    bridge: Bridge,
+) -> None:
+    # Found by tests/e2e/test_fuzz.py: `"type": []` used to fail inside the host, unanswered.
+    client = await bridge.client("c", versions=V1)
+    session, _ = await ready_session(client)
+    for bad in ([], {}, 7, None):
+        refused = await echo(client, session, {"type": bad, "directory": "file:///x"})
+        assert refused["rejectionReason"] == "action.type: expected a string"
+
+
+async def test_fields_an_action_type_does_not_define_reach_no_one(bridge: Bridge) -> None:
+    # Found by tests/e2e/test_fuzz.py: made-up keys were applied and relayed to every peer.
+    client = await bridge.client("c", versions=V1)
+    session, chat = await ready_session(client)
+    other = await bridge.client("other")  # 0.7, strict: it fails on any field 0.7 lacks
+    await other.subscribe(chat)
+    sent = {**draft("hello"), "madeUp": [1], "draft": {**draft("hello")["draft"], "x": {}}}
+    accepted = await echo(client, chat, sent)
+    assert "rejectionReason" not in accepted
+    assert accepted["action"] == draft("hello")
+    await other.wait_for(lambda: (other.states[chat].get("draft") or {}).get("text") == "hello")

@@ -252,6 +252,16 @@ def _pending_set(state: JSON, action: JSON, client_id: str) -> str | None:
     return None
 
 
+def _draft(state: JSON, action: JSON, client_id: str) -> str | None:
+    draft = action.get("draft")
+    if draft is None:  # clearing the draft
+        return None
+    origin = draft.get("origin") if isinstance(draft, dict) else None
+    if not isinstance(origin, dict) or origin.get("kind") != "user":
+        return "clients may only draft user messages"
+    return None
+
+
 def _default_chat(state: JSON, action: JSON, client_id: str) -> str | None:
     chat = action.get("defaultChat")
     if chat is None:  # unsetting the hint is always fine
@@ -285,6 +295,7 @@ _RULES: dict[str, Rule] = {
     "chat/inputAnswerChanged": _input_answer_changed,
     "chat/inputCompleted": _input_completed,
     "chat/pendingMessageSet": _pending_set,
+    "chat/draftChanged": _draft,
     "chat/pendingMessageRemoved": _pending_removed,
     "session/defaultChatChanged": _default_chat,
     "session/activeClientSet": _active_client_set,
