@@ -161,12 +161,19 @@ class Abuser:
             }
             await self.dispatch(
                 chat,
-                padded(lambda pad: {**turn, "message": user("conformance: permission", pad)}, size),
+                padded(
+                    lambda pad, turn=turn: {
+                        **turn,
+                        "message": user("conformance: permission", pad),
+                    },
+                    size,
+                ),
             )
             for q in range(LIMITS.max_queued_messages):
                 queued = {"type": "chat/pendingMessageSet", "kind": "queued", "id": f"q{q}"}
                 await self.dispatch(
-                    chat, padded(lambda pad: {**queued, "message": user("later", pad)}, size)
+                    chat,
+                    padded(lambda pad, q=queued: {**q, "message": user("later", pad)}, size),
                 )
             await self.dispatch(
                 chat, padded(lambda pad: {"type": "chat/draftChanged", "draft": user(pad)}, size)

@@ -88,11 +88,15 @@ class Driver:
     def _on_envelope(self, env: dict[str, Any], _: int) -> None:
         self.envelopes += 1
         action = env["action"]
-        if env["channel"] == self.chat and action.get("turnId") == self._turn:
-            if action["type"] in ("chat/turnComplete", "chat/error", "chat/turnCancelled"):
-                if action["type"] != "chat/turnComplete":
-                    raise RuntimeError(f"turn ended with {action['type']}: {action}")
-                self._ended.set()
+        ends = ("chat/turnComplete", "chat/error", "chat/turnCancelled")
+        if (
+            env["channel"] == self.chat
+            and action.get("turnId") == self._turn
+            and action["type"] in ends
+        ):
+            if action["type"] != "chat/turnComplete":
+                raise RuntimeError(f"turn ended with {action['type']}: {action}")
+            self._ended.set()
 
     async def run(self, deadline: float) -> None:
         while time.monotonic() < deadline:

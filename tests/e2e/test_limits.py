@@ -221,7 +221,7 @@ async def test_an_action_whose_type_is_not_a_string_is_refused_with_a_reason(
 async def test_fields_an_action_type_does_not_define_reach_no_one(bridge: Bridge) -> None:
     # Found by tests/e2e/test_fuzz.py: made-up keys were applied and relayed to every peer.
     client = await bridge.client("c", versions=V1)
-    session, chat = await ready_session(client)
+    _, chat = await ready_session(client)
     other = await bridge.client("other")  # 0.7, strict: it fails on any field 0.7 lacks
     await other.subscribe(chat)
     sent = {**draft("hello"), "madeUp": [1], "draft": {**draft("hello")["draft"], "x": {}}}

@@ -232,3 +232,17 @@ def test_the_byte_budget_counts_utf8_bytes() -> None:
 def test_log_bytes_is_validated() -> None:
     with pytest.raises(ValueError):
         Store(log_bytes=0)
+
+
+def test_a_client_drafts_only_user_messages() -> None:
+    # Found by tests/e2e/test_fuzz.py: a 1.0 draft with origin "automation" reached 0.7 peers,
+    # whose version has no such kind.
+    automation = {
+        "type": "chat/draftChanged",
+        "draft": {"text": "x", "origin": {"kind": "automation"}},
+    }
+    assert reject_reason("chat", chat(), automation, client_id=ME) == (
+        "clients may only draft user messages"
+    )
+    assert reject_reason("chat", chat(), {"type": "chat/draftChanged"}, client_id=ME) is None
+    assert reject_reason("chat", chat(), draft("x"), client_id=ME) is None
