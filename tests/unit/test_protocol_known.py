@@ -36,3 +36,16 @@ def test_values_are_kept_as_sent() -> None:
         "type": "session/isReadChanged",
         "isRead": True,
     }
+
+
+def test_a_field_sent_as_null_is_absent() -> None:
+    sent = {"type": "chat/draftChanged", "draft": None}
+    assert known_fields(ACTIONS_10.parse(sent), sent) == {"type": "chat/draftChanged"}
+    nested = {
+        "type": "chat/draftChanged",
+        "draft": {"text": "x", "origin": {"kind": "user"}, "model": None},
+    }
+    kept = known_fields(ACTIONS_07.parse(nested), nested)
+    assert kept["draft"] == {"text": "x", "origin": {"kind": "user"}}
+    meta = {"type": "chat/draftChanged", "draft": {**nested["draft"], "_meta": {"k": None}}}
+    assert known_fields(ACTIONS_10.parse(meta), meta)["draft"]["_meta"] == {"k": None}  # open

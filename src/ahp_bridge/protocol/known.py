@@ -4,7 +4,10 @@ Wire models keep unknown fields (so envelopes from newer peers can be relayed), 
 client adds to its own action is not the host's to pass on: it would reach every subscriber,
 whose version does not define it, and sit in the state and the replay log. Found by the
 property-based suite (tests/e2e/test_fuzz.py): a `session/isReadChanged` with made-up keys was
-applied and sent to every peer as it came. `_meta` maps and other open objects stay whole.
+applied and sent to every peer as it came. A field sent as `null` is left out the same way (no
+field of any action is nullable in 0.7 or 1.0: `"draft": null` means no draft, and would
+otherwise reach every peer as a `null` its schema refuses). `_meta` maps and other open objects
+stay whole.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ def _prune(value: Any, dumped: Any) -> Any:
         out: dict[str, Any] = {}
         for name, info in type(value).model_fields.items():
             key = info.serialization_alias or info.alias or name
-            if key in dumped:
+            if dumped.get(key) is not None:  # null is absent: no action field is nullable
                 out[key] = _prune(getattr(value, name), dumped[key])
         return out
     if isinstance(value, list | tuple) and isinstance(dumped, list) and len(value) == len(dumped):
