@@ -27,6 +27,8 @@ from pydantic_settings import (
 )
 from pydantic_settings.exceptions import SettingsError
 
+from ahp_bridge.state.limits import Limits
+
 ENV_PREFIX = "AHP_BRIDGE__"
 
 
@@ -77,6 +79,9 @@ class ServerSettings(BaseModel):
         for pattern in v:
             parse_origin_pattern(pattern)
         return v
+
+    #: Bytes of canonical frames the replay log keeps, whatever their count.
+    replay_log_bytes: int = Field(64 * 1024 * 1024, ge=64 * 1024)
 
 
 class LogSettings(BaseModel):
@@ -155,6 +160,25 @@ class ChangesSettings(BaseModel):
     diff_timeout_seconds: float = Field(30.0, gt=0)
 
 
+class LimitSettings(BaseModel):
+    """What one client may make the host keep (config.example.toml says why each is so).
+    Each refusal names its key as `limits.<name>`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_title_bytes: int = Field(1024, ge=16)
+    max_action_bytes: int = Field(128 * 1024, ge=1024)
+    max_queued_messages: int = Field(8, ge=0)
+    max_annotations: int = Field(64, ge=0)
+    max_working_directories: int = Field(16, ge=1)
+    max_sessions: int = Field(500, ge=1)
+    max_sessions_per_client: int = Field(20, ge=1)
+    max_chats_per_session: int = Field(8, ge=1)
+
+    def limits(self) -> Limits:
+        return Limits(**self.model_dump())
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid"
@@ -166,6 +190,7 @@ class Settings(BaseSettings):
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     client_tools: ClientToolSettings = Field(default_factory=ClientToolSettings)
     changes: ChangesSettings = Field(default_factory=ChangesSettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
     #: Per-provider options, passed as they are to the provider's `create_provider`.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

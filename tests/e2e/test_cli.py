@@ -204,6 +204,7 @@ async def test_example_config_is_valid_and_complete(tmp_path: Path) -> None:
         ("log", settings.log),
         ("bridge", settings.bridge),
         ("workspace", settings.workspace),
+        ("limits", settings.limits),
     ):
         for name in type(model).model_fields:
             assert f"{name} =" in text, f"config.example.toml does not document {section}.{name}"

@@ -22,6 +22,7 @@ import pytest
 import trio
 
 from ahp_bridge.host.catalog import Catalog
+from ahp_bridge.host.healing import NOTICE
 from ahp_bridge.protocol.models import wire_adapter
 from tests.support.ahp_client import AhpClient, open_client
 
@@ -263,11 +264,27 @@ async def test_sigkill_mid_turn_then_restart_loses_no_session(
         assert [p["content"] for p in parts(turn, "markdown")] == ["Here is the answer."]
         assert client.states[chat]["turns"][-1]["id"] == again
 
-        # The session whose conversation is gone stays listed, with the reason.
+        # The session whose conversation the provider lost gets a new one (host/healing.py),
+        # says so in its chat, records it, and runs turns again.
+        lost = gone.chats[0].conversation_id
         gone_state = (await client.subscribe(gone_session))["state"]
-        assert gone_state["lifecycle"] == "creationFailed"
-        assert gone_state["creationError"]["errorType"] == "conversationNotFound"
-        assert gone.chats[0].conversation_id in gone_state["creationError"]["message"]
+        assert gone_state["lifecycle"] == "ready"
+        gone_chat = gone_state["defaultChat"]
+        (notice_turn,) = (await client.subscribe(gone_chat))["state"]["turns"]
+        assert notice_turn["message"]["origin"] == {"kind": "systemNotification"}
+        (notice,) = parts(notice_turn, "systemNotification")
+        assert notice["content"] == NOTICE
+        assert notice["_meta"]["ahpBridge.conversationReplaced"]["lost"] == lost
+        new_id = notice["_meta"]["ahpBridge.conversationReplaced"]["conversation"]
+        assert new_id and new_id != lost
+        await wait_catalog(
+            data_dir,
+            lambda rs: any(
+                r.uri == gone_session and r.chats[0].conversation_id == new_id for r in rs
+            ),
+        )
+        healed = await finished(client, gone_chat, await start_turn(client, gone_chat, "hi"))
+        assert healed["state"] == "complete"
         listed = await client.request("listSessions", {"channel": ROOT})
         assert {s["resource"] for s in listed["items"]} == {session, gone_session}
 

@@ -87,7 +87,11 @@ async def _run(
     catalog = await open_catalog(
         settings.data_dir(), retention_days=settings.bridge.retention_days, now_ms=clock.now_ms()
     )
-    store = Store(log_limit=settings.server.replay_log, first_seq=catalog.first_seq)
+    store = Store(
+        log_limit=settings.server.replay_log,
+        log_bytes=settings.server.replay_log_bytes,
+        first_seq=catalog.first_seq,
+    )
     hub = Hub(store, clock=clock.now_iso)
     sessions = SessionManager(
         hub,
@@ -98,6 +102,7 @@ async def _run(
         active_client_grace=settings.bridge.active_client_grace,
         catalog=catalog,
         client_tools=ClientToolLimits(**settings.client_tools.model_dump()),
+        limits=settings.limits.limits(),
     )
     workdir = sessions.workdir
     durable = sessions.durable

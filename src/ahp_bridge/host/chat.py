@@ -5,7 +5,8 @@ Provider events arrive through a `ChatSink` on the trio thread and become action
 `translate.commands`. Calls run one at a time, in acceptance order, on a worker task, so a
 cancel never overtakes the send it cancels. A call that fails after its action was accepted
 becomes host actions (`chat/error`), never silence. When the runtime exits, the chat stays
-usable: the next prompt reopens the conversation by its id.
+usable: the next prompt reopens the conversation by its id, or opens a new one when the
+provider no longer has it (host/healing.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import structlog
 import trio
 
 from ahp_bridge import agentapi
+from ahp_bridge.host import healing
 from ahp_bridge.host.client_tools import ClientTools
 from ahp_bridge.host.sinks import ChatSink
 from ahp_bridge.protocol.uris import session_id
@@ -443,14 +445,20 @@ class ChatRuntime:
                 # Answered elsewhere or expired: the provider's own event resolves the request.
                 log.info("interaction already gone", chat=self.uri)
                 break
+            except agentapi.ConversationNotFound as lost:
+                # Reopening it, or a call on it, says the provider forgot the conversation:
+                # a new one takes its place (host/healing.py).
+                try:
+                    conversation = await healing.recover(self, action)
+                    if not isinstance(call, healing.CARRIED):
+                        raise lost
+                    await _execute(conversation, call)
+                except Exception as exc:
+                    self._failed(call, action, exc)
+                    break
+                self._after_success(call, action)
             except Exception as exc:
-                log.info(
-                    "provider call failed",
-                    chat=self.uri,
-                    call=type(call).__name__,
-                    error=type(exc).__name__,
-                )
-                self._after_failure(call, action, exc)
+                self._failed(call, action, exc)
                 break
             else:
                 self._after_success(call, action)
@@ -462,6 +470,15 @@ class ChatRuntime:
             return False
         active = self.hub.store.state(self.uri).get("activeTurn") or {}
         return bool(active.get("id") != action.get("turnId"))
+
+    def _failed(self, call: Call, action: dict[str, Any], exc: Exception) -> None:
+        log.info(
+            "provider call failed",
+            chat=self.uri,
+            call=type(call).__name__,
+            error=type(exc).__name__,
+        )
+        self._after_failure(call, action, exc)
 
     def _after_success(self, call: Call, action: dict[str, Any]) -> None:
         if isinstance(call, Steer) and action.get("type") == "chat/pendingMessageSet":

@@ -8,7 +8,9 @@ not in the store, until a request names them or one of their chats. Restoring on
 each chat's conversation by id, reads its record (whole, through a HistoryPager when the
 provider has one), rebuilds the completed turns (`translate.history`), ends the turn that
 was running when the bridge stopped as interrupted, and puts session and chats in the store.
-A session that cannot be restored stays listed, in creationFailed with the reason.
+A chat whose conversation the provider no longer has gets a new one, recorded and announced in
+the chat (host/healing.py). A session that cannot be restored stays listed, in creationFailed
+with the reason.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ahp_bridge.host.catalog import (
     ChatRecord,
     SessionRecord,
 )
+from ahp_bridge.host.healing import announce
 from ahp_bridge.state import status as st
 from ahp_bridge.state.envelope import Envelope
 from ahp_bridge.translate._wire import clean_line
@@ -136,6 +139,10 @@ class SessionCatalog:
 
     def chat_disposed(self, uri: str) -> None:
         self.catalog.submit(Catalog.remove_chat, uri)
+
+    def conversation_replaced(self, chat: ChatRuntime) -> None:
+        """The chat has a new provider conversation (host/healing.py): reopen that one."""
+        self.catalog.submit(Catalog.update_chat, chat.uri, conversation_id=chat.conversation_id)
 
     def observe(self, envelope: Envelope) -> None:
         """Keep titles, modification times and the running turn of each chat recorded."""
@@ -300,10 +307,15 @@ class SessionCatalog:
         )
         session.import_conversation = record.import_conversation
         opened: list[tuple[ChatRuntime, ChatRecord, list[dict[str, Any]]]] = []
+        replaced: list[ChatRuntime] = []
         error = self._unrestorable(record)
         for chat_record in record.chats if error is None else []:
             try:
-                chat, turns = await self._reopen(session, chat_record)
+                try:
+                    chat, turns = await self._reopen(session, chat_record)
+                except agentapi.ConversationNotFound:  # forgotten: a new one (host/healing.py)
+                    chat, turns = await self._replace(session, chat_record), []
+                    replaced.append(chat)
             except agentapi.ConversationNotFound as exc:
                 message = (
                     f"the provider no longer has conversation {chat_record.conversation_id!r} "
@@ -358,6 +370,8 @@ class SessionCatalog:
                 )
             if chat_record.active_turn:
                 self.catalog.submit(Catalog.update_chat, chat.uri, active_turn="")
+            if chat in replaced:
+                announce(chat, chat_record.conversation_id)
         manager._active_sessions_changed()
         log.info("session restored", session=record.uri, chats=len(opened), failed=bool(error))
 
@@ -428,6 +442,25 @@ class SessionCatalog:
             raise
         turns = mark_interrupted(turns_from_history(history), record.running_turn())
         return chat, turns
+
+    async def _replace(self, session: Session, record: ChatRecord) -> ChatRuntime:
+        """A new conversation for a chat whose provider no longer has its own; recorded now,
+        announced in the chat once it is published."""
+        chat = self.manager._new_chat(session, record.uri, title=record.title)
+        try:
+            with trio.fail_after(REOPEN_TIMEOUT):
+                await chat.open(conversation_id="")
+        except BaseException:
+            await chat.close()
+            raise
+        log.warning(
+            "conversation replaced",
+            chat=record.uri,
+            lost=record.conversation_id,
+            conversation=chat.conversation_id,
+        )
+        self.conversation_replaced(chat)
+        return chat
 
 
 async def read_history(

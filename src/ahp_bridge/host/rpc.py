@@ -30,6 +30,7 @@ from ahp_bridge.protocol import jsonrpc
 from ahp_bridge.protocol.actions import ActionError
 from ahp_bridge.protocol.actions_v1 import AUTOMATION_TYPES, CANVAS_TYPES
 from ahp_bridge.protocol.errors import RpcError
+from ahp_bridge.protocol.known import known_fields
 from ahp_bridge.protocol.lens import WIRES
 from ahp_bridge.protocol.params import AUTOMATION_METHODS, ParamsError, parse_params
 from ahp_bridge.protocol.uris import ANNOTATIONS_SUFFIX, ROOT, channel_kind
@@ -358,12 +359,13 @@ class RpcHandler:
             return "action.type: expected a string", None
         wire = conn.wire
         try:
-            wire.actions.parse(action)
+            parsed = wire.actions.parse(action)
         except ActionError as exc:
             return str(exc), None
         if not wire.may_dispatch(action_type):
             return f"{action_type} is not client-dispatchable", None
-        canonical = wire.action_in(kind, action, channel)
+        # Fields the version does not define are not kept or relayed (protocol/known.py).
+        canonical = wire.action_in(kind, known_fields(parsed, action), channel)
         assert conn.client_id is not None
         state = self.hub.store.state(channel)
         reason = reject_reason(
@@ -372,6 +374,7 @@ class RpcHandler:
             canonical,
             client_id=conn.client_id,
             idempotent_turns=wire.idempotent_turns,
+            limits=self.sessions.limits,
         )
         return (reason, None) if reason is not None else (None, canonical)
 
@@ -410,6 +413,8 @@ class RpcHandler:
 
 def _not_offered(action_type: object) -> str | None:
     """Why an automation or canvas action is refused (they are not offered), else None."""
+    if not isinstance(action_type, str):  # an unhashable `type` is refused later, with a reason
+        return None
     if action_type in AUTOMATION_TYPES:
         return _NO_AUTOMATIONS
     if action_type in CANVAS_TYPES:

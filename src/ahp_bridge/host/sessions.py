@@ -30,6 +30,7 @@ from ahp_bridge.host.chat import ChatRuntime, HostClock
 from ahp_bridge.host.client_tools import ClientToolLimits
 from ahp_bridge.host.durable_sessions import IMPORT_CONFIG_KEY, SessionCatalog
 from ahp_bridge.host.hub import Hub
+from ahp_bridge.host.limits import Limits, check_new_chat, check_new_session
 from ahp_bridge.host.summaries import aggregate, chat_summary_changes, session_chats
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
@@ -101,6 +102,8 @@ class Session:
     import_conversation: str = ""
     #: Model, effort, context size and agent chosen for it (host/session_config.py).
     settings: Settings = field(default_factory=Settings)
+    #: The client id that created it in this run (limits.max_sessions_per_client).
+    created_by: str | None = None
 
 
 def _path_of(uri: str) -> str:
@@ -124,10 +127,12 @@ class SessionManager:
         active_client_grace: float = 30.0,
         catalog: AsyncCatalog | None = None,
         client_tools: ClientToolLimits | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.hub = hub
         #: Bounds of client tool calls (`[client_tools]`), for every chat.
         self.client_tool_limits = client_tools or ClientToolLimits()
+        self.limits = limits or Limits()
         #: The durable session catalog, when the bridge keeps one (see host/catalog.py).
         self.durable = SessionCatalog(catalog, self) if catalog is not None else None
         self._creating: set[str] = set()
@@ -246,6 +251,7 @@ class SessionManager:
             or (self.durable is not None and self.durable.known(uri))
         ):
             raise RpcError(E.SESSION_ALREADY_EXISTS, f"Session already exists: {uri}")
+        check_new_session(self, conn.client_id, params)
         provider = params.get("provider") or (self._names[0] if self._names else "")
         if provider not in self.providers:
             raise RpcError(E.PROVIDER_NOT_FOUND, f"Provider not found: {provider!r}")
@@ -262,7 +268,9 @@ class SessionManager:
         if self.config is not None:  # a value that does not fit is refused before anything
             settings_state, settings = await self.config.for_create(params, workdir)
         now = self.clock.now_iso()
-        session = Session(uri, provider, now, dirs, workdir, settings=settings)
+        session = Session(
+            uri, provider, now, dirs, workdir, settings=settings, created_by=conn.client_id
+        )
         state: dict[str, Any] = {
             "provider": provider,
             "title": "",
@@ -443,6 +451,7 @@ class SessionManager:
             )
         if self.hub.store.has(chat_uri) or chat_uri in self.chats:
             raise RpcError(E.ALREADY_EXISTS, f"Chat already exists: {chat_uri}")
+        check_new_chat(self, session, params)
         if self.hub.store.state(session.uri).get("lifecycle") != "ready":
             raise RpcError(E.INVALID_PARAMS, "Invalid params: channel: the session is not ready")
         if params.get("source") is not None:

@@ -258,8 +258,9 @@ def _annotation(annotation: Any) -> Any:
     out = {k: v for k, v in annotation.items() if k != "origin"}
     origin = annotation.get("origin")
     turn = origin.get("turnId") if isinstance(origin, dict) else None
-    if turn is not None:
-        out["turnId"] = turn
+    # 0.7 requires a turnId: an annotation of no turn (1.0 allows it) says "" (found by the
+    # property-based suite, tests/e2e/test_fuzz.py), which a 0.7 client's "" lifts back from.
+    out["turnId"] = turn if isinstance(turn, str) else ""
     return out
 
 
@@ -496,7 +497,7 @@ def _annotation_up(annotation: JSON, channel: str) -> JSON:
     out = {k: v for k, v in annotation.items() if k != "turnId"}
     session = channel.removesuffix("/annotations")
     origin: JSON = {"session": session}
-    if annotation.get("turnId") is not None:
+    if annotation.get("turnId"):  # "" is 0.7's "of no turn"
         origin["turnId"] = annotation["turnId"]
     out["origin"] = origin
     return out

@@ -2,8 +2,10 @@
 
 The host calls it on the trio thread; it is sans-IO and reads no clock (AHP 1.0 reducers derive
 every timestamp from the actions). Every accepted action gets the next serverSeq (one counter
-shared by all channels) and goes into a replay log bounded by count, so a reconnecting client
-can be served from the log or told to take a snapshot instead. The state is canonical (1.0);
+shared by all channels) and goes into a replay log bounded by count and by bytes (each envelope
+weighs its canonical frame, `Envelope.frame`, which fan-out encodes anyway), so a reconnecting
+client can be served from the log or told to take a snapshot instead, and a client sending large
+actions cannot make the log hold more than its byte budget. The state is canonical (1.0);
 each wire version's view of it is `protocol.lens`'s business, given the channel's kind, which
 is bound here when the channel is created and never read from its URI.
 
@@ -39,6 +41,7 @@ class Store:
         self,
         *,
         log_limit: int = 10_000,
+        log_bytes: int = 64 * 1024 * 1024,
         turns_page_size: int = 50,
         first_seq: int = 0,
     ) -> None:
@@ -46,11 +49,16 @@ class Store:
         earlier run issued, so a client's old `lastSeenServerSeq` never matches a new action."""
         if log_limit < 1:
             raise ValueError("log_limit must be at least 1")
+        if log_bytes < 1:
+            raise ValueError("log_bytes must be at least 1")
         if turns_page_size < 1:
             raise ValueError("turns_page_size must be at least 1")
         self._page = turns_page_size
         self._seq = first_seq
-        self._log: deque[Envelope] = deque(maxlen=log_limit)
+        self._log: deque[tuple[Envelope, int]] = deque()
+        self._log_limit = log_limit
+        self._log_budget = log_bytes
+        self._log_bytes = 0
         self._states: dict[str, dict[str, Any]] = {}
         self._kinds: dict[str, str] = {}
         self._windows: dict[str, TurnWindow] = {}
@@ -145,7 +153,7 @@ class Store:
         envelope = Envelope(
             channel, self._seq, action, origin, kind=kind, changed=new_state is not state, post=post
         )
-        self._log.append(envelope)
+        self._log_append(envelope)
         return envelope
 
     def rejection(
@@ -174,12 +182,20 @@ class Store:
             return None
         if last_seen == self._seq:
             return []
-        first = self._log[0].server_seq if self._log else self._seq + 1
+        first = self._log[0][0].server_seq if self._log else self._seq + 1
         if last_seen + 1 < first:
             return None
         wanted = set(channels)
         tail = islice(self._log, last_seen + 1 - first, None)
-        return [env for env in tail if env.channel in wanted]
+        return [env for env, _ in tail if env.channel in wanted]
+
+    @property
+    def log_bytes(self) -> int:
+        """Bytes of canonical frames the replay log holds now."""
+        return self._log_bytes
+
+    def log_length(self) -> int:
+        return len(self._log)
 
     # ── snapshots and turn paging ─────────────────────────────────────────
 
@@ -236,6 +252,18 @@ class Store:
         return window.loaded_action(turns, index, window.start)
 
     # ── internals ─────────────────────────────────────────────────────────
+
+    def _log_append(self, envelope: Envelope) -> None:
+        """Log an envelope, dropping the oldest past the count or the byte budget (one larger
+        than the whole budget is not kept: a reconnect that needs it takes snapshots)."""
+        size = len(envelope.frame.encode())
+        self._log.append((envelope, size))
+        self._log_bytes += size
+        while self._log and (
+            len(self._log) > self._log_limit or self._log_bytes > self._log_budget
+        ):
+            _, dropped = self._log.popleft()
+            self._log_bytes -= dropped
 
     def _require(self, uri: str) -> dict[str, Any]:
         try:

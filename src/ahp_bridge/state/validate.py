@@ -5,7 +5,8 @@ The host calls `reject_reason` before `Store.apply`; a reason becomes the
 chat/session channel validation table plus the recommendations in
 notes/ahp-protocol.md §3 (no second concurrent turn, user messages only) and
 the threat model's "authorize against the connection's identity" (a client
-registers or removes only itself as an active client).
+registers or removes only itself as an active client). With `limits`, an action over one of
+the host's size or count limits (`state.limits`) is refused too, with a reason naming the limit.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ahp_bridge.protocol.actions import CLIENT_DISPATCHABLE
 from ahp_bridge.protocol.actions_v1 import CLIENT_DISPATCHABLE_1_0
 
 from .answers import answer_problem
+from .limits import Limits, limit_problem
 from .reducers.chat import known_turn, resumable
 from .reducers.chat_input import find_open_request
 
@@ -41,12 +43,19 @@ _PREFIX = {
 
 
 def reject_reason(
-    kind: str, state: JSON, action: JSON, *, client_id: str, idempotent_turns: bool = True
+    kind: str,
+    state: JSON,
+    action: JSON,
+    *,
+    client_id: str,
+    idempotent_turns: bool = True,
+    limits: Limits | None = None,
 ) -> str | None:
     """A human-readable reason to reject canonical `action` from `client_id`, or None to accept.
 
     `idempotent_turns` (AHP 1.0): a `chat/turnStarted` naming a turn the chat already knows is
     accepted as the no-op it is; 0.7 peers, whose reducers would restart the turn, are refused.
+    `limits`: the host's size and count limits, checked first.
     """
     if not isinstance(action, dict) or not isinstance(action.get("type"), str):
         return "an action must be an object with a string type"
@@ -55,6 +64,10 @@ def reject_reason(
         return f"{action_type} cannot be dispatched by clients"
     if not action_type.startswith(_PREFIX.get(kind, "\0")):
         return f"{action_type} does not apply to a {kind} channel"
+    if limits is not None:  # before all else: even a no-op is logged and sent to every peer
+        problem = limit_problem(kind, state, action, limits)
+        if problem is not None:
+            return problem
     if (
         action_type == "chat/turnStarted"
         and idempotent_turns
@@ -239,6 +252,16 @@ def _pending_set(state: JSON, action: JSON, client_id: str) -> str | None:
     return None
 
 
+def _draft(state: JSON, action: JSON, client_id: str) -> str | None:
+    draft = action.get("draft")
+    if draft is None:  # clearing the draft
+        return None
+    origin = draft.get("origin") if isinstance(draft, dict) else None
+    if not isinstance(origin, dict) or origin.get("kind") != "user":
+        return "clients may only draft user messages"
+    return None
+
+
 def _default_chat(state: JSON, action: JSON, client_id: str) -> str | None:
     chat = action.get("defaultChat")
     if chat is None:  # unsetting the hint is always fine
@@ -272,6 +295,7 @@ _RULES: dict[str, Rule] = {
     "chat/inputAnswerChanged": _input_answer_changed,
     "chat/inputCompleted": _input_completed,
     "chat/pendingMessageSet": _pending_set,
+    "chat/draftChanged": _draft,
     "chat/pendingMessageRemoved": _pending_removed,
     "session/defaultChatChanged": _default_chat,
     "session/activeClientSet": _active_client_set,

@@ -1,0 +1,44 @@
+"""A client's action with only the fields its version defines: what the host keeps and relays.
+
+Wire models keep unknown fields (so envelopes from newer peers can be relayed), but a field a
+client adds to its own action is not the host's to pass on: it would reach every subscriber,
+whose version does not define it, and sit in the state and the replay log. Found by the
+property-based suite (tests/e2e/test_fuzz.py): a `session/isReadChanged` with made-up keys was
+applied and sent to every peer as it came. A field sent as `null` is left out the same way (no
+field of any action is nullable in 0.7 or 1.0: `"draft": null` means no draft, and would
+otherwise reach every peer as a `null` its schema refuses). `_meta` maps and other open objects
+stay whole.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, RootModel
+
+__all__ = ["known_fields"]
+
+
+def known_fields(model: BaseModel, dumped: dict[str, Any]) -> dict[str, Any]:
+    """`dumped` (the model's wire dump) without the fields `model` does not declare, at any
+    depth."""
+    pruned = _prune(model, dumped)
+    assert isinstance(pruned, dict)
+    return pruned
+
+
+def _prune(value: Any, dumped: Any) -> Any:
+    if isinstance(value, RootModel):
+        return _prune(value.root, dumped)
+    if isinstance(value, BaseModel) and isinstance(dumped, dict):
+        out: dict[str, Any] = {}
+        for name, info in type(value).model_fields.items():
+            key = info.serialization_alias or info.alias or name
+            if dumped.get(key) is not None:  # null is absent: no action field is nullable
+                out[key] = _prune(getattr(value, name), dumped[key])
+        return out
+    if isinstance(value, list | tuple) and isinstance(dumped, list) and len(value) == len(dumped):
+        return [_prune(v, d) for v, d in zip(value, dumped, strict=True)]
+    if isinstance(value, dict) and isinstance(dumped, dict):
+        return {k: _prune(value.get(k), d) for k, d in dumped.items()}
+    return dumped
