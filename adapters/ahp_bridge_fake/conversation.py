@@ -147,6 +147,10 @@ class FakeConversation:
     def now(self) -> datetime:
         return self._provider.now()
 
+    def lose_sign_in(self, reason: str) -> bool:
+        """The runtime's sign-in expires (see FakeProvider.lose_sign_in)."""
+        return self._provider.lose_sign_in(reason)
+
     async def sleep(self, seconds: float) -> None:
         """Pace the turn: scaled by the provider's time_scale; always a checkpoint."""
         await trio.sleep(max(0.0, seconds * self._provider.time_scale))

@@ -119,6 +119,8 @@ class FakeProvider:
         #: With a sign-in token the fake plays a runtime that starts signed out (AccountManager).
         self._sign_in_token = sign_in_token
         self._signed_in = not sign_in_token
+        #: Why the runtime lost its sign-in (a script's `sign_out` step), "" when it never had one.
+        self._lost_reason = ""
 
     # -- lifetime --------------------------------------------------------------------------
 
@@ -206,7 +208,7 @@ class FakeProvider:
 
     def _account(self) -> Account:
         if not self._signed_in:
-            return Account(signed_in=False, message="signed out")
+            return Account(signed_in=False, message=self._lost_reason or "signed out")
         return Account(signed_in=True, login="fake-user", host="github.com", source=ACCOUNT_STORED)
 
     async def account(self) -> Account:
@@ -218,7 +220,18 @@ class FakeProvider:
         if not self._sign_in_token or token != self._sign_in_token:
             raise SignInRejected("the fake runtime does not accept that token")
         self._signed_in = True
+        self._lost_reason = ""
         return self._account()
+
+    def lose_sign_in(self, reason: str) -> bool:
+        """A script's `sign_out` step: the sign-in expires (``account()`` says signed out,
+        ``check()`` raises SignedOut) until a client signs in again. False without
+        ``sign_in_token``: such a runtime has no sign-in to lose."""
+        if not self._sign_in_token:
+            return False
+        self._signed_in = False
+        self._lost_reason = reason
+        return True
 
     async def sign_out(self) -> Account:
         await trio.lowlevel.checkpoint()

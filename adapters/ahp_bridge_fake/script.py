@@ -81,6 +81,10 @@ Step kinds (``kind = ...``):
 - ``notice``: ``text`` *required*. ``delay``: ``seconds`` *required*.
 - ``error``: ``message`` *required*; the turn fails. ``exit``: ``message`` *required*; the
   runtime exits (EventExit) and the conversation is closed. ``stop``: the turn completes here.
+- ``sign_out``: ``message`` *required*; the runtime's sign-in expires (with the provider option
+  ``sign_in_token``: ``account()`` says signed out with the message, ``check()`` raises
+  SignedOut, until a client signs in again) and the turn fails with the message. Without
+  ``sign_in_token`` the runtime has no sign-in to lose: the turn fails saying so.
 
 Steers are used at the next step boundary (a user item with Delivery "steer"); a steer the
 turn never reached gets a notice before the turn ends. Errors name the file, the line and
@@ -242,7 +246,8 @@ class SubagentStep(Step):
 
 @dataclass(frozen=True)
 class ValueStep(Step):
-    """The one-value steps: title, notice, error, exit (``value``), delay (``seconds``)."""
+    """The one-value steps: title, notice, error, sign_out, exit (``value``), delay
+    (``seconds``)."""
 
     value: str = ""
     seconds: float = 0.0
@@ -380,6 +385,7 @@ STEP_KINDS = (
     "notice",
     "delay",
     "error",
+    "sign_out",
     "exit",
     "stop",
 )
@@ -852,6 +858,7 @@ class _Parser:
                 "subagent",
                 "exit",
                 "error",
+                "sign_out",
                 "stop",
             ):
                 raise self.fail(
@@ -910,6 +917,7 @@ _FAMILY = {
     "notice": "value",
     "delay": "value",
     "error": "value",
+    "sign_out": "value",
     "exit": "value",
     "stop": "value",
 }
@@ -918,6 +926,7 @@ _VALUE_KEY = {
     "notice": "text",
     "delay": "seconds",
     "error": "message",
+    "sign_out": "message",
     "exit": "message",
     "stop": "",
 }

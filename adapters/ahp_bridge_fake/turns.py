@@ -54,6 +54,11 @@ from .script import (
 )
 
 NO_RULE = "no script rule matches this prompt"
+#: The failure of a `sign_out` step in a runtime that has no sign-in.
+NO_SIGN_IN = (
+    "sign_out: this fake runtime has no sign-in to lose; configure the fake provider with "
+    "sign_in_token"
+)
 
 
 class ScriptedTurns:
@@ -158,6 +163,9 @@ class _Player:
             self.item(notice)
         elif step.kind == "error":
             raise TurnEnded(TurnState.FAILED, step.value)
+        elif step.kind == "sign_out":
+            lost = self.c.lose_sign_in(step.value)
+            raise TurnEnded(TurnState.FAILED, step.value if lost else NO_SIGN_IN)
         elif step.kind == "exit":
             raise TurnEnded(None, step.value)
         elif step.kind == "stop":

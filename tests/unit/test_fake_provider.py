@@ -30,6 +30,7 @@ from ahp_bridge.agentapi import (
     OpenRequest,
     Prompt,
     ReadRequest,
+    SignedOut,
     SubagentPager,
     SubagentRequest,
     SubagentStatus,
@@ -632,6 +633,69 @@ async def test_unmatched_prompt_fails_its_turn(
     end = events[-1].turn
     assert end is not None and end.state is TurnState.FAILED
     assert end.error == "no script rule matches this prompt"
+
+
+SIGN_OUT_SCRIPT = """
+[[prompts]]
+text = "expire"
+[[prompts.steps]]
+kind = "text"
+text = "working"
+[[prompts.steps]]
+kind = "sign_out"
+message = "your GitHub token expired"
+[[prompts.steps]]
+kind = "text"
+text = "never"
+
+[[prompts]]
+pattern = ".*"
+[[prompts.steps]]
+kind = "text"
+text = "fine"
+"""
+
+
+async def test_a_sign_out_step_expires_the_sign_in_until_a_client_signs_in_again(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeProvider(parse_script(SIGN_OUT_SCRIPT), sign_in_token="tok")
+    async with fake:
+        await fake.sign_in("tok")
+        conversation, log = await _open(fake)
+        events = await _turn(conversation, log, "expire")
+        assert _texts(events) == ["working"]
+        end = events[-1].turn
+        assert end is not None and end.state is TurnState.FAILED
+        assert end.error == "your GitHub token expired"
+        account = await fake.account()
+        assert (account.signed_in, account.message) == (False, "your GitHub token expired")
+        hint = "the fake runtime is signed out: sign in from your client with the token"
+        for call in (fake.check(), fake.models(), conversation.send(Prompt(text="again"))):
+            with pytest.raises(SignedOut, match=hint):
+                await call
+        await fake.sign_in("tok")
+        account = await fake.account()
+        assert account.signed_in and account.message == ""
+        await fake.check()
+        assert _texts(await _turn(conversation, log, "hello")) == ["fine"]
+
+
+async def test_a_sign_out_step_without_a_sign_in_token_fails_its_turn_saying_so(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeProvider(parse_script(SIGN_OUT_SCRIPT))
+    async with fake:
+        conversation, log = await _open(fake)
+        end = (await _turn(conversation, log, "expire"))[-1].turn
+        assert end is not None and end.state is TurnState.FAILED
+        assert end.error == (
+            "sign_out: this fake runtime has no sign-in to lose; configure the fake provider "
+            "with sign_in_token"
+        )
+        assert (await fake.account()).signed_in and not fake.capabilities().account
+        await fake.check()
+        assert _texts(await _turn(conversation, log, "hello")) == ["fine"]
 
 
 async def test_rules_by_order_pattern_and_conversation(

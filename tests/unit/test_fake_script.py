@@ -14,6 +14,7 @@ from ahp_bridge_fake.script import (
     SubagentStep,
     TextStep,
     ToolStep,
+    ValueStep,
     load_script,
     parse_script,
 )
@@ -95,6 +96,22 @@ def test_good_script_parses_with_defaults_applied() -> None:
     sub = script.prompts[2].steps[0]
     assert isinstance(sub, SubagentStep)
     assert isinstance(sub.steps[0], TextStep) and sub.steps[0].kind == "reasoning"
+
+
+def test_a_sign_out_step_carries_its_message_even_inside_a_branch() -> None:
+    script = parse_script(
+        '[[prompts]]\ntext = "expire"\n[[prompts.steps]]\nkind = "sign_out"\n'
+        'message = "token expired"\n'
+        '[[prompts]]\ntext = "ask"\n[[prompts.steps]]\nkind = "permission"\ntitle = "t"\n'
+        '[[prompts.steps.on.reject]]\nkind = "sign_out"\nmessage = "revoked"\n',
+        "s.toml",
+    )
+    step = script.prompts[0].steps[0]
+    assert isinstance(step, ValueStep) and (step.kind, step.value) == ("sign_out", "token expired")
+    perm = script.prompts[1].steps[0]
+    assert isinstance(perm, PermissionStep)
+    [branch] = perm.on["reject"]
+    assert isinstance(branch, ValueStep) and (branch.kind, branch.value) == ("sign_out", "revoked")
 
 
 def test_rule_selection_by_text_pattern_order_and_conversation() -> None:
@@ -288,6 +305,28 @@ MISTAKES = [
         "prompts[1].steps[0].steps[0].kind",
         'kind = "exit"',
         'a subagent cannot run a "exit" step',
+    ),
+    (
+        "subagent running a sign_out",
+        BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "subagent"\nname = "s"\n'
+        '[[prompts.steps.steps]]\nkind = "sign_out"\nmessage = "m"\n',
+        "prompts[1].steps[0].steps[0].kind",
+        'kind = "sign_out"',
+        'a subagent cannot run a "sign_out" step',
+    ),
+    (
+        "sign_out without its message",
+        BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "sign_out"\n',
+        "prompts[1].steps[0]",
+        None,
+        'missing required field "message"',
+    ),
+    (
+        "sign_out with an unknown key",
+        BASE + '[[prompts]]\n[[prompts.steps]]\nkind = "sign_out"\nmessage = "m"\nreason = "x"\n',
+        "prompts[1].steps[0].reason",
+        'reason = "x"',
+        "unknown field",
     ),
     (
         "unknown top-level key",

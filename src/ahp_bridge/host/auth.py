@@ -13,18 +13,32 @@ unauthenticated"; the data shape is AHP 0.7.0's `AuthRequiredErrorData`).
 and announces the agent again (`root/agentsChanged`), without `protectedResources`. The sign-in is
 the runtime's, shared by every client, as agentapi defines it; AHP's per-connection auth state
 has nothing else to hold. A token pushed for an agent already signed in changes nothing.
+
+A runtime can also lose its sign-in while the bridge runs (a token expires or is revoked).
+`SignInWatch` notices it at the next failed turn, or when opening or sending raises `SignedOut`:
+it asks the runtime's `AccountManager.account()` (bounded, one check per provider at a time; a
+check that fails or times out changes nothing), and when that says signed out and `check()`
+agrees with `SignedOut` (a runtime that works without an account, such as Copilot with its own
+model, passes `check()`), the agent is marked signed out again: announced with
+`protectedResources`, `createSession` answers -32007, and every connection hears
+`auth/required {channel, resource, reason: "expired"}` in its wire line (0.7 has no such
+notification: its peers learn it from `root/agentsChanged`). `authenticate` then works as above.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 import structlog
 import trio
 
 from ahp_bridge import agentapi
+from ahp_bridge.host.hub import Subscriber, notify_each
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
+from ahp_bridge.protocol.notifications import AUTH_REQUIRED
+from ahp_bridge.protocol.uris import ROOT
 
 if TYPE_CHECKING:
     from ahp_bridge.host.connection import Connection
@@ -36,6 +50,10 @@ GITHUB_RESOURCE = "https://api.github.com"
 
 #: How long a runtime may take to validate and store a token.
 SIGN_IN_TIMEOUT = 60.0
+#: How long a runtime may take to say whether it is still signed in (after a failed turn).
+ACCOUNT_CHECK_TIMEOUT = 10.0
+#: Why a runtime is signed out when neither it nor the failure says so.
+LOST_SIGN_IN = "the runtime's sign-in expired or was revoked"
 
 
 def can_sign_in(entry: ProviderEntry) -> bool:
@@ -132,3 +150,64 @@ class SignIn:
             raise RpcError(E.AUTH_REQUIRED, f"{name} could not sign in: {exc}", data) from None
         log.info("signed in", provider=entry.name, login=account.login or None)
         await self.sessions.refresh_agent(entry)
+
+
+class SignInWatch:
+    """Notices a runtime that lost its sign-in while the bridge runs (see the module docstring).
+
+    `peers` are the host's initialized connections (the RPC handler hands them over).
+    """
+
+    def __init__(self, sessions: SessionManager) -> None:
+        self.sessions = sessions
+        self.peers: Collection[Subscriber] = ()
+        self._checking: set[str] = set()
+        #: Providers suspected again while their check ran: checked once more after it.
+        self._again: set[str] = set()
+
+    def suspect(self, entry: ProviderEntry) -> None:
+        """A turn failed, or a call raised `SignedOut`: check the runtime's sign-in, unless it
+        is known lost or not the runtime's to manage (no AccountManager). One check runs per
+        provider at a time; a suspicion meanwhile makes one more check after it."""
+        if entry.signed_out or not can_sign_in(entry):
+            return
+        if entry.name in self._checking:
+            self._again.add(entry.name)
+            return
+        self._checking.add(entry.name)
+        self.sessions.nursery.start_soon(self._check, entry)
+
+    async def _check(self, entry: ProviderEntry) -> None:
+        try:
+            reason = await self._lost(entry)
+            while reason is None and entry.name in self._again and not entry.signed_out:
+                self._again.discard(entry.name)
+                reason = await self._lost(entry)
+        finally:
+            self._checking.discard(entry.name)
+            self._again.discard(entry.name)
+        if reason is None or entry.signed_out:
+            return
+        entry.signed_out = reason
+        log.warning("provider lost its sign-in", provider=entry.name, fix=reason)
+        self.sessions.announce_agents()
+        params = {"channel": ROOT, "resource": protected_resources(entry)[0], "reason": "expired"}
+        notify_each(tuple(self.peers), AUTH_REQUIRED, params)
+
+    async def _lost(self, entry: ProviderEntry) -> str | None:
+        """Why the runtime is signed out now, or None: still signed in, working without a
+        sign-in (its own model), or it could not say in time."""
+        provider = entry.provider
+        assert isinstance(provider, agentapi.AccountManager)
+        try:
+            with trio.fail_after(ACCOUNT_CHECK_TIMEOUT):
+                account = await provider.account()
+                if account.signed_in:
+                    return None
+                try:
+                    await entry.provider.check()
+                except agentapi.SignedOut as exc:
+                    return str(exc) or account.message or LOST_SIGN_IN
+        except Exception as exc:
+            log.debug("sign-in check failed", provider=entry.name, error=type(exc).__name__)
+        return None

@@ -136,6 +136,10 @@ class ChatRuntime:
                 if not plan.tools or not self.client_tools.refuse_clash(exc, plan):
                     raise
                 continue
+            except agentapi.SignedOut:
+                sink.close()
+                self.manager.sign_in_watch.suspect(self.entry)
+                raise
             except BaseException:
                 sink.close()
                 raise
@@ -293,6 +297,8 @@ class ChatRuntime:
             # Another chat's title names that chat (its catalog entry), not the whole session.
             emitted = [(c, a) for c, a in emitted if a.get("type") != "session/titleChanged"]
         self._apply_all(emitted)
+        if event.turn is not None and event.turn.state == agentapi.TurnState.FAILED:
+            self.manager.sign_in_watch.suspect(self.entry)  # an expired sign-in, perhaps
         if event.kind == agentapi.EventKind.EXIT:
             # The contract: after Exit the conversation is closed; the next prompt reopens it.
             if self.sink is not None:
@@ -479,6 +485,8 @@ class ChatRuntime:
             error=type(exc).__name__,
         )
         self._after_failure(call, action, exc)
+        if isinstance(exc, agentapi.SignedOut) or action.get("type") in _STARTS:
+            self.manager.sign_in_watch.suspect(self.entry)  # an expired sign-in?
 
     def _after_success(self, call: Call, action: dict[str, Any]) -> None:
         if isinstance(call, Steer) and action.get("type") == "chat/pendingMessageSet":

@@ -97,14 +97,18 @@ class Hub:
     def notify(self, channel: str, method: str, params: dict[str, Any]) -> None:
         """Send an ephemeral protocol notification (never replayed) to a channel's subscribers,
         shaped and serialised once per wire line in use."""
-        subs = self._subs.get(channel)
-        if subs:
-            frames: dict[str, str | None] = {}
-            for sub in tuple(subs):
-                line = sub.wire.line
-                if line not in frames:
-                    shaped = sub.wire.notification(method, params)
-                    frames[line] = None if shaped is None else notification_frame(method, shaped)
-                frame = frames[line]
-                if frame is not None:
-                    sub.send(frame)
+        notify_each(tuple(self._subs.get(channel, ())), method, params)
+
+
+def notify_each(subs: Iterable[Subscriber], method: str, params: dict[str, Any]) -> None:
+    """Send one protocol notification to each of `subs` in its wire line (a line without it is
+    skipped), shaped and serialised once per line in use."""
+    frames: dict[str, str | None] = {}
+    for sub in subs:
+        line = sub.wire.line
+        if line not in frames:
+            shaped = sub.wire.notification(method, params)
+            frames[line] = None if shaped is None else notification_frame(method, shaped)
+        frame = frames[line]
+        if frame is not None:
+            sub.send(frame)

@@ -94,6 +94,7 @@ class RpcHandler:
         self.clients = clients if clients is not None else KnownClients()
         self.connections: set[Connection] = set()
         self._sign_in = SignIn(sessions)
+        sessions.sign_in_watch.peers = self.connections  # who hears `auth/required`
         self._requests: dict[str, Callable[[Connection, dict[str, Any]], Any]] = {
             "initialize": self.initialize,
             "ping": self.ping,

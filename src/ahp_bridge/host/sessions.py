@@ -155,6 +155,8 @@ class SessionManager:
         self.config: SessionConfig | None = None
         #: Typed session customizations (host/customizations.py), when the host serves them.
         self.customizations: Customizations | None = None
+        #: Notices a runtime that loses its sign-in while the bridge runs (host/auth.py).
+        self.sign_in_watch = auth.SignInWatch(self)
         hub.observers.append(self._observe)
 
     # -- lifetime ------------------------------------------------------------------------------
@@ -224,6 +226,10 @@ class SessionManager:
     async def refresh_agent(self, entry: ProviderEntry) -> None:
         """Re-read a provider's models and sign-in state (after a sign-in) and announce them."""
         entry.models = await self._models(entry)
+        self.announce_agents()
+
+    def announce_agents(self) -> None:
+        """`root/agentsChanged` with every agent as it is now (models, sign-in)."""
         self.hub.apply(ROOT, {"type": "root/agentsChanged", "agents": self._agents()})
 
     @property

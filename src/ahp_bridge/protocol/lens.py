@@ -192,6 +192,13 @@ class Wire07(Wire):
     def summary(self, summary: JSON) -> JSON:
         return wire07.down_summary(summary)
 
+    def notification(self, method: str, params: JSON) -> JSON | None:
+        if method == "auth/required":
+            # Our 0.7.0 defines no such notification (the release's carries only the resource
+            # id): a 0.7 peer learns of a lost sign-in from `root/agentsChanged`.
+            return None
+        return super().notification(method, params)
+
     def initialize_result(self, result: JSON, meta: JSON) -> JSON:
         return result
 
