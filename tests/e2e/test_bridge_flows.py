@@ -761,8 +761,12 @@ async def test_a_turn_cancelled_before_the_provider_saw_it_never_shows_up_again(
         # the next turn is the only thing that follows
         turn = await flow.ended(await flow.start("stream"))
         assert turn["state"] == "complete"
-        assert flow.chat_types(mark) == [
-            "chat/turnStarted",
+        types = flow.chat_types(mark)
+        cut = types.index("chat/turnCancelled")
+        # When the cancel lands after the send, the slow turn's first chunk may come before it
+        # (one part, no more: the pause is an hour); nothing of that turn comes after it.
+        assert types[:cut] in (["chat/turnStarted"], ["chat/turnStarted", "chat/responsePart"])
+        assert types[cut:] == [
             "chat/turnCancelled",
             "chat/turnStarted",
             *streamed("Hello from the fake, streamed in chunks."),
