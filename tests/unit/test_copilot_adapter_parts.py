@@ -7,6 +7,8 @@ import asyncio
 import os
 import stat
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import trio
@@ -16,7 +18,9 @@ from ahp_bridge_copilot.conversation import clean_title, prompt_attachments
 from ahp_bridge_copilot.options import CopilotOptions, OptionsError, find_cli
 from ahp_bridge_copilot.sdk_errors import plain_error, rpc_message
 
-from ahp_bridge.agentapi import Blob, File, Prompt
+from ahp_bridge.agentapi import AgentAPIError, Blob, File, Prompt, TurnState
+from tests.support.copilot_cli import RecordingSink
+from tests.unit.test_copilot_mapping import HINT, SIGNED_OUT_TURN, turn_states
 
 
 def test_options_defaults_and_byok() -> None:
@@ -139,6 +143,66 @@ async def test_cancelled_caller_leaves_the_coroutine_running_unless_asked() -> N
             await loop.run(waits(gate, finished), cancel_on_abort=True)
         await loop.run(finished.wait())
         assert outcome == ["done", "cancelled"]
+    finally:
+        loop.stop()
+
+
+class _Session:
+    """A session whose CLI reports on each prompt before its answer to ``send`` is handled.
+
+    The real CLI does so only sometimes (the SDK queues its answer and the session's events on
+    the loop in arrival order; the awaiting ``send`` resumes after the events queued with it),
+    so this fake makes that order certain. ``refuse`` makes send a JSON-RPC error reply instead.
+    """
+
+    session_id = "s-1"
+
+    def __init__(self, conv: Any, events: list[dict[str, Any]]) -> None:
+        from copilot.generated.session_events import SessionEvent
+
+        self.conv = conv
+        self.events = [SessionEvent.from_dict(raw) for raw in events]
+        self.refuse = False
+
+        async def get_metrics() -> Any:
+            return SimpleNamespace(to_dict=lambda: {"aiCreditsStatus": "unavailable"})
+
+        self.rpc = SimpleNamespace(usage=SimpleNamespace(get_metrics=get_metrics))
+
+    async def send(self, text: str, **kwargs: Any) -> str:
+        from copilot._jsonrpc import JsonRpcError
+
+        if self.refuse:
+            raise JsonRpcError(-32603, "the session is busy")
+        for event in self.events:
+            self.conv.on_sdk_event(event)
+        return "m-1"
+
+
+async def test_a_turn_reported_before_send_returns_works_then_fails_with_the_sentence() -> None:
+    from ahp_bridge_copilot.conversation import CopilotConversation
+
+    loop = AsyncioThread()
+    loop.start()
+    try:
+        sink = RecordingSink()
+        conv = CopilotConversation(loop, sink, lambda _: None, signed_out_hint=HINT)
+        session = _Session(conv, SIGNED_OUT_TURN)
+        loop.call_soon(conv.attach, session)
+        await conv.send(Prompt(text="after"))
+        turn = await sink.turn_end(timeout=10)
+        assert (turn.state, turn.error) == (TurnState.FAILED, HINT)
+        assert turn_states(sink.snapshot()) == [TurnState.WORKING, TurnState.FAILED]
+
+        session.refuse = True  # a refused prompt: an error for the caller, no turn, not busy
+        with pytest.raises(AgentAPIError, match="could not send the prompt: the session is busy"):
+            await conv.send(Prompt(text="refused"))
+        session.refuse = False
+        mark = len(sink.snapshot())
+        await conv.send(Prompt(text="again"))
+        await sink.turn_end(after=mark, timeout=10)
+        states = turn_states(sink.snapshot())
+        assert states == [TurnState.WORKING, TurnState.FAILED] * 2
     finally:
         loop.stop()
 
