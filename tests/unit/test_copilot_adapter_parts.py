@@ -4,8 +4,11 @@ attachments and error wording."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -144,6 +147,85 @@ async def test_cancelled_caller_leaves_the_coroutine_running_unless_asked() -> N
         await loop.run(finished.wait())
         assert outcome == ["done", "cancelled"]
     finally:
+        loop.stop()
+
+
+#: A JSON-RPC peer on stdio: answers one request, then waits for its stdin to close.
+_ANSWER_ONCE = r"""
+import json, sys
+n = int(sys.stdin.buffer.readline().split(b":")[1])
+sys.stdin.buffer.readline()
+request = json.loads(sys.stdin.buffer.read(n))
+body = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"ok": True}}).encode()
+sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+sys.stdout.buffer.flush()
+sys.stdin.buffer.read()
+"""
+
+
+def _loop_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage() for r in caplog.records if r.name == "asyncio" and r.levelno >= logging.ERROR
+    ]
+
+
+async def test_an_answer_to_a_request_cancelled_meanwhile_is_dropped_quietly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The SDK's reader thread schedules ``set_result`` for an answer whose wait is cancelled
+    before that runs (a read given up as its client leaves or the bridge stops): asyncio would
+    log InvalidStateError with a traceback. Here the wait is cancelled at the moment the real
+    SDK client has parsed the answer, which makes that order certain."""
+    from copilot._jsonrpc import JsonRpcClient
+
+    caplog.set_level(logging.DEBUG)
+    loop = AsyncioThread()
+    loop.start()
+    peer = subprocess.Popen(
+        [sys.executable, "-c", _ANSWER_ONCE], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+
+        async def ask() -> str:
+            rpc = JsonRpcClient(peer)
+            rpc.start(asyncio.get_running_loop())
+            tasks: list[asyncio.Future[Any]] = []
+
+            def cancel_the_wait(_: Any) -> None:  # reader thread, before it schedules set_result
+                loop.call_soon(tasks[0].cancel)
+
+            tasks.append(
+                asyncio.ensure_future(rpc.request("ping", on_response_inline=cancel_the_wait))
+            )
+            try:
+                await tasks[0]
+                outcome = "answered"
+            except asyncio.CancelledError:
+                outcome = "cancelled"
+            assert peer.stdin is not None
+            peer.stdin.close()
+            await asyncio.to_thread(peer.wait, 10)
+            await rpc.stop()
+            return outcome
+
+        assert await loop.run(ask()) == "cancelled"
+        assert _loop_errors(caplog) == []
+        assert "came after its request was cancelled" in caplog.text
+
+        async def fails() -> None:  # any other error in a callback is still reported
+            asyncio.get_running_loop().call_soon(int, "not a number")
+            await asyncio.sleep(0)  # the callback runs first
+
+        await loop.run(fails())
+        [reported] = _loop_errors(caplog)
+        assert reported.startswith("Exception in callback int('not a number')")
+    finally:
+        if peer.poll() is None:
+            peer.kill()
+        peer.wait()
+        for pipe in (peer.stdin, peer.stdout):
+            if pipe is not None:
+                pipe.close()
         loop.stop()
 
 
