@@ -4,6 +4,9 @@ The SDK needs a running asyncio loop (its JSON-RPC reader thread hands results b
 and the bridge runs trio. Everything the SDK owns (the client, sessions, event handlers, the
 adapter's per-conversation event mapping) lives on this one loop thread, so none of it needs locks.
 Trio code submits coroutines and waits for them without blocking the trio thread.
+
+The loop drops one error the SDK causes and asyncio would log with a traceback: a late answer
+to a request whose waiter was cancelled (see ``_drop_late_answers``).
 """
 
 from __future__ import annotations
@@ -11,17 +14,43 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import trio
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
 class LoopStopped(RuntimeError):
     """The asyncio thread is not running (never started, or already stopped)."""
+
+
+def _drop_late_answers(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's exception handler: an answer that comes after its waiter gave up is no error.
+
+    The SDK's reader thread hands each answer to the loop as ``future.set_result`` (or
+    ``set_exception`` when the connection ends), checking the future when it schedules the call,
+    not when the call runs. A wait cancelled in between (a read the trio side gave up because
+    its client left or the bridge is stopping) makes that call raise InvalidStateError on a
+    cancelled future, which asyncio logs at error with a traceback and the answer's contents.
+    Nobody waits for that answer: drop it. Everything else goes to asyncio's default handler.
+    """
+    exc = context.get("exception")
+    callback = getattr(context.get("handle"), "_callback", None)
+    future = getattr(callback, "__self__", None)
+    if (
+        isinstance(exc, asyncio.InvalidStateError)
+        and isinstance(future, asyncio.Future)
+        and future.cancelled()
+        and getattr(callback, "__name__", "") in ("set_result", "set_exception")
+    ):
+        log.debug("copilot: dropped an answer that came after its request was cancelled")
+        return
+    loop.default_exception_handler(context)
 
 
 class AsyncioThread:
@@ -50,6 +79,7 @@ class AsyncioThread:
             return
         ready = threading.Event()
         loop = asyncio.new_event_loop()
+        loop.set_exception_handler(_drop_late_answers)
 
         def main() -> None:
             asyncio.set_event_loop(loop)

@@ -311,20 +311,24 @@ class CopilotConversation:
     ) -> None:
         async def go() -> None:
             session = self._require_session()
-            if self._mapper.turn.active:
+            if self._mapper.busy:
                 raise Busy("a turn is still running; send again when it has ended")
             kwargs: dict[str, Any] = {"mode": "enqueue"}
             if attachments:
                 kwargs["attachments"] = attachments
             if display:
                 kwargs["display_prompt"] = display
+            self._mapper.submit_turn()  # what the CLI says before send returns is this turn's
             try:
                 await session.send(text, **kwargs)
-            except Exception as exc:
+            except BaseException as exc:
+                self._emit_all(self._mapper.turn_not_accepted())
+                if not isinstance(exc, Exception):
+                    raise
                 if is_definite_rejection(exc):
                     raise AgentAPIError(plain_error("send the prompt", exc)) from None
                 raise SubmissionUncertain(plain_error("send the prompt", exc)) from None
-            self._emit_all(self._mapper.begin_turn())
+            self._emit_all(self._mapper.turn_accepted())
 
         await self._run(go)
 
@@ -676,6 +680,7 @@ class CopilotConversation:
             if self._closed:
                 return
             session = self._session
+            self._mapper.turn_not_accepted()  # a prompt on its way: nothing of it comes now
             self._emit_all(self._mapper.expire_all("conversation closed"))
             self._finish_close()
             if session is not None:

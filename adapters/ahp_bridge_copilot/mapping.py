@@ -188,16 +188,55 @@ class EventMapper:
     """Said instead of the runtime's own words when a turn fails for want of a sign-in."""
     mcp: dict[str, MCPServerStatus] = field(default_factory=dict)
     """The conversation's MCP servers as the CLI last reported them."""
+    held: list[Event] | None = None
+    """While our prompt is on its way (``submit_turn``): what the CLI's events mapped to so far."""
 
     # -- calls from the conversation ------------------------------------------------------------
 
     def begin_turn(self) -> list[Event]:
-        """A prompt was accepted: the turn is working (idempotent while one runs)."""
+        """A turn we did not submit (the CLI reports it): working (idempotent while one runs)."""
         if self.turn.active:
             return []
         self.turn = _TurnState(active=True, model=self.model)
         turn = Turn(state=TurnState.WORKING, model=self.model)
         return [Event(kind=EventKind.TURN, turn=turn)]
+
+    def submit_turn(self) -> None:
+        """Our prompt is about to go out: the turn runs from now on; what it says is held.
+
+        A turn's events can be mapped before ``send`` returns: the CLI may send them before its
+        answer, and events queued on the loop together with the answer run first (the awaiting
+        coroutine resumes a step later). A signed-out CLI fails a turn within milliseconds, so
+        its error and its end often come first. So the turn is active before the prompt goes
+        out, and what the CLI says meanwhile counts for it but is held: it follows ``working``
+        once the prompt is accepted (``turn_accepted``); a refused prompt started no turn.
+        """
+        self.turn = _TurnState(active=True, model=self.model)
+        self.held = []
+
+    def turn_accepted(self) -> list[Event]:
+        """The CLI accepted our prompt: working, then what the turn said meanwhile."""
+        held, self.held = self.held, None
+        if held is None:
+            return []  # given up already (the conversation closed, the runtime exited)
+        working = Event(kind=EventKind.TURN, turn=Turn(state=TurnState.WORKING, model=self.model))
+        return [working, *held]
+
+    def turn_not_accepted(self) -> list[Event]:
+        """Our prompt was not accepted (or its fate is unknown): no turn started here.
+
+        Returns what was held except the turn's own states; the caller reports the failure.
+        """
+        held, self.held = self.held, None
+        if held is None:
+            return []
+        self.turn = _TurnState(model=self.model)
+        return [e for e in held if e.kind is not EventKind.TURN]
+
+    @property
+    def busy(self) -> bool:
+        """A turn runs, or our prompt for one is on its way."""
+        return self.turn.active or self.held is not None
 
     def note_cancel(self) -> None:
         self.turn.cancel_requested = True
@@ -227,8 +266,12 @@ class EventMapper:
         return out
 
     def end_turn_exit(self, error: str) -> list[Event]:
-        """The runtime went away mid-turn: fail the turn and expire what it waited on."""
-        out = self.expire_all("runtime exited")
+        """The runtime went away mid-turn: fail the turn and expire what it waited on.
+
+        A prompt still on its way started no turn: its ``send`` fails, and the caller says so.
+        """
+        out = self.turn_not_accepted()
+        out += self.expire_all("runtime exited")
         if self.turn.active:
             self.turn.active = False
             out.append(Event(kind=EventKind.TURN, turn=Turn(state=TurnState.FAILED, error=error)))
@@ -247,7 +290,11 @@ class EventMapper:
             return []
         agent = _str(ev.get("agentId"))
         at = parse_time(ev.get("timestamp"))
-        return handler(self, ev, data, agent, at)
+        out = handler(self, ev, data, agent, at)
+        if self.held is not None:
+            self.held.extend(out)
+            return []
+        return out
 
     # user and assistant messages
 

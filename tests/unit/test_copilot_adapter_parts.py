@@ -4,9 +4,14 @@ attachments and error wording."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import trio
@@ -16,7 +21,9 @@ from ahp_bridge_copilot.conversation import clean_title, prompt_attachments
 from ahp_bridge_copilot.options import CopilotOptions, OptionsError, find_cli
 from ahp_bridge_copilot.sdk_errors import plain_error, rpc_message
 
-from ahp_bridge.agentapi import Blob, File, Prompt
+from ahp_bridge.agentapi import AgentAPIError, Blob, File, Prompt, TurnState
+from tests.support.copilot_cli import RecordingSink
+from tests.unit.test_copilot_mapping import HINT, SIGNED_OUT_TURN, turn_states
 
 
 def test_options_defaults_and_byok() -> None:
@@ -139,6 +146,145 @@ async def test_cancelled_caller_leaves_the_coroutine_running_unless_asked() -> N
             await loop.run(waits(gate, finished), cancel_on_abort=True)
         await loop.run(finished.wait())
         assert outcome == ["done", "cancelled"]
+    finally:
+        loop.stop()
+
+
+#: A JSON-RPC peer on stdio: answers one request, then waits for its stdin to close.
+_ANSWER_ONCE = r"""
+import json, sys
+n = int(sys.stdin.buffer.readline().split(b":")[1])
+sys.stdin.buffer.readline()
+request = json.loads(sys.stdin.buffer.read(n))
+body = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"ok": True}}).encode()
+sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+sys.stdout.buffer.flush()
+sys.stdin.buffer.read()
+"""
+
+
+def _loop_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage() for r in caplog.records if r.name == "asyncio" and r.levelno >= logging.ERROR
+    ]
+
+
+async def test_an_answer_to_a_request_cancelled_meanwhile_is_dropped_quietly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The SDK's reader thread schedules ``set_result`` for an answer whose wait is cancelled
+    before that runs (a read given up as its client leaves or the bridge stops): asyncio would
+    log InvalidStateError with a traceback. Here the wait is cancelled at the moment the real
+    SDK client has parsed the answer, which makes that order certain."""
+    from copilot._jsonrpc import JsonRpcClient
+
+    caplog.set_level(logging.DEBUG)
+    loop = AsyncioThread()
+    loop.start()
+    peer = subprocess.Popen(
+        [sys.executable, "-c", _ANSWER_ONCE], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+
+        async def ask() -> str:
+            rpc = JsonRpcClient(peer)
+            rpc.start(asyncio.get_running_loop())
+            tasks: list[asyncio.Future[Any]] = []
+
+            def cancel_the_wait(_: Any) -> None:  # reader thread, before it schedules set_result
+                loop.call_soon(tasks[0].cancel)
+
+            tasks.append(
+                asyncio.ensure_future(rpc.request("ping", on_response_inline=cancel_the_wait))
+            )
+            try:
+                await tasks[0]
+                outcome = "answered"
+            except asyncio.CancelledError:
+                outcome = "cancelled"
+            assert peer.stdin is not None
+            peer.stdin.close()
+            await asyncio.to_thread(peer.wait, 10)
+            await rpc.stop()
+            return outcome
+
+        assert await loop.run(ask()) == "cancelled"
+        assert _loop_errors(caplog) == []
+        assert "came after its request was cancelled" in caplog.text
+
+        async def fails() -> None:  # any other error in a callback is still reported
+            asyncio.get_running_loop().call_soon(int, "not a number")
+            await asyncio.sleep(0)  # the callback runs first
+
+        await loop.run(fails())
+        [reported] = _loop_errors(caplog)
+        assert reported.startswith("Exception in callback int('not a number')")
+    finally:
+        if peer.poll() is None:
+            peer.kill()
+        peer.wait()
+        for pipe in (peer.stdin, peer.stdout):
+            if pipe is not None:
+                pipe.close()
+        loop.stop()
+
+
+class _Session:
+    """A session whose CLI reports on each prompt before its answer to ``send`` is handled.
+
+    The real CLI does so only sometimes (the SDK queues its answer and the session's events on
+    the loop in arrival order; the awaiting ``send`` resumes after the events queued with it),
+    so this fake makes that order certain. ``refuse`` makes send a JSON-RPC error reply instead.
+    """
+
+    session_id = "s-1"
+
+    def __init__(self, conv: Any, events: list[dict[str, Any]]) -> None:
+        from copilot.generated.session_events import SessionEvent
+
+        self.conv = conv
+        self.events = [SessionEvent.from_dict(raw) for raw in events]
+        self.refuse = False
+
+        async def get_metrics() -> Any:
+            return SimpleNamespace(to_dict=lambda: {"aiCreditsStatus": "unavailable"})
+
+        self.rpc = SimpleNamespace(usage=SimpleNamespace(get_metrics=get_metrics))
+
+    async def send(self, text: str, **kwargs: Any) -> str:
+        from copilot._jsonrpc import JsonRpcError
+
+        if self.refuse:
+            raise JsonRpcError(-32603, "the session is busy")
+        for event in self.events:
+            self.conv.on_sdk_event(event)
+        return "m-1"
+
+
+async def test_a_turn_reported_before_send_returns_works_then_fails_with_the_sentence() -> None:
+    from ahp_bridge_copilot.conversation import CopilotConversation
+
+    loop = AsyncioThread()
+    loop.start()
+    try:
+        sink = RecordingSink()
+        conv = CopilotConversation(loop, sink, lambda _: None, signed_out_hint=HINT)
+        session = _Session(conv, SIGNED_OUT_TURN)
+        loop.call_soon(conv.attach, session)
+        await conv.send(Prompt(text="after"))
+        turn = await sink.turn_end(timeout=10)
+        assert (turn.state, turn.error) == (TurnState.FAILED, HINT)
+        assert turn_states(sink.snapshot()) == [TurnState.WORKING, TurnState.FAILED]
+
+        session.refuse = True  # a refused prompt: an error for the caller, no turn, not busy
+        with pytest.raises(AgentAPIError, match="could not send the prompt: the session is busy"):
+            await conv.send(Prompt(text="refused"))
+        session.refuse = False
+        mark = len(sink.snapshot())
+        await conv.send(Prompt(text="again"))
+        await sink.turn_end(after=mark, timeout=10)
+        states = turn_states(sink.snapshot())
+        assert states == [TurnState.WORKING, TurnState.FAILED] * 2
     finally:
         loop.stop()
 

@@ -260,6 +260,125 @@ def test_upstream_error_fails_the_turn() -> None:
     assert notice.text == "400 fake upstream failure"
 
 
+#: A turn of a signed-out CLI, as the CLI 1.0.102 sent it (recorded through the bridge): it
+#: fails within milliseconds, often before the CLI's answer to ``send`` is back with the adapter.
+SIGNED_OUT_TURN = [
+    {
+        "type": "session.error",
+        "id": "adc37705-bcf4-407e-983d-1af901b30e76",
+        "timestamp": "2026-12-01T11:52:13.697Z",
+        "parentId": None,
+        "data": {
+            "errorType": "query",
+            "message": "Execution failed: InvalidArg, No GitHub OAuth token or Copilot HMAC key "
+            "provided",
+        },
+    },
+    {
+        "type": "assistant.idle",
+        "id": "cb62e40c-1e86-4111-926a-1e1f7c288824",
+        "timestamp": "2026-12-01T11:52:13.698Z",
+        "parentId": None,
+        "ephemeral": True,
+        "data": {},
+    },
+    {
+        "type": "session.idle",
+        "id": "7bba44d8-3ba0-4222-9da8-ee2f1c9ecb8d",
+        "timestamp": "2026-12-01T11:52:13.703Z",
+        "parentId": None,
+        "ephemeral": True,
+        "data": {"mode": "interactive"},
+    },
+]
+HINT = "GitHub Copilot is signed out: sign in from your client."
+
+
+def submitted(
+    stream: list[dict[str, Any]], before_answer: int, mapper: EventMapper | None = None
+) -> list[Event]:
+    """A prompt we send whose turn is ``stream``; ``before_answer`` of its events are mapped
+    before the CLI's answer to send is handled (the order the loop can run them in)."""
+    mapper = mapper or EventMapper()
+    mapper.submit_turn()
+    events: list[Event] = []
+    for raw in stream[:before_answer]:
+        events.extend(mapper.map(raw))
+    assert events == []  # held until the prompt is accepted
+    assert mapper.busy  # a second prompt meanwhile is refused with Busy
+    events.extend(mapper.turn_accepted())
+    for raw in stream[before_answer:]:
+        events.extend(mapper.map(raw))
+    assert not mapper.busy  # the turn ended: the next prompt may go
+    return events
+
+
+@pytest.mark.parametrize("before_answer", range(len(SIGNED_OUT_TURN) + 1))
+def test_a_signed_out_turn_fails_with_the_sentence_however_late_send_returns(
+    before_answer: int,
+) -> None:
+    """An early error used to be lost (the turn "completed"), an early end too (the turn stayed
+    working): now the turn works, then fails with the one sentence, in that order."""
+    from copilot.generated.session_events import SessionEvent
+
+    for raw in SIGNED_OUT_TURN:
+        SessionEvent.from_dict(raw)  # the SDK's strict parser accepts them
+    events = submitted(SIGNED_OUT_TURN, before_answer, EventMapper(signed_out_hint=HINT))
+    assert turn_states(events) == [TurnState.WORKING, TurnState.FAILED]
+    assert events[0].turn is not None and events[0].turn.state is TurnState.WORKING
+    final = [e.turn for e in events if e.turn is not None][-1]
+    assert final.error == HINT
+    (notice,) = items(events, ItemKind.NOTICE)
+    assert notice.text == HINT
+
+
+@pytest.mark.parametrize("before_answer", [0, 1, 3, 10, 10_000])
+def test_a_streamed_turn_reads_the_same_however_late_send_returns(before_answer: int) -> None:
+    """Working first, then the user item, deltas and the end, exactly as when the answer came
+    first: nothing of a turn goes out before its working."""
+    opened, stream = load("text_reasoning")[:1], load("text_reasoning")[1:]  # session.start
+    assert [raw["type"] for raw in opened] == ["session.start"]
+    reference, mapper = EventMapper(), EventMapper()
+    for m in (reference, mapper):
+        assert [e for raw in opened for e in m.map(raw)] == []
+    expected = reference.begin_turn() + [e for raw in stream for e in reference.map(raw)]
+    assert turn_states(expected) == [TurnState.WORKING, TurnState.COMPLETED]
+    assert submitted(stream, before_answer, mapper) == expected
+
+
+def test_a_prompt_the_cli_refused_started_no_turn() -> None:
+    mapper = EventMapper(signed_out_hint=HINT)
+    mapper.submit_turn()
+    assert mapper.map(SIGNED_OUT_TURN[0]) == []
+    assert mapper.map(SIGNED_OUT_TURN[-1]) == []
+    released = mapper.turn_not_accepted()
+    assert turn_states(released) == []  # no turn here: the caller reports the refusal
+    assert [i.text for i in items(released, ItemKind.NOTICE)] == [HINT]  # what else was said
+    assert not mapper.busy
+    assert mapper.turn_accepted() == []
+    assert mapper.map(SIGNED_OUT_TURN[-1]) == []  # a later idle ends nothing
+
+
+def test_a_cancel_before_send_returns_cancels_the_turn_after_it_started() -> None:
+    mapper = EventMapper()
+    mapper.submit_turn()
+    mapper.note_cancel()
+    events = mapper.map({"type": "abort", "data": {"reason": "user_initiated"}})
+    events += mapper.map({"type": "session.idle", "data": {"aborted": True}})
+    events += mapper.turn_accepted()
+    assert turn_states(events) == [TurnState.WORKING, TurnState.CANCELLED]
+
+
+def test_the_runtime_exiting_before_send_returns_started_no_turn() -> None:
+    mapper = EventMapper(signed_out_hint=HINT)
+    mapper.submit_turn()
+    mapper.map(SIGNED_OUT_TURN[0])
+    events = mapper.end_turn_exit("the Copilot CLI exited unexpectedly (exit code 1)")
+    assert turn_states(events) == []  # send fails (its outcome unknown): the caller says so
+    assert [i.text for i in items(events, ItemKind.NOTICE)] == [HINT]
+    assert mapper.turn_accepted() == [] and not mapper.busy
+
+
 def test_own_title_echo_is_ignored_and_model_change_is_reported() -> None:
     mapper = EventMapper()
     mapper.note_own_title("Chosen title")
