@@ -194,6 +194,12 @@ async def test_sigkill_mid_turn_then_restart_loses_no_session(
         done = await finished(client, chat, done_id)
         assert done["state"] == "complete"
         await client.wait_for(lambda: client.states[session]["title"] == "Durable demo")
+        # The model is changed mid-session (between turns); the catalog records the choice.
+        change = {"type": "session/configChanged", "config": {"model": "fake-deep"}}
+        echo = await client.echo_of(await client.dispatch(session, change))
+        assert "rejectionReason" not in echo, echo
+        deep = {"model": "fake-deep", "effort": "high"}
+        await client.dispatch(session, {"type": "session/configChanged", "config": deep})
         gone_session, _ = await new_session(client)
         slow_id = await start_turn(client, chat, "slow")
         await client.wait_for(
@@ -208,6 +214,7 @@ async def test_sigkill_mid_turn_then_restart_loses_no_session(
                 rs
                 if any(c.active_turn for r in rs for c in r.chats)
                 and any(r.title == "Durable demo" for r in rs)
+                and any((r.settings or {}).get("effort") == "high" for r in rs)
                 else None
             ),
         )
@@ -252,6 +259,8 @@ async def test_sigkill_mid_turn_then_restart_loses_no_session(
 
         session_state = (await client.subscribe(session))["state"]
         assert session_state["lifecycle"] == "ready"
+        values = session_state["config"]["values"]  # the settings survived the SIGKILL
+        assert (values["model"], values["effort"]) == ("fake-deep", "high")
         assert session_state["defaultChat"] == chat
         assert session_state["title"] == "Durable demo"
         (entry,) = session_state["chats"]
@@ -263,6 +272,8 @@ async def test_sigkill_mid_turn_then_restart_loses_no_session(
         assert turn["state"] == "complete"
         assert [p["content"] for p in parts(turn, "markdown")] == ["Here is the answer."]
         assert client.states[chat]["turns"][-1]["id"] == again
+        ends = [a for a in client.actions(chat) if a["type"] == "chat/turnComplete"]
+        assert ends[-1]["_meta"]["ahpBridge.model"] == "fake-deep"
 
         # The session whose conversation the provider lost gets a new one (host/healing.py),
         # says so in its chat, records it, and runs turns again.

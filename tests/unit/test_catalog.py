@@ -99,12 +99,59 @@ def test_a_version_1_catalog_is_migrated_keeping_its_sessions(tmp_path: Path) ->
         )
     catalog = Catalog.open(tmp_path)
     try:
-        assert catalog.version == SCHEMA_VERSION == 3
+        assert catalog.version == SCHEMA_VERSION == 4
         assert [r.uri for r in catalog.sessions()] == ["ahp-session:/v1"]
         assert [catalog.next_run(), catalog.next_run()] == [1, 2]
         assert catalog.client_lines() == {}
     finally:
         catalog.close()
+
+
+def test_a_version_3_catalog_gets_settings_and_its_sessions_read_as_having_none(
+    tmp_path: Path,
+) -> None:
+    """Migration 4 adds the settings values; a session recorded before has none recorded (the
+    restore shows the provider's defaults) and takes values from then on."""
+    with sqlite3.connect(tmp_path / DB_NAME) as conn:
+        for migration in MIGRATIONS[:3]:
+            for statement in migration:
+                conn.execute(statement)
+        conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        conn.execute("INSERT INTO schema_version VALUES (3)")
+        conn.execute(
+            "INSERT INTO sessions (uri, provider, workdir, title, created_at, modified_at, status,"
+            " default_chat) VALUES ('ahp-session:/v3', 'fake', '/w', 'Old', ?, ?, 'ready', "
+            "'ahp-chat:/1')",
+            (T0, T1),
+        )
+        conn.execute(
+            "INSERT INTO chats (uri, session_uri, conversation_id, created_at, modified_at)"
+            " VALUES ('ahp-chat:/1', 'ahp-session:/v3', 'conv-1', ?, ?)",
+            (T0, T0),
+        )
+    catalog = Catalog.open(tmp_path)
+    try:
+        assert catalog.version == 4
+        (old,) = catalog.sessions()
+        assert (old.uri, old.title, old.status, old.default_chat) == (
+            "ahp-session:/v3",
+            "Old",
+            READY,
+            "ahp-chat:/1",
+        )
+        assert [c.conversation_id for c in old.chats] == ["conv-1"]
+        assert old.settings is None
+        values = {"model": "fake-plain", "effort": "", "workingDirectory": "file:///w"}
+        assert catalog.update_session("ahp-session:/v3", settings=values)
+    finally:
+        catalog.close()
+    reopened = Catalog.open(tmp_path)  # no migration runs again; the values stay
+    try:
+        assert reopened.version == 4
+        stored = reopened.get("ahp-session:/v3")
+        assert stored is not None and stored.settings == values
+    finally:
+        reopened.close()
 
 
 def test_client_lines_are_kept_newest_and_bounded(
@@ -214,6 +261,42 @@ def test_session_and_chat_records_round_trip(catalog: Catalog) -> None:
     assert stored.default_chat == "ahp-chat:/1"
     assert stored.import_conversation == "c0"
     assert [c.conversation_id for c in stored.chats] == ["conv-1", "conv-2"]
+    assert stored.settings is None  # none given: none recorded
+
+
+def test_settings_values_round_trip_and_are_replaced_whole(catalog: Catalog) -> None:
+    values = {"model": "fake-fast", "effort": "high", "contextSize": "long", "agent": "reviewer"}
+    catalog.add_session(session(settings=values))
+    stored = catalog.get("ahp-session:/a")
+    assert stored is not None and stored.settings == values
+    assert catalog.update_session("ahp-session:/a", settings={"model": "fake-plain"})
+    (listed,) = catalog.sessions()
+    assert listed.settings == {"model": "fake-plain"}
+    assert catalog.update_session("ahp-session:/a", settings={})
+    stored = catalog.get("ahp-session:/a")
+    assert stored is not None and stored.settings == {}  # recorded, empty: not "none recorded"
+
+
+def test_unreadable_settings_read_as_none_recorded(tmp_path: Path) -> None:
+    """A settings text that is not a JSON object (written by hand) is not trusted: the restore
+    then shows the provider's defaults rather than failing."""
+    catalog = Catalog.open(tmp_path)
+    try:
+        catalog.add_session(session())
+    finally:
+        catalog.close()
+    with sqlite3.connect(tmp_path / DB_NAME) as conn:
+        conn.execute("UPDATE sessions SET settings = '[1, 2'")
+    catalog = Catalog.open(tmp_path)
+    try:
+        stored = catalog.get("ahp-session:/a")
+        assert stored is not None and stored.settings is None
+        with sqlite3.connect(tmp_path / DB_NAME) as conn:
+            conn.execute("UPDATE sessions SET settings = '[1, 2]'")
+        stored = catalog.get("ahp-session:/a")
+        assert stored is not None and stored.settings is None
+    finally:
+        catalog.close()
 
 
 def test_adding_a_session_twice_is_refused_and_keeps_the_first(catalog: Catalog) -> None:

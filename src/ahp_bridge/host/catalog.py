@@ -2,8 +2,10 @@
 
 The provider owns transcripts; the bridge owns the mapping from each AHP session URI to its
 provider and, per chat, the provider conversation id, plus working directories, titles,
-timestamps, the lifecycle status and the turn that was running when the record was last
-written (so a turn interrupted by a crash can be shown as ended after a restart).
+timestamps, the lifecycle status, the session's settings values (model, effort, context size,
+agent: what `SessionState.config.values` held last, so a restored session keeps them) and the
+turn that was running when the record was last written (so a turn interrupted by a crash can be
+shown as ended after a restart).
 
 `Catalog` is the synchronous store (stdlib `sqlite3`, WAL, a schema version table with
 migrations). The bridge holds an exclusive `fcntl` lock on `catalog.lock` next to the
@@ -95,6 +97,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # that reconnects after a restart is spoken to in the line it chose (bounded, newest).
         "CREATE TABLE clients (client_id TEXT PRIMARY KEY, line TEXT NOT NULL, seen INTEGER)",
     ),
+    (
+        # The session's settings values (JSON of `SessionState.config.values`); '' for a
+        # session recorded before settings were kept (restored with the provider's defaults).
+        "ALTER TABLE sessions ADD COLUMN settings TEXT NOT NULL DEFAULT ''",
+    ),
 )
 #: Client lines kept in the catalog (the newest by last use).
 CLIENTS_KEPT = 10_000
@@ -141,16 +148,18 @@ class SessionRecord:
     default_chat: str = ""
     #: A provider conversation this session was imported from (opened instead of a new one).
     import_conversation: str = ""
+    #: Its settings values (`SessionState.config.values`); None when none were recorded.
+    settings: dict[str, Any] | None = None
     chats: list[ChatRecord] = field(default_factory=list)
 
 
 _SESSION_COLUMNS = (
     "uri, provider, working_directories, workdir, title, created_at, modified_at, status, "
-    "error, default_chat, import_conversation"
+    "error, default_chat, import_conversation, settings"
 )
 _CHAT_COLUMNS = "uri, conversation_id, created_at, modified_at, title, active_turn"
 _SESSION_FIELDS = frozenset(
-    {"title", "modified_at", "status", "error", "default_chat", "working_directories"}
+    {"title", "modified_at", "status", "error", "default_chat", "working_directories", "settings"}
 )
 _CHAT_FIELDS = frozenset({"title", "modified_at", "active_turn", "conversation_id"})
 
@@ -279,7 +288,8 @@ class Catalog:
             return self._session(row) if row is not None else None
 
     def _session(self, row: tuple[Any, ...]) -> SessionRecord:
-        (uri, provider, dirs, workdir, title, created, modified, status, error, default, imp) = row
+        uri, provider, dirs, workdir, title, created, modified, status, error, default = row[:10]
+        imp, values = row[10:]
         chats = [
             ChatRecord(*chat)
             for chat in self._conn.execute(
@@ -299,6 +309,7 @@ class Catalog:
             error=error,
             default_chat=default,
             import_conversation=imp,
+            settings=_json_dict(values),
             chats=chats,
         )
 
@@ -309,7 +320,7 @@ class Catalog:
         with self._tx():
             try:
                 self._conn.execute(
-                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         record.uri,
                         record.provider,
@@ -322,6 +333,7 @@ class Catalog:
                         record.error,
                         record.default_chat,
                         record.import_conversation,
+                        _settings_text(record.settings),
                     ),
                 )
             except sqlite3.IntegrityError:
@@ -338,6 +350,8 @@ class Catalog:
             return self.get(uri) is not None
         if "working_directories" in fields:
             fields["working_directories"] = json.dumps(fields["working_directories"])
+        if "settings" in fields:
+            fields["settings"] = _settings_text(fields["settings"])
         assignments = ", ".join(f"{name} = ?" for name in fields)
         with self._tx():
             cur = self._conn.execute(
@@ -521,6 +535,21 @@ def _unlock(fd: int | None) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
     with contextlib.suppress(OSError):
         os.close(fd)
+
+
+def _settings_text(values: dict[str, Any] | None) -> str:
+    return "" if values is None else json.dumps(values, sort_keys=True)
+
+
+def _json_dict(text: str) -> dict[str, Any] | None:
+    """Recorded settings values; None for none recorded (or a value that is not an object)."""
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _json_list(text: str) -> list[str]:

@@ -1,16 +1,19 @@
 """Durable sessions in the running host: what the session manager records and restores.
 
-The session manager records each session before it is announced and each chat's provider
-conversation before the chat is published; this module observes applied actions to keep
-titles, modification times and each chat's running turn recorded (see `catalog.py` for the
-store). After a restart, sessions from the catalog stay *dormant*: listed from their record,
-not in the store, until a request names them or one of their chats. Restoring one reopens
-each chat's conversation by id, reads its record (whole, through a HistoryPager when the
-provider has one), rebuilds the completed turns (`translate.history`), ends the turn that
-was running when the bridge stopped as interrupted, and puts session and chats in the store.
-A chat whose conversation the provider no longer has gets a new one, recorded and announced in
-the chat (host/healing.py). A session that cannot be restored stays listed, in creationFailed
-with the reason.
+The session manager records each session (with its settings values) before it is announced
+and each chat's provider conversation before the chat is published; this module observes
+applied actions to keep titles, modification times, settings values and each chat's running
+turn recorded (see `catalog.py` for the store). After a restart, sessions from the catalog stay
+*dormant*: listed from their record, not in the store, until a request names them or one of
+their chats. Restoring one first rebuilds its settings (the schema from the provider as at
+createSession, the recorded values checked loosely: one the provider no longer offers becomes
+the default, and the default chat's conversation is switched to it), so every reopen's
+OpenRequest carries them; then it reopens each chat's conversation by id, reads its record
+(whole, through a HistoryPager when the provider has one), rebuilds the completed turns
+(`translate.history`), ends the turn that was running when the bridge stopped as interrupted,
+and puts session and chats in the store. A chat whose conversation the provider no longer has
+gets a new one, recorded and announced in the chat (host/healing.py). A session that cannot be
+restored stays listed, in creationFailed with the reason.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from ahp_bridge.state import status as st
 from ahp_bridge.state.envelope import Envelope
 from ahp_bridge.translate._wire import clean_line
 from ahp_bridge.translate.history import mark_interrupted, turns_from_history
+from ahp_bridge.translate.session_config import CONTEXT_SIZE, EFFORT, MODEL
 
 if TYPE_CHECKING:
     from ahp_bridge.host.chat import ChatRuntime
@@ -103,8 +107,11 @@ class SessionCatalog:
 
     # -- recording -----------------------------------------------------------------------------
 
-    async def session_created(self, session: Session) -> None:
-        """Record a new session before it is announced (raises when it cannot be)."""
+    async def session_created(
+        self, session: Session, settings: dict[str, Any] | None = None
+    ) -> None:
+        """Record a new session and its settings values before it is announced (raises when it
+        cannot be)."""
         await self.catalog.call(
             Catalog.add_session,
             SessionRecord(
@@ -115,6 +122,7 @@ class SessionCatalog:
                 modified_at=session.created_at,
                 working_directories=list(session.working_directories),
                 import_conversation=session.import_conversation,
+                settings=settings,
             ),
         )
 
@@ -167,6 +175,12 @@ class SessionCatalog:
             chat_uri = action.get("chat")
             if isinstance(chat_uri, str) and chat_uri in self.manager.chats:
                 self.catalog.submit(Catalog.update_chat, chat_uri, title=str(changes["title"]))
+            return
+        if kind == "session/configChanged" and envelope.channel in self.manager.sessions:
+            config = self.manager.hub.store.state(envelope.channel).get("config")
+            if isinstance(config, dict):  # accepted, completed or put back: what it holds now
+                values = dict(config.get("values") or {})
+                self.catalog.submit(Catalog.update_session, envelope.channel, settings=values)
             return
         if kind == "session/titleChanged" and envelope.channel in self.manager.sessions:
             now = self.manager.clock.now_iso()
@@ -309,6 +323,7 @@ class SessionCatalog:
         opened: list[tuple[ChatRuntime, ChatRecord, list[dict[str, Any]]]] = []
         replaced: list[ChatRuntime] = []
         error = self._unrestorable(record)
+        config, dropped = await self._settings(session, record) if error is None else (None, {})
         for chat_record in record.chats if error is None else []:
             try:
                 try:
@@ -349,6 +364,8 @@ class SessionCatalog:
         }
         if error is not None:
             state["creationError"] = error
+        if config is not None:
+            state["config"] = config
         if record.working_directories:
             state["workingDirectories"] = list(record.working_directories)
         manager.add_session_channels(record.uri, state)
@@ -368,12 +385,50 @@ class SessionCatalog:
                 manager.hub.apply(
                     record.uri, {"type": "session/defaultChatChanged", "defaultChat": chat.uri}
                 )
+                if chat not in replaced:  # a new conversation was opened with the settings
+                    self._fall_back(chat, dropped)
             if chat_record.active_turn:
                 self.catalog.submit(Catalog.update_chat, chat.uri, active_turn="")
             if chat in replaced:
                 announce(chat, chat_record.conversation_id)
         manager._active_sessions_changed()
         log.info("session restored", session=record.uri, chats=len(opened), failed=bool(error))
+
+    async def _settings(
+        self, session: Session, record: SessionRecord
+    ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """The session's `config` state rebuilt from its recorded values, and the values that
+        did not survive; sets `session.settings` (so each reopen's OpenRequest carries them)."""
+        served = self.manager.config
+        if served is None:
+            return None, {}
+        config, session.settings, dropped = await served.for_restore(
+            record.provider, record.settings, session.workdir
+        )
+        if dropped:
+            log.info(
+                "settings no longer offered, defaults used",
+                session=record.uri,
+                recorded=dropped,
+                now={k: config["values"].get(k) for k in dropped},
+            )
+        if config["values"] != record.settings:
+            self.catalog.submit(Catalog.update_session, record.uri, settings=config["values"])
+        return config, dropped
+
+    def _fall_back(self, chat: ChatRuntime, dropped: dict[str, Any]) -> None:
+        """A reopened conversation keeps its own model (OpenRequest.model does not switch it):
+        when the recorded one is no longer offered, switch it to the default the state shows."""
+        chosen = chat.session.settings
+        if not chosen.model or not dropped.keys() & {MODEL, EFFORT, CONTEXT_SIZE}:
+            return
+
+        def failed(exc: Exception) -> None:
+            log.warning("default model not applied", chat=chat.uri, error=type(exc).__name__)
+
+        calls = [lambda c: c.set_model(chosen.model, chosen.effort, chosen.context_size)]
+        if not chat.enqueue_calls(calls, failed):
+            log.warning("default model not applied", chat=chat.uri, error="queue full")
 
     def _show_failed(self, record: SessionRecord, exc: Exception) -> None:
         """A restore that broke unexpectedly: the session stays listed, with the error."""

@@ -7,7 +7,10 @@ context sizes), its custom agents (`ConfigurationDiscoverer.discover_agents` for
 directory), its execution modes and the working directory; the importable conversations of the
 durable catalog are added to it. `createSession` checks the values strictly (a value that does
 not fit is an error naming it) and puts schema and values in `SessionState.config`; the values
-reach `OpenRequest` (model, effort, context size, agent, working directory). A client's
+reach `OpenRequest` (model, effort, context size, agent, working directory). The catalog keeps
+the values (host/durable_sessions.py); a session restored after a restart gets its schema built
+again the same way, its recorded values checked loosely (one the provider no longer offers
+becomes the default). A client's
 `session/configChanged` is checked against that schema and the session's state; accepted, its
 calls (`SetModel`, `SelectAgent`) run on the default chat's call queue, and a call that fails
 puts the previous values back (`session/configChanged{replace}`) so the state never claims a
@@ -132,6 +135,23 @@ class SessionConfig:
         lookup = {**params, "workingDirectory": directory or _file_uri(workdir)}
         schema, values = await self.schema(lookup, strict=True)
         return {"schema": schema, "values": values}, settings_of(values)
+
+    # -- a restored session -------------------------------------------------------------------
+
+    async def for_restore(
+        self, provider: str, recorded: dict[str, Any] | None, workdir: str
+    ) -> tuple[dict[str, Any], Settings, dict[str, Any]]:
+        """A restored session's `config` state and settings from its recorded values, checked
+        (not strictly) against what the provider offers now; the third item holds the recorded
+        values that did not survive (a model gone: the default instead)."""
+        given = dict(recorded or {})
+        directory = given.get("workingDirectory")
+        if not isinstance(directory, str) or not directory:
+            directory = _file_uri(workdir)
+        lookup = {"provider": provider, "config": given, "workingDirectory": directory}
+        schema, values = await self.schema(lookup)
+        dropped = {k: v for k, v in given.items() if values.get(k) != v}
+        return {"schema": schema, "values": values}, settings_of(values), dropped
 
     # -- session/configChanged -----------------------------------------------------------------
 

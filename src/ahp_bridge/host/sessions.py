@@ -307,7 +307,7 @@ class SessionManager:
         if self.durable is not None:  # recorded before anyone hears of it
             self._creating.add(uri)
             try:
-                await self.durable.session_created(session)
+                await self.durable.session_created(session, (settings_state or {}).get("values"))
             except Exception as exc:
                 log.error("session not recorded", session=uri, error=str(exc))
                 raise RpcError(
