@@ -27,6 +27,7 @@ from pydantic_settings import (
 )
 from pydantic_settings.exceptions import SettingsError
 
+from ahp_bridge.host.timeouts import Timeouts
 from ahp_bridge.state.limits import Limits
 
 ENV_PREFIX = "AHP_BRIDGE__"
@@ -179,6 +180,21 @@ class LimitSettings(BaseModel):
         return Limits(**self.model_dump())
 
 
+class TimeoutSettings(BaseModel):
+    """How long the host waits for a provider's calls (host/timeouts.py says which)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    models: float = Field(30.0, gt=0)
+    sign_in: float = Field(60.0, gt=0)
+    provider_read: float = Field(10.0, gt=0)
+    reopen: float = Field(60.0, gt=0)
+    close: float = Field(10.0, gt=0)
+
+    def timeouts(self) -> Timeouts:
+        return Timeouts(**self.model_dump())
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid"
@@ -191,6 +207,7 @@ class Settings(BaseSettings):
     client_tools: ClientToolSettings = Field(default_factory=ClientToolSettings)
     changes: ChangesSettings = Field(default_factory=ChangesSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
     #: Per-provider options, passed as they are to the provider's `create_provider`.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

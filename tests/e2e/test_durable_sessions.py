@@ -22,7 +22,7 @@ from ahp_bridge_fake.testing import EventLog
 from ahp_bridge_fake.transcript import Transcript
 
 from ahp_bridge import agentapi, providers
-from ahp_bridge.config import Settings
+from ahp_bridge.config import Settings, TimeoutSettings
 from ahp_bridge.host import durable_sessions as durable
 from ahp_bridge.host.app import run_bridge
 from ahp_bridge.host.catalog import Catalog, CatalogError
@@ -343,15 +343,15 @@ async def test_a_provider_that_never_answers_does_not_hold_the_client_forever(
         await trio.sleep_forever()
 
     monkeypatch.setattr(durable, "read_history", hanging)
-    monkeypatch.setattr(durable, "REOPEN_TIMEOUT", 0.2)
-    async with bridge(settings) as running:
+    impatient = settings.model_copy(update={"timeouts": TimeoutSettings(reopen=0.2)})
+    async with bridge(impatient) as running:
         client = await running.client()
         state = (await client.subscribe(uri))["state"]
         assert state["lifecycle"] == "creationFailed"
         assert state["creationError"] == {
             "errorType": "TimeoutError",
             "message": "reopening the provider conversation failed: "
-            "the provider did not reopen the conversation within 0.2 s",
+            "the provider did not reopen the conversation within 0.2 s (timeouts.reopen)",
         }
 
 

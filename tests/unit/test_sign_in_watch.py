@@ -21,6 +21,8 @@ from ahp_bridge import agentapi
 from ahp_bridge.host import auth
 from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.sessions import SessionManager
+from ahp_bridge.protocol import errors as E
+from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.lens import WIRES, Wire
 from ahp_bridge.protocol.uris import ROOT
 from ahp_bridge.protocol.versions import V07, V09, V10
@@ -95,6 +97,8 @@ class AccountRecording(Recording):
     """A whole AccountManager."""
 
     async def sign_in(self, token: str) -> agentapi.Account:
+        if self.hang:
+            await self.release.wait()
         self.signed_in = True
         return agentapi.Account(signed_in=True)
 
@@ -235,11 +239,31 @@ async def test_a_check_that_fails_or_hangs_changes_nothing(
     provider.hang = True
     started = trio.current_time()
     sessions.sign_in_watch.suspect(entry)
-    await trio.sleep(auth.ACCOUNT_CHECK_TIMEOUT + 1)
+    await trio.sleep(sessions.timeouts.provider_read + 1)
     assert provider.account_calls == 2 and entry.signed_out == ""
-    assert trio.current_time() - started >= auth.ACCOUNT_CHECK_TIMEOUT
+    assert trio.current_time() - started >= sessions.timeouts.provider_read
     # The timed-out check is over: the next failure asks again.
     provider.hang = False
     sessions.sign_in_watch.suspect(entry)
     await trio.testing.wait_all_tasks_blocked()
     assert provider.account_calls == 3 and entry.signed_out == HINT
+
+
+@pytest.mark.parametrize("managed", [AccountRecording()], indirect=True)
+async def test_a_sign_in_that_takes_too_long_names_the_timeout_to_raise(
+    managed: Any, autojump_clock: trio.testing.MockClock
+) -> None:
+    provider, sessions, entry = managed
+    entry.signed_out = HINT
+    provider.hang = True
+    started = trio.current_time()
+    with pytest.raises(RpcError) as caught:
+        await auth.SignIn(sessions).authenticate(
+            Peer(Wire()), {"resource": auth.GITHUB_RESOURCE, "token": "t0ken"}
+        )
+    assert trio.current_time() - started == pytest.approx(sessions.timeouts.sign_in)
+    assert caught.value.code == E.AUTH_REQUIRED
+    assert caught.value.message.endswith(
+        "did not finish signing in within 60 s (timeouts.sign_in); try again"
+    )
+    assert entry.signed_out == HINT  # still signed out: nothing claimed otherwise

@@ -103,6 +103,7 @@ async def _run(
         catalog=catalog,
         client_tools=ClientToolLimits(**settings.client_tools.model_dump()),
         limits=settings.limits.limits(),
+        timeouts=settings.timeouts.timeouts(),
     )
     workdir = sessions.workdir
     durable = sessions.durable

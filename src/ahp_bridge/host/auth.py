@@ -35,6 +35,7 @@ import trio
 
 from ahp_bridge import agentapi
 from ahp_bridge.host.hub import Subscriber, notify_each
+from ahp_bridge.host.timeouts import gave_up
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.notifications import AUTH_REQUIRED
@@ -48,10 +49,6 @@ log = structlog.get_logger(__name__)
 
 GITHUB_RESOURCE = "https://api.github.com"
 
-#: How long a runtime may take to validate and store a token.
-SIGN_IN_TIMEOUT = 60.0
-#: How long a runtime may take to say whether it is still signed in (after a failed turn).
-ACCOUNT_CHECK_TIMEOUT = 10.0
 #: Why a runtime is signed out when neither it nor the failure says so.
 LOST_SIGN_IN = "the runtime's sign-in expired or was revoked"
 
@@ -129,7 +126,7 @@ class SignIn:
             )
         assert isinstance(entry.provider, agentapi.AccountManager)
         try:
-            with trio.fail_after(SIGN_IN_TIMEOUT):
+            with trio.fail_after(self.sessions.timeouts.sign_in):
                 account = await entry.provider.sign_in(token)
         except agentapi.SignInRejected as exc:
             log.warning("sign-in refused", provider=entry.name)
@@ -143,7 +140,8 @@ class SignIn:
         except trio.TooSlowError:
             raise RpcError(
                 E.AUTH_REQUIRED,
-                f"{name} did not finish signing in within {SIGN_IN_TIMEOUT:g}s; try again",
+                f"{name} did not finish signing in within "
+                f"{self.sessions.timeouts.sign_in:g} s (timeouts.sign_in); try again",
                 data,
             ) from None
         except agentapi.AgentAPIError as exc:
@@ -200,7 +198,7 @@ class SignInWatch:
         provider = entry.provider
         assert isinstance(provider, agentapi.AccountManager)
         try:
-            with trio.fail_after(ACCOUNT_CHECK_TIMEOUT):
+            with trio.fail_after(self.sessions.timeouts.provider_read):
                 account = await provider.account()
                 if account.signed_in:
                     return None
@@ -209,5 +207,6 @@ class SignInWatch:
                 except agentapi.SignedOut as exc:
                     return str(exc) or account.message or LOST_SIGN_IN
         except Exception as exc:
-            log.debug("sign-in check failed", provider=entry.name, error=type(exc).__name__)
+            error = gave_up(exc, self.sessions.timeouts, "provider_read")
+            log.debug("sign-in check failed", provider=entry.name, error=error)
         return None

@@ -55,8 +55,6 @@ log = structlog.get_logger(__name__)
 
 #: Calls waiting for a chat's worker; a client that floods a chat beyond this is refused.
 CALL_QUEUE = 64
-#: How long Close may take before the bridge stops waiting (the conversation is detached anyway).
-CLOSE_TIMEOUT = 10
 
 
 class HostClock:
@@ -155,7 +153,7 @@ class ChatRuntime:
         if self.sink is not None:
             self.sink.close()
         if conversation is not None:
-            with trio.move_on_after(CLOSE_TIMEOUT):
+            with trio.move_on_after(self.manager.timeouts.close):
                 try:
                     await conversation.close()
                 except Exception as exc:
@@ -202,7 +200,8 @@ class ChatRuntime:
         conversation, self.conversation = self.conversation, None
         if conversation is None:
             return
-        with trio.move_on_after(CLOSE_TIMEOUT):
+        # past timeouts.close the conversation is let go (it is detached anyway)
+        with trio.move_on_after(self.manager.timeouts.close):
             try:
                 await conversation.close()
             except Exception as exc:

@@ -33,6 +33,7 @@ import structlog
 import trio
 
 from ahp_bridge import agentapi
+from ahp_bridge.host.timeouts import gave_up
 from ahp_bridge.state.store import Envelope
 from ahp_bridge.translate.customizations import (
     customizations,
@@ -50,8 +51,6 @@ __all__ = ["ACTIONS", "Customizations"]
 
 log = structlog.get_logger(__name__)
 
-#: Seconds each provider read (a discovery, the commands, the MCP status) may take.
-TIMEOUT = 10.0
 #: The client actions this module plans.
 ACTIONS = frozenset(
     {
@@ -110,12 +109,13 @@ class Customizations:
 
     async def _read(self, what: str, call: Callable[[], Awaitable[Any]]) -> Any:
         try:
-            with trio.fail_after(TIMEOUT):
+            with trio.fail_after(self.sessions.timeouts.provider_read):
                 return await call()
         except agentapi.Unsupported:
             return None
         except Exception as exc:
-            log.info("customizations not read", what=what, error=type(exc).__name__)
+            error = gave_up(exc, self.sessions.timeouts, "provider_read")
+            log.info("customizations not read", what=what, error=error)
             return None
 
     async def refresh(self, session: Session) -> None:

@@ -35,6 +35,7 @@ from ahp_bridge.host.catalog import (
     SessionRecord,
 )
 from ahp_bridge.host.healing import announce
+from ahp_bridge.host.timeouts import gave_up
 from ahp_bridge.state import status as st
 from ahp_bridge.state.envelope import Envelope
 from ahp_bridge.translate._wire import clean_line
@@ -52,11 +53,6 @@ IMPORT_CONFIG_KEY = "ahpBridge.importConversation"
 
 #: Items read per HistoryPager window when a reopened chat's record is read.
 HISTORY_PAGE = 200
-#: Seconds a provider gets to list its earlier conversations for resolveSessionConfig.
-IMPORT_LIST_TIMEOUT = 10.0
-#: Seconds a provider gets to reopen one conversation and return its record; the request
-#: that named the session waits that long at most, then sees it in creationFailed.
-REOPEN_TIMEOUT = 60.0
 
 _TURN_ENDS = frozenset({"chat/turnComplete", "chat/turnCancelled", "chat/error"})
 #: Lifecycle channels a request may name, by method: params keys holding one URI or a list.
@@ -213,12 +209,13 @@ class SessionCatalog:
         directory = params.get("workingDirectory")
         workdir = _path_of(directory) if isinstance(directory, str) else manager.workdir
         try:
-            with trio.fail_after(IMPORT_LIST_TIMEOUT):
+            with trio.fail_after(manager.timeouts.provider_read):
                 previous = await entry.provider.previous(workdir)
                 ids = [p.id for p in previous]
                 busy = set(await entry.provider.in_use(ids)) if ids else set()
         except Exception as exc:
-            log.warning("importable conversations not listed", provider=name, error=repr(exc))
+            error = gave_up(exc, manager.timeouts, "provider_read")
+            log.warning("importable conversations not listed", provider=name, error=error)
             return result
         known = {chat.conversation_id for chat in manager.chats.values()}
         known |= {c.conversation_id for r in self.dormant.values() for c in r.chats}
@@ -480,8 +477,10 @@ class SessionCatalog:
         self, session: Session, record: ChatRecord
     ) -> tuple[ChatRuntime, list[dict[str, Any]]]:
         chat = self.manager._new_chat(session, record.uri, title=record.title)
+        # the request that named the session waits this long at most, then sees creationFailed
+        reopen = self.manager.timeouts.reopen
         try:
-            with trio.fail_after(REOPEN_TIMEOUT):
+            with trio.fail_after(reopen):
                 await chat.open(conversation_id=record.conversation_id)
                 assert chat.conversation is not None
                 history = await read_history(
@@ -490,7 +489,8 @@ class SessionCatalog:
         except trio.TooSlowError:
             await chat.close()
             raise TimeoutError(
-                f"the provider did not reopen the conversation within {REOPEN_TIMEOUT:g} s"
+                f"the provider did not reopen the conversation within {reopen:g} s "
+                "(timeouts.reopen)"
             ) from None
         except BaseException:
             await chat.close()
@@ -503,7 +503,7 @@ class SessionCatalog:
         announced in the chat once it is published."""
         chat = self.manager._new_chat(session, record.uri, title=record.title)
         try:
-            with trio.fail_after(REOPEN_TIMEOUT):
+            with trio.fail_after(self.manager.timeouts.reopen):
                 await chat.open(conversation_id="")
         except BaseException:
             await chat.close()

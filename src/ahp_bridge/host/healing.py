@@ -50,8 +50,6 @@ META_KEY = "ahpBridge.conversationReplaced"
 CARRIED = (Send, SetModel, SetTitle, SelectAgent)
 #: Why a turn the lost conversation was running ended.
 LOST = "the provider no longer has this chat's conversation; a new one was started"
-#: Seconds the lost conversation's Close may take (it is dropped either way).
-CLOSE_TIMEOUT = 10
 _STARTS = frozenset({"chat/turnStarted", "chat/turnResume"})
 
 
@@ -74,7 +72,7 @@ async def replace_conversation(chat: ChatRuntime, lost: str) -> agentapi.Convers
     if chat.sink is not None:
         chat.sink.close()
     if old is not None:
-        with trio.move_on_after(CLOSE_TIMEOUT):
+        with trio.move_on_after(chat.manager.timeouts.close):  # dropped either way
             try:
                 await old.close()
             except Exception as exc:  # it is gone already; closing is only tidiness

@@ -26,6 +26,7 @@ import structlog
 import trio
 
 from ahp_bridge import agentapi
+from ahp_bridge.host.timeouts import gave_up
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.translate.session_config import (
@@ -44,9 +45,6 @@ if TYPE_CHECKING:
 __all__ = ["SessionConfig"]
 
 log = structlog.get_logger(__name__)
-
-#: Seconds a provider may take to list its custom agents for a schema.
-DISCOVERY_TIMEOUT = 10.0
 
 
 def _path_of(uri: str) -> str:
@@ -74,10 +72,11 @@ class SessionConfig:
         ):
             return []
         try:
-            with trio.fail_after(DISCOVERY_TIMEOUT):
+            with trio.fail_after(self.sessions.timeouts.provider_read):
                 catalog = await provider.discover_agents([workdir] if workdir else [])
         except Exception as exc:
-            log.info("custom agents not listed", provider=entry.name, error=type(exc).__name__)
+            error = gave_up(exc, self.sessions.timeouts, "provider_read")
+            log.info("custom agents not listed", provider=entry.name, error=error)
             return []
         return list(catalog.definitions)
 

@@ -32,6 +32,7 @@ from ahp_bridge.host.durable_sessions import IMPORT_CONFIG_KEY, SessionCatalog
 from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.limits import Limits, check_new_chat, check_new_session
 from ahp_bridge.host.summaries import aggregate, chat_summary_changes, session_chats
+from ahp_bridge.host.timeouts import Timeouts, gave_up
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.jsonrpc import notification_frame
@@ -128,11 +129,14 @@ class SessionManager:
         catalog: AsyncCatalog | None = None,
         client_tools: ClientToolLimits | None = None,
         limits: Limits | None = None,
+        timeouts: Timeouts | None = None,
     ) -> None:
         self.hub = hub
         #: Bounds of client tool calls (`[client_tools]`), for every chat.
         self.client_tool_limits = client_tools or ClientToolLimits()
         self.limits = limits or Limits()
+        #: How long to wait for each kind of provider call (`[timeouts]`).
+        self.timeouts = timeouts or Timeouts()
         #: The durable session catalog, when the bridge keeps one (see host/catalog.py).
         self.durable = SessionCatalog(catalog, self) if catalog is not None else None
         self._creating: set[str] = set()
@@ -189,7 +193,7 @@ class SessionManager:
     async def _models(self, entry: ProviderEntry) -> list[agentapi.Model]:
         entry.signed_out = ""
         try:
-            with trio.fail_after(30):
+            with trio.fail_after(self.timeouts.models):
                 return list(await entry.provider.models())
         except agentapi.SignedOut as exc:
             entry.signed_out = str(exc)
@@ -197,7 +201,9 @@ class SessionManager:
         except agentapi.Unsupported as exc:
             log.info("provider lists no models", provider=entry.name, reason=type(exc).__name__)
         except Exception as exc:
-            log.warning("provider models failed", provider=entry.name, error=str(exc))
+            slow = isinstance(exc, trio.TooSlowError)
+            error = gave_up(exc, self.timeouts, "models") if slow else str(exc)
+            log.warning("provider models failed", provider=entry.name, error=error)
         return []
 
     def _agents(self) -> list[dict[str, Any]]:

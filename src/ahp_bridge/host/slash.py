@@ -22,6 +22,7 @@ import trio
 
 from ahp_bridge import agentapi
 from ahp_bridge.host.mention_rank import index_to_utf16, utf16_to_index
+from ahp_bridge.host.timeouts import gave_up
 from ahp_bridge.state.store import Envelope
 from ahp_bridge.translate.commands import COMMAND_META
 
@@ -36,8 +37,6 @@ log = structlog.get_logger(__name__)
 
 #: Seconds a chat's command list is used before a completion reads it again.
 MAX_AGE = 10.0
-#: Seconds a provider may take to list its commands.
-TIMEOUT = 10.0
 #: Most commands offered for one `/word`.
 RESULTS = 50
 
@@ -78,12 +77,13 @@ class CommandSource:
         if conversation is None:
             return cached[1] if cached is not None else []
         try:
-            with trio.fail_after(TIMEOUT):
+            with trio.fail_after(self.sessions.timeouts.provider_read):
                 listed = list(await conversation.commands())
         except agentapi.Unsupported:
             listed = []
         except Exception as exc:
-            log.info("commands failed", chat=chat.uri, error=type(exc).__name__)
+            error = gave_up(exc, self.sessions.timeouts, "provider_read")
+            log.info("commands failed", chat=chat.uri, error=error)
             return cached[1] if cached is not None else []
         self._lists[chat.uri] = (time.monotonic(), listed)
         names: dict[str, str] = {}
