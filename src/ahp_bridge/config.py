@@ -60,6 +60,8 @@ class ServerSettings(BaseModel):
     slow_client_grace: float = Field(10.0, gt=0)
     #: Request ids remembered per connection to refuse a repeated one.
     remembered_request_ids: int = Field(4096, ge=16)
+    #: Nesting depth of one frame's JSON (an object or array in another counts one level).
+    max_json_depth: int = Field(64, ge=8, le=1000)
     #: A JSONL file that records every frame in and out (tokens redacted); None: off.
     wire_log: Path | None = None
     #: When the wire log passes this size it is moved to `<file>.1` and a new one begun.
@@ -175,6 +177,7 @@ class LimitSettings(BaseModel):
     max_sessions: int = Field(500, ge=1)
     max_sessions_per_client: int = Field(20, ge=1)
     max_chats_per_session: int = Field(8, ge=1)
+    max_pending_calls: int = Field(64, ge=1)
 
     def limits(self) -> Limits:
         return Limits(**self.model_dump())

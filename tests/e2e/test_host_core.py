@@ -7,6 +7,8 @@ from typing import Any
 
 import orjson
 import pytest
+import structlog
+import structlog.testing
 import trio
 from trio_websocket import ConnectionClosed
 
@@ -221,16 +223,48 @@ async def test_duplicate_request_ids_are_refused(bridge: Bridge) -> None:
     assert answers[1]["error"]["code"] == -32600
 
 
+async def test_json_nested_past_the_limit_is_refused_naming_it_and_the_connection_goes_on(
+    start_bridge: StartBridge,
+) -> None:
+    bridge = await start_bridge(max_json_depth=8)
+    client = await bridge.client()
+
+    def ping(request_id: str, levels: int) -> str:
+        """A ping whose whole frame nests `levels` deep (frame and params are two of them)."""
+        value: Any = {}
+        for _ in range(levels - 3):
+            value = {"x": value}
+        params = {"channel": ROOT, "futureField": value}
+        return orjson.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "method": "ping", "params": params}
+        ).decode()
+
+    await client.send_raw(ping("at", 8))
+    await client.send_raw(ping("over", 9))
+    await client.wait_for(lambda: {f.get("id") for f in client.frames} >= {"at", "over"})
+    answers = {f["id"]: f for f in client.frames if f.get("id") in ("at", "over")}
+    assert answers["at"]["result"] is None
+    assert answers["over"]["error"] == {
+        "code": -32600,
+        "message": "Invalid request: JSON nested deeper than 8 levels (server.max_json_depth)",
+    }
+    assert await client.request("ping", {"channel": ROOT}) is None
+
+
 async def test_oversized_frames_close_with_1009_and_others_keep_going(
     start_bridge: StartBridge,
 ) -> None:
     bridge = await start_bridge(max_frame_bytes=64 * 1024)
     victim = await bridge.client("victim")
     other = await bridge.client("other")
-    await victim.send_raw("x" * (128 * 1024))
-    await victim.wait_for(lambda: victim.closed is not None)
-    assert victim.closed is not None and victim.closed.reason.code == 1009
-    assert await other.request("ping", {"channel": ROOT}) is None
+    with structlog.testing.capture_logs() as logged:
+        await victim.send_raw("x" * (128 * 1024))
+        await victim.wait_for(lambda: victim.closed is not None)
+        assert victim.closed is not None and victim.closed.reason.code == 1009
+        assert "65536 bytes" in str(victim.closed.reason.reason)  # the WebSocket layer's words
+        assert await other.request("ping", {"channel": ROOT}) is None
+    # the operator's log names the key to raise
+    assert [e["client"] for e in logged if "server.max_frame_bytes" in e["event"]] == ["victim"]
 
 
 # -- transport security ------------------------------------------------------------------------

@@ -12,7 +12,9 @@ import uuid
 from typing import Any
 
 import pytest
+import trio
 from ahp_bridge_fake import CONFORMANCE_SCRIPT
+from ahp_bridge_fake.conversation import FakeConversation
 
 from ahp_bridge.config import LimitSettings, Settings
 from ahp_bridge.state.limits import size_of
@@ -229,3 +231,44 @@ async def test_fields_an_action_type_does_not_define_reach_no_one(bridge: Bridge
     assert "rejectionReason" not in accepted
     assert accepted["action"] == draft("hello")
     await other.wait_for(lambda: (other.states[chat].get("draft") or {}).get("text") == "hello")
+
+
+async def test_actions_past_max_pending_calls_are_refused_and_the_queue_drains(
+    start_bridge: StartBridge, make_settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A provider stuck on one call: two more wait (the limit), the next is refused naming the
+    key, and once the provider answers, what waited reaches it in order."""
+    entered, release = trio.Event(), trio.Event()
+    titles: list[str] = []
+    real_set_title = FakeConversation.set_title
+
+    async def stuck_set_title(self: FakeConversation, title: str) -> None:
+        entered.set()
+        await release.wait()
+        titles.append(title)
+        await real_set_title(self, title)
+
+    monkeypatch.setattr(FakeConversation, "set_title", stuck_set_title)
+    bridge = await limited(start_bridge, make_settings, max_pending_calls=2)
+    client = await bridge.client("c", versions=V1)
+    session, _ = await ready_session(client)
+
+    def title(text: str) -> dict[str, Any]:
+        return {"type": "session/titleChanged", "title": text}
+
+    assert "rejectionReason" not in await echo(client, session, title("one"))
+    await entered.wait()  # the worker holds "one"; the queue is empty
+    for text in ("two", "three"):
+        assert "rejectionReason" not in await echo(client, session, title(text))
+    over = await echo(client, session, title("four"))
+    assert over["rejectionReason"] == (
+        "2 operations already wait for this chat's provider, the most it holds "
+        "(limits.max_pending_calls): try again when they are done"
+    )
+    assert client.states[session]["title"] == "three"  # the refused one changed nothing
+    release.set()
+    with trio.fail_after(10):
+        while len(titles) < 3:
+            await trio.sleep(0.01)
+    assert titles == ["one", "two", "three"]
+    assert "rejectionReason" not in await echo(client, session, title("five"))

@@ -53,9 +53,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-#: Calls waiting for a chat's worker; a client that floods a chat beyond this is refused.
-CALL_QUEUE = 64
-
 
 class HostClock:
     """Wall-clock time for the host shell (the sans-IO core only ever receives it)."""
@@ -95,7 +92,9 @@ class ChatRuntime:
         )
         #: One translator per subagent, each building that subagent's read-only chat.
         self._subagents: dict[str, EventTranslator] = {}
-        self._send, self._recv = trio.open_memory_channel[Job](CALL_QUEUE)
+        #: Calls waiting for the worker; a client that floods the chat beyond it is refused.
+        self._pending = manager.limits.max_pending_calls
+        self._send, self._recv = trio.open_memory_channel[Job](self._pending)
         self._closed = False
         self.client_tools = ClientTools(self, manager.client_tool_limits)
         self._tools_refresh_queued = False
@@ -377,7 +376,7 @@ class ChatRuntime:
             self.hub.reject(conn, channel, sent, origin, plan.reason)
             return
         if plan.calls and not self._has_room():
-            self.hub.reject(conn, channel, sent, origin, "too many operations pending on this chat")
+            self.hub.reject(conn, channel, sent, origin, self.queue_full())
             return
         self.hub.apply(channel, action, origin)
         self._apply_all(self.translator.observe_client_action(action))
@@ -416,7 +415,14 @@ class ChatRuntime:
         return True
 
     def _has_room(self) -> bool:
-        return self._send.statistics().current_buffer_used < CALL_QUEUE
+        return self._send.statistics().current_buffer_used < self._pending
+
+    def queue_full(self) -> str:
+        """The rejection reason of an action refused because the call queue is full."""
+        return (
+            f"{self._pending} operations already wait for this chat's provider, the most it "
+            "holds (limits.max_pending_calls): try again when they are done"
+        )
 
     def _enqueue(self, job: Job) -> None:
         try:

@@ -36,6 +36,7 @@ ABANDON_GRACE = 10.0
 
 #: Close codes (RFC 6455): 1008 policy violation (the client fell behind), 1002 protocol error.
 CLOSE_TOO_SLOW = 1008
+CLOSE_TOO_BIG = 1009
 CLOSE_PROTOCOL = 1002
 CLOSE_NORMAL = 1000
 
@@ -53,6 +54,7 @@ class Connection:
         queue_size: int = 4096,
         max_subscriptions: int = 1024,
         remembered_ids: int = 4096,
+        max_json_depth: int = jsonrpc.MAX_DEPTH,
         abandon_grace: float = ABANDON_GRACE,
         wire_log: WireLog | None = None,
     ) -> None:
@@ -68,6 +70,7 @@ class Connection:
         self._send_q, self._recv_q = trio.open_memory_channel[str](queue_size)
         self._seen_ids: OrderedDict[jsonrpc.RequestId, None] = OrderedDict()
         self._remembered_ids = remembered_ids
+        self._max_json_depth = max_json_depth
         self._abandon_grace = abandon_grace
         self._cancel: trio.CancelScope | None = None
         self._close: tuple[int, str] | None = None
@@ -165,7 +168,14 @@ class Connection:
         while True:
             try:
                 data = await self.ws.get_message()
-            except ConnectionClosed:
+            except ConnectionClosed as exc:
+                if exc.reason is not None and exc.reason.code == CLOSE_TOO_BIG:
+                    # The WebSocket layer closed it with its own words; the operator gets the key.
+                    log.warning(
+                        "client sent a frame over server.max_frame_bytes; closed with 1009",
+                        conn=self.number,
+                        client=self.client_id,
+                    )
                 self.close(CLOSE_NORMAL, "closed", peer_gone=True)
                 return
             if self._wire is not None:
@@ -181,7 +191,7 @@ class Connection:
                 return
 
     async def handle_frame(self, text: str) -> None:
-        msg = jsonrpc.parse(text)
+        msg = jsonrpc.parse(text, max_depth=self._max_json_depth)
         if isinstance(msg, jsonrpc.Invalid):
             self.send_error(msg.id, msg.error)
         elif isinstance(msg, jsonrpc.Request):

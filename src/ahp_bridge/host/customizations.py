@@ -234,7 +234,7 @@ class Customizations:
             return reread
 
         if not chat.enqueue_calls([*calls, after()], failed):
-            self.hub.reject(conn, session.uri, sent, origin, "too many operations pending")
+            self.hub.reject(conn, session.uri, sent, origin, chat.queue_full())
             return
         self.hub.apply(session.uri, action, origin)
 

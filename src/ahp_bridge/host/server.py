@@ -45,6 +45,7 @@ class ServerOptions:
     max_subscriptions: int = 1024
     slow_client_grace: float = 10.0
     remembered_request_ids: int = 4096
+    max_json_depth: int = 64
     #: Where every frame is recorded (see host/wirelog.py); None: not recorded.
     wire_log: WireLog | None = None
 
@@ -155,6 +156,7 @@ async def serve(
             queue_size=options.outbound_queue,
             max_subscriptions=options.max_subscriptions,
             remembered_ids=options.remembered_request_ids,
+            max_json_depth=options.max_json_depth,
             abandon_grace=options.slow_client_grace,
             wire_log=options.wire_log,
         )

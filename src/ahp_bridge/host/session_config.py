@@ -202,7 +202,7 @@ class SessionConfig:
                 hub.apply(session.uri, back)
 
         if calls and not chat.enqueue_calls(calls, failed):
-            hub.reject(conn, session.uri, sent, origin, "too many operations pending on this chat")
+            hub.reject(conn, session.uri, sent, origin, chat.queue_full())
             return
         hub.apply(session.uri, action, origin)
         after = hub.store.state(session.uri).get("config", {}).get("values")

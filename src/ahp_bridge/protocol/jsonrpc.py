@@ -90,7 +90,11 @@ def parse(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Message:
     if _too_deep(data, max_depth):
         return Invalid(
             msg_id,
-            RpcError(INVALID_REQUEST, f"Invalid request: JSON nested deeper than {max_depth}"),
+            RpcError(
+                INVALID_REQUEST,
+                f"Invalid request: JSON nested deeper than {max_depth} levels "
+                "(server.max_json_depth)",
+            ),
         )
     if data.get("jsonrpc") != "2.0":
         return Invalid(

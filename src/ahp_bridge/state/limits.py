@@ -48,6 +48,8 @@ class Limits:
     max_sessions_per_client: int = 20
     #: Chats of one session (the default chat included; subagents' read-only chats not).
     max_chats_per_session: int = 8
+    #: Provider calls one chat holds waiting for its worker (a flood of actions is refused).
+    max_pending_calls: int = 64
 
 
 def size_of(value: Any) -> int:
