@@ -354,16 +354,24 @@ async def ready_session(control: BenchClient) -> tuple[str, str]:
     return session, str(state["defaultChat"])
 
 
+#: Annotations the workload cycles through: each set replaces one, so the session stays under
+#: limits.max_annotations (64 annotations and entries) however long the run.
+ANNOTATIONS = 16
+
+
 def annotation_action(i: int, session: str, width: int = 48) -> dict[str, Any]:
-    """An annotations/set action: one whose 0.7 form differs from 1.0's (origin -> turnId)."""
+    """An annotations/set action: one whose 0.7 form differs from 1.0's (origin -> turnId).
+
+    The entry's text differs per index (a subscriber recognises each envelope by it)."""
+    text = f"note {i:08d} " + "x" * max(0, width - 38)
     return {
         "type": "annotations/set",
         "annotation": {
-            "id": f"note-{i:08d}",
+            "id": f"note-{i % ANNOTATIONS:02d}",
             "origin": {"session": session, "turnId": f"turn-{i % 7}"},
             "resource": "file:///src/app.py",
             "resolved": False,
-            "entries": [{"id": "e", "text": "x" * max(0, width - 24)}],
+            "entries": [{"id": "e", "text": text}],
         },
     }
 

@@ -84,7 +84,7 @@ class Workload:
     @staticmethod
     def key(action: dict[str, Any]) -> str:
         if action["type"] == "annotations/set":
-            return str(action["annotation"]["id"])
+            return str(action["annotation"]["entries"][0]["text"])
         return str(action["draft"]["text"])
 
 
