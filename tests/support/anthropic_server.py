@@ -15,11 +15,10 @@ consume a scripted reply and get a short plain answer. The step types (``Text``,
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from tests.support.model_server import (
@@ -30,6 +29,7 @@ from tests.support.model_server import (
     Reasoning,
     Reply,
     Text,
+    ThreadedServer,
     ToolCall,
     Usage,
     _split,
@@ -81,17 +81,16 @@ class _Rule:
     replies: list[Reply]
 
 
-class AnthropicServer:
+class AnthropicServer(ThreadedServer):
     """The server; use as a context manager (``with AnthropicServer() as srv: srv.base_url``)."""
 
     DEFAULT_REPLY: Reply = (Text("ok"),)
+    THREAD_NAME = "anthropic-server"
 
     def __init__(self) -> None:
+        super().__init__()
         self.exchanges: list[Exchange] = []
         self._rules: list[_Rule] = []
-        self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
         self._ids = 0
 
     def script(self, trigger: str, *replies: Reply) -> None:
@@ -130,33 +129,10 @@ class AnthropicServer:
     @property
     def base_url(self) -> str:
         """The value for ANTHROPIC_BASE_URL (no /v1: the client adds it)."""
-        assert self._httpd is not None, "server not started"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self._origin
 
-    def start(self) -> AnthropicServer:
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="anthropic-server", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> AnthropicServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
     def _record(self, exchange: Exchange) -> None:
         with self._lock:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 __all__ = [
     "Delay",
@@ -160,18 +160,61 @@ class _Rule:
     replies: list[Reply]
 
 
-class ModelServer:
+class ThreadedServer:
+    """A scripted HTTP server on 127.0.0.1 in a background thread, started and stopped by a
+    ``with`` block; a subclass gives its request handler and thread name."""
+
+    THREAD_NAME = "model-server"
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        raise NotImplementedError
+
+    @property
+    def _origin(self) -> str:
+        assert self._httpd is not None, "server not started"
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> Self:
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name=self.THREAD_NAME, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ModelServer(ThreadedServer):
     """The server; use as a context manager (``with ModelServer() as srv: srv.base_url``)."""
 
     DEFAULT_REPLY: Reply = (Text("ok"),)
 
     def __init__(self, models: Sequence[str] = ("fake-model", "fake-model-2")) -> None:
+        super().__init__()
         self.models = list(models)
         self.requests: list[RecordedRequest] = []
         self._rules: list[_Rule] = []
-        self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- scripting -----------------------------------------------------------------------------
 
@@ -222,34 +265,10 @@ class ModelServer:
 
     @property
     def base_url(self) -> str:
-        assert self._httpd is not None, "server not started"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        return f"{self._origin}/v1"
 
-    def start(self) -> ModelServer:
-        handler = _make_handler(self)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="model-server", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> ModelServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
     def _record(self, req: RecordedRequest) -> None:
         with self._lock:
