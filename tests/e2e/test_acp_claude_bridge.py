@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.e2e.test_copilot_bridge import READY, ROOT, BridgeProcess, Session, child_pids
+from tests.e2e.test_copilot_bridge import ROOT, BridgeProcess, Session, child_pids
 from tests.e2e.test_host_core import new_session_uri
 from tests.support.acp_agents import CLAUDE_ACP, claude_options, requires_claude
 from tests.support.ahp_client import open_client
@@ -118,11 +118,6 @@ def agent_pids(bridge: BridgeProcess) -> list[int]:
     return out
 
 
-async def _discard(stream: trio.abc.ReceiveStream) -> None:
-    while await stream.receive_some(65536):
-        pass
-
-
 @asynccontextmanager
 async def running_bridge(
     tmp_path: Path, anthropic: AnthropicServer
@@ -149,16 +144,7 @@ async def running_bridge(
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(started.drain_stderr, process.stderr)
-            line = b""
-            with trio.fail_after(60):
-                while not line.endswith(b"\n"):
-                    chunk = await process.stdout.receive_some(1)
-                    if not chunk:
-                        break
-                    line += chunk
-            assert line.startswith(READY + b"ws://127.0.0.1:"), (line, bytes(started.stderr))
-            started.url = line.decode().strip().removeprefix(READY.decode())
-            nursery.start_soon(_discard, process.stdout)
+            await started.until_ready(nursery, 60)
             yield started
             nursery.cancel_scope.cancel()
     finally:

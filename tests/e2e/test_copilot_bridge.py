@@ -122,6 +122,28 @@ class BridgeProcess:
             await self.stderr_closed.wait()
         return code
 
+    async def until_ready(self, nursery: trio.Nursery, timeout: float) -> None:
+        """Read the ready line (its URL is `url`), then discard the rest of stdout."""
+        stdout = self.process.stdout
+        assert stdout is not None
+        with trio.fail_after(timeout):
+            line = await _read_line(stdout)
+        assert line.startswith(READY + b"ws://127.0.0.1:"), (line, bytes(self.stderr))
+        self.url = line.decode().strip().removeprefix(READY.decode())
+        nursery.start_soon(_discard, stdout)
+
+    async def kill(self) -> None:
+        """SIGKILL the bridge, if it still runs, and every Copilot CLI it had started."""
+        if self.process.returncode is not None:
+            return
+        leftovers = self.copilot_cli_pids()
+        self.process.kill()
+        with trio.CancelScope(shield=True):
+            await self.process.wait()
+        for pid in leftovers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
 
 async def _discard(stream: trio.abc.ReceiveStream) -> None:
     while await stream.receive_some(65536):
@@ -155,26 +177,20 @@ async def bridge(
     started = BridgeProcess(process)
     try:
         nursery.start_soon(started.drain_stderr, process.stderr)
-        line = b""
-        with trio.fail_after(30):
-            while not line.endswith(b"\n"):
-                chunk = await process.stdout.receive_some(1)
-                if not chunk:
-                    break
-                line += chunk
-        assert line.startswith(READY + b"ws://127.0.0.1:"), (line, bytes(started.stderr))
-        started.url = line.decode().strip().removeprefix(READY.decode())
-        nursery.start_soon(_discard, process.stdout)
+        await started.until_ready(nursery, 30)
         yield started
     finally:
-        if process.returncode is None:
-            leftovers = started.copilot_cli_pids()
-            process.kill()
-            with trio.CancelScope(shield=True):
-                await process.wait()
-            for pid in leftovers:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+        await started.kill()
+
+
+async def _read_line(stream: trio.abc.ReceiveStream) -> bytes:
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = await stream.receive_some(1)
+        if not chunk:
+            break
+        line += chunk
+    return line
 
 
 @dataclass

@@ -11,7 +11,6 @@ successful sign-in needs GitHub; that path is covered with the fake provider (te
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -27,7 +26,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.e2e.test_copilot_bridge import READY, BridgeProcess, _discard, alive
+from tests.e2e.test_copilot_bridge import BridgeProcess, alive
 from tests.support.ahp_client import AhpClient, RpcFailure, open_client
 from tests.support.copilot_cli import CLI_PATH, offline_env, requires_cli
 from tests.support.model_server import ModelServer, Text
@@ -90,26 +89,10 @@ async def copilot_bridge(
         started = BridgeProcess(process)
         nursery.start_soon(started.drain_stderr, process.stderr)
         try:
-            line = b""
-            with trio.fail_after(60):
-                while not line.endswith(b"\n"):
-                    chunk = await process.stdout.receive_some(1)
-                    if not chunk:
-                        break
-                    line += chunk
-            assert line.startswith(READY + b"ws://127.0.0.1:"), (line, bytes(started.stderr))
-            started.url = line.decode().strip().removeprefix(READY.decode())
-            nursery.start_soon(_discard, process.stdout)
+            await started.until_ready(nursery, 60)
             yield started
         finally:
-            if process.returncode is None:
-                leftovers = started.copilot_cli_pids()
-                process.kill()
-                with trio.CancelScope(shield=True):
-                    await process.wait()
-                for pid in leftovers:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
+            await started.kill()
             nursery.cancel_scope.cancel()
 
 

@@ -10,7 +10,6 @@ resumed by its id: the scripted model server sees the earlier exchange in that r
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -28,7 +27,6 @@ from ahp_bridge.host.catalog import Catalog, SessionRecord
 from ahp_bridge.protocol.models import wire_adapter
 from ahp_bridge.state import status as st
 from tests.e2e.test_copilot_bridge import (
-    READY,
     ROOT,
     BridgeProcess,
     Session,
@@ -91,35 +89,14 @@ async def running_bridge(tmp_path: Path, models: ModelServer) -> AsyncIterator[B
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(started.drain_stderr, process.stderr)
-            line = b""
-            with trio.fail_after(30):
-                while not line.endswith(b"\n"):
-                    chunk = await process.stdout.receive_some(1)
-                    if not chunk:
-                        break
-                    line += chunk
-            assert line.startswith(READY + b"ws://127.0.0.1:"), (line, bytes(started.stderr))
-            started.url = line.decode().strip().removeprefix(READY.decode())
-            nursery.start_soon(_discard, process.stdout)
+            await started.until_ready(nursery, 30)
             yield started
             if process.returncode is not None:
                 with trio.move_on_after(5):
                     await started.stderr_closed.wait()  # all it wrote, for the log checks
             nursery.cancel_scope.cancel()
     finally:
-        if process.returncode is None:
-            leftovers = started.copilot_cli_pids()
-            process.kill()
-            with trio.CancelScope(shield=True):
-                await process.wait()
-            for pid in leftovers:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-
-
-async def _discard(stream: trio.abc.ReceiveStream) -> None:
-    while await stream.receive_some(65536):
-        pass
+        await started.kill()
 
 
 async def wait_catalog(data_dir: Path, predicate: Callable[[list[SessionRecord]], Any]) -> Any:
