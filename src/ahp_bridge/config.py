@@ -103,6 +103,9 @@ class BridgeSettings(BaseModel):
     data_dir: Path | None = None
     #: The working directory new sessions get when a client names none.
     workdir: Path | None = None
+    #: When set, a session's working directories must lie inside one of these (symlinks
+    #: resolved); empty: any directory a client names.
+    allowed_directories: list[Path] = Field(default_factory=list)
     #: Seconds a disconnected client has to reconnect before it stops being an active client.
     active_client_grace: float = Field(30.0, ge=0)
     #: Days a session may go unmodified before it is forgotten at startup (0 = keep forever).

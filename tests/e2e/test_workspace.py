@@ -331,6 +331,41 @@ async def watch_gone(client: AhpClient, channel: str) -> None:
             await trio.sleep(0.05)
 
 
+async def test_working_directories_outside_bridge_allowed_directories_are_refused(
+    start_bridge: StartBridge, settings: Settings, tree: dict[str, Path]
+) -> None:
+    """With `bridge.allowed_directories` set, a session may work only inside them: a path
+    outside, one that climbs out with `..`, and a symlink that leads out are refused, and
+    nothing is created; inside (and the default directory) works."""
+    settings.bridge.allowed_directories = [tree["work"]]
+    bridge = await start_bridge(settings)
+    client = await bridge.client()
+
+    async def create(*dirs: str) -> str:
+        session = f"ahp-session:/{uuid.uuid4()}"
+        params: dict[str, Any] = {"channel": session, "provider": "fake"}
+        if dirs:
+            params["workingDirectories"] = list(dirs)
+        await client.request("createSession", params)
+        return session
+
+    await create(uri(tree["work"] / "src"))
+    await create()  # the bridge's own default directory
+    for outside in (
+        uri(tree["outside"]),
+        uri(tree["work"]) + "/../outside",
+        uri(tree["work"] / "leakdir"),
+        str(tree["outside"]),
+    ):
+        with pytest.raises(RpcFailure) as err:
+            await create(uri(tree["work"]), outside)
+        assert err.value.code == INVALID_PARAMS
+        assert "(bridge.allowed_directories): choose one inside " in str(err.value.message)
+        assert str(tree["work"]) in str(err.value.message)
+    listed = (await client.request("listSessions", {"channel": ROOT}))["items"]
+    assert len(listed) == 2  # the refused ones left nothing behind
+
+
 async def test_a_watch_reports_added_updated_and_deleted_files(
     client: AhpClient, tree: dict[str, Path]
 ) -> None:

@@ -105,6 +105,7 @@ async def _run(
         client_tools=ClientToolLimits(**settings.client_tools.model_dump()),
         limits=settings.limits.limits(),
         timeouts=settings.timeouts.timeouts(),
+        allowed_directories=settings.bridge.allowed_directories,
     )
     workdir = sessions.workdir
     durable = sessions.durable

@@ -11,8 +11,9 @@ client request ever waits on a provider.
 from __future__ import annotations
 
 import base64
+import os
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,6 +131,7 @@ class SessionManager:
         client_tools: ClientToolLimits | None = None,
         limits: Limits | None = None,
         timeouts: Timeouts | None = None,
+        allowed_directories: Sequence[Path] = (),
     ) -> None:
         self.hub = hub
         #: Bounds of client tool calls (`[client_tools]`), for every chat.
@@ -146,6 +148,8 @@ class SessionManager:
         self._options = {k: dict(v) for k, v in (provider_options or {}).items()}
         self._instances = dict(provider_instances or {})
         self.workdir = str((workdir or Path.cwd()).resolve())
+        #: Where clients' working directories must lie (`bridge.allowed_directories`); empty: any.
+        self.allowed_directories = [os.path.realpath(p) for p in allowed_directories]
         self.providers: dict[str, ProviderEntry] = {}
         self.sessions: dict[str, Session] = {}
         self.chats: dict[str, ChatRuntime] = {}
@@ -189,6 +193,23 @@ class SessionManager:
                     for chat in session.chats.values():
                         chat.detach()
                 self._nursery.cancel_scope.cancel()
+
+    def _check_allowed(self, path: str) -> None:
+        """Refuse a client's working directory outside `bridge.allowed_directories`."""
+        if not self.allowed_directories:
+            return
+        real = os.path.realpath(path)
+        if any(
+            real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+            for top in self.allowed_directories
+        ):
+            return
+        raise RpcError(
+            E.INVALID_PARAMS,
+            f"Invalid params: workingDirectories: {path} is outside the directories this host "
+            f"lets sessions work in (bridge.allowed_directories): choose one inside "
+            f"{', '.join(self.allowed_directories)}",
+        )
 
     async def _models(self, entry: ProviderEntry) -> list[agentapi.Model]:
         entry.signed_out = ""
@@ -274,6 +295,8 @@ class SessionManager:
         chosen = (params.get("config") or {}).get("workingDirectory")
         if not dirs and isinstance(chosen, str) and chosen:
             dirs = [chosen]  # the setting names the directory when the list does not
+        for directory in dirs:
+            self._check_allowed(_path_of(directory))
         workdir = _path_of(dirs[0]) if dirs else self.workdir
         settings_state: dict[str, Any] | None = None
         settings = Settings()
