@@ -149,8 +149,10 @@ async def test_non_loopback_bind_without_token_generates_one_and_keeps_it(tmp_pa
             await client.initialize()
             await client.close()
         nursery.cancel_scope.cancel()
-    code, _ = await stop(process, signal.SIGTERM)
+    code, err = await stop(process, signal.SIGTERM)
     assert code == 0
+    # On the network with no allow-list, the operator hears what clients may choose.
+    assert b"set bridge.allowed_directories to the ones they may use" in err
     again, url2 = await start_cli(*args, env=env)  # the kept token is reused
     assert url2.endswith(f"/?tkn={token}")
     assert "the connection token is the one kept in" in await banner_rest(again)

@@ -18,7 +18,7 @@ from ahp_bridge.host.completions import Completions, MentionSource
 from ahp_bridge.host.customizations import Customizations
 from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.rpc import RpcHandler
-from ahp_bridge.host.server import ServerOptions, check_bind, serve
+from ahp_bridge.host.server import ServerOptions, check_bind, is_loopback, serve
 from ahp_bridge.host.session_config import SessionConfig
 from ahp_bridge.host.sessions import SessionManager
 from ahp_bridge.host.slash import CommandSource
@@ -84,6 +84,11 @@ async def _run(
     settings: Settings, options: ServerOptions, task_status: trio.TaskStatus[int]
 ) -> None:
     check_bind(options)
+    if not is_loopback(options.host) and not settings.bridge.allowed_directories:
+        log.warning(
+            "clients on the network may name any directory as a session's working directory; "
+            "set bridge.allowed_directories to the ones they may use"
+        )
     clock = HostClock()
     catalog = await open_catalog(
         settings.data_dir(), retention_days=settings.bridge.retention_days, now_ms=clock.now_ms()
