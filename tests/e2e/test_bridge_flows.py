@@ -155,17 +155,7 @@ class Flow:
         return {c.client_id: len(c.envelopes) for c in self.clients}
 
     async def start(self, text: str, client: AhpClient | None = None) -> str:
-        client = client or self.client
-        turn_id = str(uuid.uuid4())
-        action = {
-            "type": "chat/turnStarted",
-            "turnId": turn_id,
-            "startedAt": "2026-01-01T00:00:00.000Z",
-            "message": {"text": text, "origin": {"kind": "user"}},
-        }
-        echo = await client.echo_of(await client.dispatch(self.chat, action))
-        assert "rejectionReason" not in echo, echo
-        return turn_id
+        return await (client or self.client).start_turn(self.chat, text)
 
     async def ended(self, turn_id: str, client: AhpClient | None = None) -> dict[str, Any]:
         """Wait until `turn_id` is in the chat's finished turns; returns it."""

@@ -12,7 +12,6 @@ version (0.7 and 1.0).
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -97,17 +96,7 @@ class ToolSession:
         return ((client or self.owner).states[self.session].get("_meta") or {}).get(META)
 
     async def start(self, text: str, client: AhpClient | None = None) -> str:
-        client = client or self.owner
-        turn_id = str(uuid.uuid4())
-        action = {
-            "type": "chat/turnStarted",
-            "turnId": turn_id,
-            "startedAt": "2026-01-01T00:00:00.000Z",
-            "message": {"text": text, "origin": {"kind": "user"}},
-        }
-        echo = await client.echo_of(await client.dispatch(self.chat, action))
-        assert "rejectionReason" not in echo, echo
-        return turn_id
+        return await (client or self.owner).start_turn(self.chat, text)
 
     async def execution(self, client: AhpClient | None = None) -> dict[str, Any]:
         """The client-execution input request the session shows (waits for it)."""

@@ -93,15 +93,7 @@ async def create_session(client: AhpClient, **params: Any) -> tuple[str, str]:
 
 
 async def prompt(client: AhpClient, chat: str, text: str) -> dict[str, Any]:
-    turn_id = str(uuid.uuid4())
-    action = {
-        "type": "chat/turnStarted",
-        "turnId": turn_id,
-        "startedAt": "2026-01-01T00:00:00.000Z",
-        "message": {"text": text, "origin": {"kind": "user"}},
-    }
-    echo = await client.echo_of(await client.dispatch(chat, action))
-    assert "rejectionReason" not in echo, echo
+    turn_id = await client.start_turn(chat, text)
 
     def ended() -> dict[str, Any] | None:
         return next((t for t in client.states[chat]["turns"] if t["id"] == turn_id), None)

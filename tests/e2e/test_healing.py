@@ -100,16 +100,7 @@ async def connect(nursery: trio.Nursery, url: str, name: str, **kw: Any) -> AhpC
 
 
 async def start_turn(client: AhpClient, chat: str, text: str) -> str:
-    turn_id = str(uuid.uuid4())
-    action = {
-        "type": "chat/turnStarted",
-        "turnId": turn_id,
-        "startedAt": "2026-01-01T00:00:00.000Z",
-        "message": {"text": text, "origin": {"kind": "user"}},
-    }
-    echo = await client.echo_of(await client.dispatch(chat, action))
-    assert "rejectionReason" not in echo, echo
-    return turn_id
+    return await client.start_turn(chat, text)
 
 
 async def finished(client: AhpClient, chat: str, turn_id: str) -> dict[str, Any]:

@@ -50,16 +50,7 @@ class Trio:
             await client.subscribe(self.chat)
 
     async def start(self, text: str, client: AhpClient) -> str:
-        turn_id = str(uuid.uuid4())
-        action = {
-            "type": "chat/turnStarted",
-            "turnId": turn_id,
-            "startedAt": "2026-01-01T00:00:00.000Z",
-            "message": {"text": text, "origin": {"kind": "user"}},
-        }
-        echo = await client.echo_of(await client.dispatch(self.chat, action))
-        assert "rejectionReason" not in echo, echo
-        return turn_id
+        return await client.start_turn(self.chat, text)
 
     async def dispatch(self, client: AhpClient, action: dict[str, Any]) -> dict[str, Any]:
         return await client.echo_of(await client.dispatch(self.chat, action))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -298,6 +299,19 @@ class AhpClient:
             return None
 
         return await self.wait_for(find)  # type: ignore[no-any-return]
+
+    async def start_turn(self, chat: str, text: str) -> str:
+        """Start a turn with a user message on `chat`; its id, once the echo accepted it."""
+        turn_id = str(uuid.uuid4())
+        action = {
+            "type": "chat/turnStarted",
+            "turnId": turn_id,
+            "startedAt": "2026-01-01T00:00:00.000Z",
+            "message": {"text": text, "origin": {"kind": "user"}},
+        }
+        echo = await self.echo_of(await self.dispatch(chat, action))
+        assert "rejectionReason" not in echo, echo
+        return turn_id
 
     def actions(self, channel: str | None = None) -> list[dict[str, Any]]:
         return [
