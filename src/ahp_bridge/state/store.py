@@ -256,7 +256,9 @@ class Store:
     def _log_append(self, envelope: Envelope) -> None:
         """Log an envelope, dropping the oldest past the count or the byte budget (one larger
         than the whole budget is not kept: a reconnect that needs it takes snapshots)."""
-        size = len(envelope.frame.encode())
+        frame = envelope.frame
+        # An ASCII frame's length is its size in bytes (isascii is O(1)): no copy to count it.
+        size = len(frame) if frame.isascii() else len(frame.encode())
         self._log.append((envelope, size))
         self._log_bytes += size
         while self._log and (
