@@ -24,6 +24,7 @@ from ahp_bridge.host.sessions import SessionManager
 from ahp_bridge.host.slash import CommandSource
 from ahp_bridge.host.wirelog import WireLog
 from ahp_bridge.host.workspace import Workspace
+from ahp_bridge.host.workspace_paths import uri_of_path
 from ahp_bridge.state.store import Store
 
 log = structlog.get_logger(__name__)
@@ -139,7 +140,7 @@ async def _run(
     rpc = RpcHandler(
         hub,
         sessions,
-        default_directory=Path(workdir).as_uri(),
+        default_directory=uri_of_path(workdir),
         clients=clients,
         handlers={
             **workspace.handlers(),

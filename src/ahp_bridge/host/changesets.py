@@ -37,7 +37,6 @@ import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit
 
@@ -46,6 +45,7 @@ import trio
 
 from ahp_bridge import agentapi
 from ahp_bridge.host.content import ContentStore
+from ahp_bridge.host.workspace_paths import uri_of_path
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.uris import ROOT
@@ -182,7 +182,7 @@ class Changesets:
             path = _absolute(edit.path, runtime.session.workdir)
             if not path:
                 continue
-            uri = Path(path).as_uri()
+            uri = uri_of_path(path)
             content: dict[str, Any] = {"type": "fileEdit"}
             kind = edit.kind.lower()
             sides = ("after",) if kind in ("create", "created", "add", "added") else ()
@@ -480,10 +480,7 @@ class Changesets:
         return lambda text: self.content.ref(text, name=path)
 
     def _files(self, changes: list[FileChange]) -> list[dict[str, Any]]:
-        return [
-            changeset_file(change, lambda p: Path(p).as_uri(), self._ref(change.path))
-            for change in changes
-        ]
+        return [changeset_file(change, uri_of_path, self._ref(change.path)) for change in changes]
 
     def _create(
         self,

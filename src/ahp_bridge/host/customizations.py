@@ -26,7 +26,6 @@ default chat's call queue; when one fails, the state it claimed is put back.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -34,6 +33,7 @@ import trio
 
 from ahp_bridge import agentapi
 from ahp_bridge.host.timeouts import gave_up
+from ahp_bridge.host.workspace_paths import directory_uri
 from ahp_bridge.state.store import Envelope
 from ahp_bridge.translate.customizations import (
     customizations,
@@ -69,10 +69,6 @@ _KIND_NAMES = {
 }
 
 Call = Callable[[agentapi.Conversation], Awaitable[None]]
-
-
-def _file_uri(path: str) -> str:
-    return Path(path).as_uri() if path.startswith("/") else path
 
 
 class Customizations:
@@ -155,7 +151,7 @@ class Customizations:
             commands,
             self._mcp_items(session),
             workdir=workdir,
-            file_uri=_file_uri,
+            file_uri=directory_uri,
         )
         current = self.hub.store.state(session.uri).get("customizations")
         if current != items and (items or current):
@@ -164,7 +160,7 @@ class Customizations:
             )
 
     def _mcp_items(self, session: Session) -> list[dict[str, Any]]:
-        uri = _file_uri(session.workdir)
+        uri = directory_uri(session.workdir)
         return [
             mcp_customization(name, status, error, source, uri)
             for name, (status, error, source) in self._mcp.get(session.uri, {}).items()

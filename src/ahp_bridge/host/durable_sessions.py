@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
 
 import structlog
 import trio
@@ -36,6 +35,7 @@ from ahp_bridge.host.catalog import (
 )
 from ahp_bridge.host.healing import announce
 from ahp_bridge.host.timeouts import gave_up
+from ahp_bridge.host.workspace_paths import directory_path
 from ahp_bridge.state import status as st
 from ahp_bridge.state.envelope import Envelope
 from ahp_bridge.translate._wire import clean_line
@@ -207,7 +207,7 @@ class SessionCatalog:
         if entry is None or not isinstance(entry.provider, agentapi.Importer):
             return result
         directory = params.get("workingDirectory")
-        workdir = _path_of(directory) if isinstance(directory, str) else manager.workdir
+        workdir = directory_path(directory) if isinstance(directory, str) else manager.workdir
         try:
             with trio.fail_after(manager.timeouts.provider_read):
                 previous = await entry.provider.previous(workdir)
@@ -544,9 +544,3 @@ async def read_history(
         anchor = chunk[0].id
     others = [item for item in history.items if item.agent_id]
     return history.model_copy(update={"items": items + others, "truncated": False})
-
-
-def _path_of(uri: str) -> str:
-    """A filesystem path for a working-directory URI (`file:///x` or a plain path)."""
-    parts = urlsplit(uri)
-    return unquote(parts.path) if parts.scheme == "file" else uri

@@ -20,13 +20,13 @@ setting the provider did not take.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
 
 import structlog
 import trio
 
 from ahp_bridge import agentapi
 from ahp_bridge.host.timeouts import gave_up
+from ahp_bridge.host.workspace_paths import directory_path, directory_uri
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.translate.session_config import (
@@ -45,11 +45,6 @@ if TYPE_CHECKING:
 __all__ = ["SessionConfig"]
 
 log = structlog.get_logger(__name__)
-
-
-def _path_of(uri: str) -> str:
-    parts = urlsplit(uri)
-    return unquote(parts.path) if parts.scheme == "file" else uri
 
 
 class SessionConfig:
@@ -86,8 +81,8 @@ class SessionConfig:
         entry = self._entry(params)
         directory = params.get("workingDirectory")
         if not isinstance(directory, str) or not directory:
-            directory = _file_uri(self.sessions.workdir)
-        workdir = _path_of(directory)
+            directory = directory_uri(self.sessions.workdir)
+        workdir = directory_path(directory)
         agents = await self._agents(entry, workdir)
         try:
             return resolve(
@@ -131,7 +126,7 @@ class SessionConfig:
     ) -> tuple[dict[str, Any], Settings]:
         """The session's `config` state and its settings; RpcError for a value that does not fit."""
         directory = params.get("config", {}).get("workingDirectory")
-        lookup = {**params, "workingDirectory": directory or _file_uri(workdir)}
+        lookup = {**params, "workingDirectory": directory or directory_uri(workdir)}
         schema, values = await self.schema(lookup, strict=True)
         return {"schema": schema, "values": values}, settings_of(values)
 
@@ -146,7 +141,7 @@ class SessionConfig:
         given = dict(recorded or {})
         directory = given.get("workingDirectory")
         if not isinstance(directory, str) or not directory:
-            directory = _file_uri(workdir)
+            directory = directory_uri(workdir)
         lookup = {"provider": provider, "config": given, "workingDirectory": directory}
         schema, values = await self.schema(lookup)
         dropped = {k: v for k, v in given.items() if values.get(k) != v}
@@ -214,9 +209,3 @@ class SessionConfig:
     def _default_chat(self, session: Session) -> Any:
         default = self.sessions.hub.store.state(session.uri).get("defaultChat")
         return session.chats.get(default) if isinstance(default, str) else None
-
-
-def _file_uri(path: str) -> str:
-    from pathlib import Path
-
-    return Path(path).as_uri() if path.startswith("/") else path

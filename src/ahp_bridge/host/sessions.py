@@ -18,7 +18,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
 
 import orjson
 import structlog
@@ -34,6 +33,7 @@ from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.limits import Limits, check_new_chat, check_new_session
 from ahp_bridge.host.summaries import aggregate, chat_summary_changes, session_chats
 from ahp_bridge.host.timeouts import Timeouts, gave_up
+from ahp_bridge.host.workspace_paths import directory_path, within_any
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.jsonrpc import notification_frame
@@ -106,14 +106,6 @@ class Session:
     settings: Settings = field(default_factory=Settings)
     #: The client id that created it in this run (limits.max_sessions_per_client).
     created_by: str | None = None
-
-
-def _path_of(uri: str) -> str:
-    """A filesystem path for a working-directory URI (`file:///x` or a plain path)."""
-    parts = urlsplit(uri)
-    if parts.scheme == "file":
-        return unquote(parts.path)
-    return uri
 
 
 class SessionManager:
@@ -198,11 +190,7 @@ class SessionManager:
         """Refuse a client's working directory outside `bridge.allowed_directories`."""
         if not self.allowed_directories:
             return
-        real = os.path.realpath(path)
-        if any(
-            real == top or real.startswith(top.rstrip(os.sep) + os.sep)
-            for top in self.allowed_directories
-        ):
+        if within_any(os.path.realpath(path), self.allowed_directories) is not None:
             return
         raise RpcError(
             E.INVALID_PARAMS,
@@ -296,8 +284,8 @@ class SessionManager:
         if not dirs and isinstance(chosen, str) and chosen:
             dirs = [chosen]  # the setting names the directory when the list does not
         for directory in dirs:
-            self._check_allowed(_path_of(directory))
-        workdir = _path_of(dirs[0]) if dirs else self.workdir
+            self._check_allowed(directory_path(directory))
+        workdir = directory_path(dirs[0]) if dirs else self.workdir
         settings_state: dict[str, Any] | None = None
         settings = Settings()
         if self.config is not None:  # a value that does not fit is refused before anything

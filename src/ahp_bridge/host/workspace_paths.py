@@ -122,6 +122,18 @@ def uri_of_path(path: str) -> str:
     return "file://" + quote(path, safe="/-._~!$&'()*+,;=:@")
 
 
+def directory_uri(path: str) -> str:
+    """A working directory for the wire: an absolute path's `file:` URI, anything else as is."""
+    return uri_of_path(path) if path.startswith("/") else path
+
+
+def directory_path(uri: str) -> str:
+    """A working directory as a filesystem path: a `file:` URI's path, anything else as is
+    (a plain path; what a provider makes of anything else is its business)."""
+    parts = urlsplit(uri)
+    return unquote(parts.path) if parts.scheme == "file" else uri
+
+
 def is_within(path: str, root: str) -> bool:
     """True when `path` is `root` or below it. Both must be real (symlink-free) and normalised."""
     if path == root:
