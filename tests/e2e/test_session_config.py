@@ -204,6 +204,41 @@ async def test_the_model_changes_mid_session(
     assert client.states[session]["config"]["values"]["agent"] == "reviewer"
 
 
+async def test_a_model_change_the_provider_refuses_is_put_back_everywhere(
+    start_bridge: StartBridge,
+    settings: Settings,
+    tmp_path: Path,
+    recording: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SetModel fails: the state shows the previous values again, and a chat opened afterwards
+    asks the provider for the previous model, not the refused one."""
+    from ahp_bridge_fake.conversation import FakeConversation
+
+    from ahp_bridge import agentapi
+
+    async def refuse(self: FakeConversation, *args: Any) -> None:
+        raise agentapi.AgentAPIError("the runtime refused the model")
+
+    monkeypatch.setattr(FakeConversation, "set_model", refuse)
+    bridge = await start_bridge(settings)
+    client = await bridge.client(versions=V1)
+    session, _ = await create(client, tmp_path, model="fake-fast")
+    change = {"type": "session/configChanged", "config": {"model": "fake-plain"}}
+    assert "rejectionReason" not in await client.echo_of(await client.dispatch(session, change))
+    await client.wait_for(
+        lambda: any(
+            a["type"] == "session/configChanged" and a.get("replace")
+            for a in client.actions(session)
+        )
+    )
+    assert client.states[session]["config"]["values"]["model"] == "fake-fast"
+    chat = f"ahp-chat:/{uuid.uuid4()}"
+    await client.request("createChat", {"channel": session, "chat": chat})
+    await client.wait_for(lambda: len(calls(recording, "open")) == 2)
+    assert [c["request"]["Model"] for c in calls(recording, "open")] == ["fake-fast", "fake-fast"]
+
+
 @LINES
 async def test_bad_changes_are_refused_with_a_reason(
     start_bridge: StartBridge, settings: Settings, tmp_path: Path, versions: tuple[str, ...]

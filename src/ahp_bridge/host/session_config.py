@@ -125,7 +125,7 @@ class SessionConfig:
         self, params: dict[str, Any], workdir: str
     ) -> tuple[dict[str, Any], Settings]:
         """The session's `config` state and its settings; RpcError for a value that does not fit."""
-        directory = params.get("config", {}).get("workingDirectory")
+        directory = (params.get("config") or {}).get("workingDirectory")
         lookup = {**params, "workingDirectory": directory or directory_uri(workdir)}
         schema, values = await self.schema(lookup, strict=True)
         return {"schema": schema, "values": values}, settings_of(values)
@@ -192,6 +192,7 @@ class SessionConfig:
 
         def failed(exc: Exception) -> None:
             log.info("setting not applied", session=session.uri, error=type(exc).__name__)
+            session.settings = settings_of(previous)  # the next reopen asks for what holds
             if hub.store.has(session.uri):
                 back = {"type": "session/configChanged", "config": previous, "replace": True}
                 hub.apply(session.uri, back)
