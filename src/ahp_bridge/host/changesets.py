@@ -55,6 +55,8 @@ from ahp_bridge.translate.changes import (
     FileState,
     catalog_entry,
     changeset_file,
+    is_created,
+    is_deleted,
     reverse_patch,
     snapshot,
     snapshot_files,
@@ -184,9 +186,8 @@ class Changesets:
                 continue
             uri = uri_of_path(path)
             content: dict[str, Any] = {"type": "fileEdit"}
-            kind = edit.kind.lower()
-            sides = ("after",) if kind in ("create", "created", "add", "added") else ()
-            if kind in ("delete", "deleted", "remove", "removed"):
+            sides = ("after",) if is_created(edit.kind) else ()
+            if is_deleted(edit.kind):
                 sides = ("before",)
             for side in sides or ("before", "after"):
                 ref_uri, ref = self.content.pending(path)
@@ -403,7 +404,7 @@ class Changesets:
         the text before by applying the patch backwards; unchanged when they do not fit."""
         if diff.binary or diff.truncated:
             return diff
-        deleted = diff.status.lower() in ("deleted", "removed", "d")
+        deleted = is_deleted(diff.status)
         after = ""
         if not deleted:
             text, _ = await self._read_confined(diff.path, workdir)

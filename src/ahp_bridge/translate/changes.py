@@ -35,6 +35,8 @@ __all__ = [
     "Snapshot",
     "catalog_entry",
     "changeset_file",
+    "is_created",
+    "is_deleted",
     "line_stats",
     "reverse_patch",
     "snapshot",
@@ -92,12 +94,20 @@ class FileChange:
         return "modified"
 
 
-def _status_created(diff: FileDiff) -> bool:
-    return diff.status.lower() in ("added", "created", "create", "new", "a")
+#: How runtimes spell a created or a deleted file (agentapi leaves `FileDiff.status` and
+#: `FileEdit.kind` free text): one vocabulary for every reading of either.
+_CREATED = frozenset({"added", "add", "created", "create", "new", "a"})
+_DELETED = frozenset({"deleted", "delete", "removed", "remove", "d"})
 
 
-def _status_deleted(diff: FileDiff) -> bool:
-    return diff.status.lower() in ("deleted", "removed", "delete", "d")
+def is_created(status: str) -> bool:
+    """A `FileDiff.status` or `FileEdit.kind` that says the file was created."""
+    return status.lower() in _CREATED
+
+
+def is_deleted(status: str) -> bool:
+    """A `FileDiff.status` or `FileEdit.kind` that says the file was deleted."""
+    return status.lower() in _DELETED
 
 
 def snapshot(diffs: Iterable[FileDiff]) -> dict[str, FileState]:
@@ -110,10 +120,10 @@ def snapshot(diffs: Iterable[FileDiff]) -> dict[str, FileState]:
         patch_only = bool(diff.patch) and not diff.before and not diff.after
         known = not diff.binary and not diff.truncated and not patch_only
         status_given = bool(diff.status)
-        created = _status_created(diff) or (
+        created = is_created(diff.status) or (
             not status_given and known and not diff.before and bool(diff.after)
         )
-        deleted = _status_deleted(diff) or (
+        deleted = is_deleted(diff.status) or (
             not status_given and known and not diff.after and bool(diff.before)
         )
         before = None if created else diff.before
