@@ -166,21 +166,26 @@ class ChangesSettings(BaseModel):
     diff_timeout_seconds: float = Field(30.0, gt=0)
 
 
+#: The host's own defaults (one source: the dataclasses the host runs with).
+_LIMITS = Limits()
+_TIMEOUTS = Timeouts()
+
+
 class LimitSettings(BaseModel):
     """What one client may make the host keep (config.example.toml says why each is so).
     Each refusal names its key as `limits.<name>`."""
 
     model_config = ConfigDict(extra="forbid")
 
-    max_title_bytes: int = Field(1024, ge=16)
-    max_action_bytes: int = Field(128 * 1024, ge=1024)
-    max_queued_messages: int = Field(8, ge=0)
-    max_annotations: int = Field(64, ge=0)
-    max_working_directories: int = Field(16, ge=1)
-    max_sessions: int = Field(500, ge=1)
-    max_sessions_per_client: int = Field(20, ge=1)
-    max_chats_per_session: int = Field(8, ge=1)
-    max_pending_calls: int = Field(64, ge=1)
+    max_title_bytes: int = Field(_LIMITS.max_title_bytes, ge=16)
+    max_action_bytes: int = Field(_LIMITS.max_action_bytes, ge=1024)
+    max_queued_messages: int = Field(_LIMITS.max_queued_messages, ge=0)
+    max_annotations: int = Field(_LIMITS.max_annotations, ge=0)
+    max_working_directories: int = Field(_LIMITS.max_working_directories, ge=1)
+    max_sessions: int = Field(_LIMITS.max_sessions, ge=1)
+    max_sessions_per_client: int = Field(_LIMITS.max_sessions_per_client, ge=1)
+    max_chats_per_session: int = Field(_LIMITS.max_chats_per_session, ge=1)
+    max_pending_calls: int = Field(_LIMITS.max_pending_calls, ge=1)
 
     def limits(self) -> Limits:
         return Limits(**self.model_dump())
@@ -191,11 +196,11 @@ class TimeoutSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    models: float = Field(30.0, gt=0)
-    sign_in: float = Field(60.0, gt=0)
-    provider_read: float = Field(10.0, gt=0)
-    reopen: float = Field(60.0, gt=0)
-    close: float = Field(10.0, gt=0)
+    models: float = Field(_TIMEOUTS.models, gt=0)
+    sign_in: float = Field(_TIMEOUTS.sign_in, gt=0)
+    provider_read: float = Field(_TIMEOUTS.provider_read, gt=0)
+    reopen: float = Field(_TIMEOUTS.reopen, gt=0)
+    close: float = Field(_TIMEOUTS.close, gt=0)
 
     def timeouts(self) -> Timeouts:
         return Timeouts(**self.model_dump())

@@ -456,7 +456,7 @@ class EventTranslator:
             out.append(self._chat({**complete, "toolCallId": tool_call_id, "result": result}))
         input_id = self._executions.pop(tool_call_id, None)
         if input_id is not None:
-            out.append(self._session({"type": "session/inputNeededRemoved", "id": input_id}))
+            out.append(self._input_removed(input_id))
         return out
 
     def _client_finished(self, action: Mapping[str, Any]) -> list[Emitted]:
@@ -474,7 +474,7 @@ class EventTranslator:
         input_id = self._executions.pop(call_id, None)
         if input_id is None:
             return []
-        return [self._session({"type": "session/inputNeededRemoved", "id": input_id})]
+        return [self._input_removed(input_id)]
 
     def set_session_meta(self, key: str, value: Any) -> list[Emitted]:
         """Put one host-owned key into session ``_meta`` (sent whole: the reducer replaces it)."""
@@ -600,9 +600,7 @@ class EventTranslator:
     def _clear_pending(self) -> list[Emitted]:
         pending, self._pending = list(self._pending.values()), {}
         executions, self._executions = list(self._executions.values()), {}
-        removed = [
-            self._session({"type": "session/inputNeededRemoved", "id": i}) for i in executions
-        ]
+        removed = [self._input_removed(i) for i in executions]
         return [self._removed(p) for p in pending] + removed
 
     def _content_turn(self) -> _Turn | None:
@@ -745,7 +743,7 @@ class EventTranslator:
             out.append(self._removed(pending))
         execution = self._executions.pop(tool.call_id, None)
         if execution is not None:  # the provider ended a call its client was running
-            out.append(self._session({"type": "session/inputNeededRemoved", "id": execution}))
+            out.append(self._input_removed(execution))
         return out
 
     def _new_tool(
@@ -933,7 +931,10 @@ class EventTranslator:
         return {**base, "approved": False, "reason": "denied"}
 
     def _removed(self, pending: _Pending) -> Emitted:
-        return self._session({"type": "session/inputNeededRemoved", "id": pending.input_id})
+        return self._input_removed(pending.input_id)
+
+    def _input_removed(self, input_id: str) -> Emitted:
+        return self._session({"type": "session/inputNeededRemoved", "id": input_id})
 
     # subagents
 
@@ -1140,15 +1141,7 @@ class EventTranslator:
     def _on_meta(self, event: Event) -> list[Emitted]:
         attribute, suffix = _META_EVENTS[event.kind]
         payload = getattr(event, attribute)
-        key = META_PREFIX + suffix
-        value = _json(payload)
-        if self._meta.get(key) == value:
-            return []
-        if value is None:
-            self._meta.pop(key, None)
-        else:
-            self._meta[key] = value
-        return [self._session({"type": "session/metaChanged", "_meta": dict(self._meta)})]
+        return self.set_session_meta(META_PREFIX + suffix, _json(payload))
 
     # channels
 
