@@ -148,15 +148,7 @@ class ChatRuntime:
 
     async def _reopen(self) -> None:
         """Open the conversation again by its id (same transcript) with the current host tools."""
-        conversation, self.conversation = self.conversation, None
-        if self.sink is not None:
-            self.sink.close()
-        if conversation is not None:
-            with trio.move_on_after(self.manager.timeouts.close):
-                try:
-                    await conversation.close()
-                except Exception as exc:
-                    log.info("close before reopening failed", chat=self.uri, error=str(exc))
+        await self.let_go("close before reopening")
         log.info("reopening conversation with new client tools", chat=self.uri)
         await self.open(self.conversation_id)
 
@@ -196,15 +188,21 @@ class ChatRuntime:
     async def close(self) -> None:
         """Close the conversation (it is detached, never deleted) and stop the worker."""
         self.detach()
+        await self.let_go("close")
+
+    async def let_go(self, doing: str) -> None:
+        """Stop listening to the conversation and close it; past `timeouts.close` it is let go
+        without waiting (a failure is only logged: the bridge is done with it either way)."""
         conversation, self.conversation = self.conversation, None
+        if self.sink is not None:
+            self.sink.close()
         if conversation is None:
             return
-        # past timeouts.close the conversation is let go (it is detached anyway)
         with trio.move_on_after(self.manager.timeouts.close):
             try:
                 await conversation.close()
             except Exception as exc:
-                log.info("close failed", chat=self.uri, error=str(exc))
+                log.info(f"{doing} failed", chat=self.uri, error=str(exc))
 
     async def _ensure_open(self) -> agentapi.Conversation:
         if self.conversation is None:

@@ -25,7 +25,6 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 import structlog
-import trio
 
 from ahp_bridge import agentapi
 from ahp_bridge.translate.commands import SelectAgent, Send, SetModel, SetTitle
@@ -68,15 +67,7 @@ async def replace_conversation(chat: ChatRuntime, lost: str) -> agentapi.Convers
 
     Raises what `Provider.open` raises (the chat then fails the call as it would have).
     """
-    old, chat.conversation = chat.conversation, None
-    if chat.sink is not None:
-        chat.sink.close()
-    if old is not None:
-        with trio.move_on_after(chat.manager.timeouts.close):  # dropped either way
-            try:
-                await old.close()
-            except Exception as exc:  # it is gone already; closing is only tidiness
-                log.debug("closing a lost conversation failed", chat=chat.uri, error=str(exc))
+    await chat.let_go("closing a lost conversation")  # it is gone already: only tidiness
     await chat.open(conversation_id="")
     conversation = _conversation(chat)
     log.warning(
