@@ -582,7 +582,7 @@ class CopilotConversation:
 
         async def go() -> None:
             session = self._require_session()
-            if self._mapper.turn.active:
+            if self._mapper.busy:
                 raise Busy("a turn is running; select the agent when it has ended")
             try:
                 if id:

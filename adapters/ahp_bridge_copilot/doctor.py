@@ -26,7 +26,7 @@ from .options import (
     OptionsError,
     find_cli,
     install_hint,
-    login_command,
+    sign_in_step,
 )
 
 Line = tuple[bool, str, str]
@@ -89,11 +89,7 @@ def report(options: Mapping[str, Any]) -> list[Line]:
     elif signed_in:
         lines.append((True, f"signed in to GitHub Copilot{f' as {login}' if login else ''}", ""))
     else:
-        where = (
-            f"sign in the Copilot CLI at {opts.cli_url}"
-            if opts.cli_url
-            else f"run `{login_command(opts)}`"
-        )
+        where = sign_in_step(opts, cli)
         lines.append(
             (
                 False,

@@ -60,6 +60,8 @@ from ahp_bridge.agentapi import (
     Usage,
 )
 
+from .sdk_errors import is_signed_out_message
+
 MAX_INPUT_BYTES = 16 << 10
 MAX_OUTPUT_BYTES = 64 << 10
 MAX_DETAIL_BYTES = 16 << 10
@@ -90,17 +92,9 @@ __all__ = [
     "clip",
     "parse_time",
     "todo_rows",
+    "token_usage",
     "usage_from_metrics",
 ]
-
-
-#: How the CLI words a turn that failed because nothing signs it in (observed with 1.0.102).
-_SIGNED_OUT_MARKERS = ("no github oauth token", "copilot hmac key", "not authenticated")
-
-
-def is_signed_out_message(text: str) -> bool:
-    lowered = text.lower()
-    return any(marker in lowered for marker in _SIGNED_OUT_MARKERS)
 
 
 def clip(text: str, limit: int) -> str:
@@ -121,6 +115,21 @@ def parse_time(value: Any) -> datetime | None:
         return datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+
+
+def token_usage(data: dict[str, Any], at: datetime | None) -> TokenUsage:
+    """One model call's tokens from an ``assistant.usage`` event's data (wrong types count 0)."""
+    cost = data.get("cost")
+    return TokenUsage(
+        model=_str(data.get("model")),
+        time=at,
+        input=_int(data.get("inputTokens")),
+        output=_int(data.get("outputTokens")),
+        cache_read=_int(data.get("cacheReadTokens")),
+        cache_write=_int(data.get("cacheWriteTokens")),
+        duration_ms=_int(data.get("duration")),
+        cost=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else 0.0,
+    )
 
 
 def _str(value: Any) -> str:
@@ -765,20 +774,7 @@ class EventMapper:
             self.turn.model = _str(d.get("model")) or self.turn.model
             self.last_prompt_tokens = inp
             self.last_cached_tokens = _int(d.get("cacheReadTokens"))
-        cost = d.get("cost")
-        tokens = TokenUsage(
-            model=_str(d.get("model")),
-            time=at,
-            input=inp,
-            output=_int(d.get("outputTokens")),
-            cache_read=_int(d.get("cacheReadTokens")),
-            cache_write=_int(d.get("cacheWriteTokens")),
-            duration_ms=_int(d.get("duration")),
-            cost=float(cost)
-            if isinstance(cost, int | float) and not isinstance(cost, bool)
-            else 0.0,
-        )
-        return [Event(kind=EventKind.TOKENS, tokens=tokens)]
+        return [Event(kind=EventKind.TOKENS, tokens=token_usage(d, at))]
 
     def _aiu(self, ev: dict[str, Any], d: dict[str, Any], agent: str, at: Any) -> list[Event]:
         nano = d.get("totalNanoAiu")

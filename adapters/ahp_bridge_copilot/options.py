@@ -235,9 +235,11 @@ def cli_candidates(opts: CopilotOptions) -> list[Path]:
     return out
 
 
-def login_command(opts: CopilotOptions) -> str:
-    """The shell command that signs this provider's CLI in (its binary, its COPILOT_HOME)."""
-    cli = find_cli(opts)
+def login_command(opts: CopilotOptions, cli: Path | None = None) -> str:
+    """The shell command that signs this provider's CLI in (its binary, its COPILOT_HOME);
+    ``cli`` is the binary already found (looked up when None)."""
+    if cli is None:
+        cli = find_cli(opts)
     program = str(cli) if cli is not None else "copilot"
     if cli is not None and cli.suffix == ".js":
         program = f"node {cli}"
@@ -249,12 +251,18 @@ def login_command(opts: CopilotOptions) -> str:
     return " ".join([*env, program, "login"])
 
 
-def sign_in_hint(opts: CopilotOptions) -> str:
-    """What to do about a signed-out CLI, in one sentence."""
+def sign_in_step(opts: CopilotOptions, cli: Path | None = None, *, machine: str = "") -> str:
+    """The bridge-side way to sign the CLI in, as one clause: sign in the CLI running at
+    cli_url, or run the login command (``cli`` as in login_command; ``machine`` follows the
+    command, e.g. " on the bridge's machine")."""
     if opts.cli_url:
-        where = f"sign in the Copilot CLI running at {opts.cli_url}"
-    else:
-        where = f"run `{login_command(opts)}` on the bridge's machine"
+        return f"sign in the Copilot CLI running at {opts.cli_url}"
+    return f"run `{login_command(opts, cli)}`{machine}"
+
+
+def sign_in_hint(opts: CopilotOptions, cli: Path | None = None) -> str:
+    """What to do about a signed-out CLI, in one sentence (``cli`` as in login_command)."""
+    where = sign_in_step(opts, cli, machine=" on the bridge's machine")
     return (
         "GitHub Copilot is signed out: sign in from your client (the agent asks for a GitHub "
         f"token), {where}, or use your own model with [providers.copilot.byok] "

@@ -12,6 +12,7 @@ import contextlib
 import logging
 import subprocess
 import threading
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
@@ -71,6 +72,10 @@ class CopilotProvider:
         self._client: Any = None
         self._process: subprocess.Popen[bytes] | None = None
         self._cli_version = ""
+        self._cli: Path | None = None
+        """The CLI binary the client started (None with cli_url or before the first start)."""
+        self._hint: str | None = None
+        """sign_in_hint, once worked out (it looks for the CLI when none was started)."""
         self._client_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
         self._nursery_cm: Any = None
@@ -203,6 +208,8 @@ class CopilotProvider:
                 )
             self._client = client
             self._process = process
+            if cli != self._cli:
+                self._cli, self._hint = cli, None
             self._cli_version = status.version
             if process is not None:
                 nursery.start_soon(self._watch_process, client, process)
@@ -268,7 +275,9 @@ class CopilotProvider:
 
     def sign_in_hint(self) -> str:
         """What to do about a signed-out runtime, in one sentence (real paths, BYOK)."""
-        return sign_in_hint(self._opts)
+        if self._hint is None:
+            self._hint = sign_in_hint(self._opts, self._cli)
+        return self._hint
 
     async def models(self) -> list[Model]:
         if self._opts.byok is not None:

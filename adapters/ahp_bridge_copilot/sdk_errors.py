@@ -24,9 +24,17 @@ def is_not_found(exc: BaseException) -> bool:
     return is_definite_rejection(exc) and "not found" in str(exc).lower()
 
 
-def is_signed_out(exc: BaseException) -> bool:
-    from .mapping import is_signed_out_message
+#: How the CLI words a turn that failed because nothing signs it in (observed with 1.0.102).
+_SIGNED_OUT_MARKERS = ("no github oauth token", "copilot hmac key", "not authenticated")
 
+
+def is_signed_out_message(text: str) -> bool:
+    """True when a runtime message says nothing signs the CLI in."""
+    lowered = text.lower()
+    return any(marker in lowered for marker in _SIGNED_OUT_MARKERS)
+
+
+def is_signed_out(exc: BaseException) -> bool:
     return is_signed_out_message(str(exc))
 
 

@@ -11,9 +11,9 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from ahp_bridge.agentapi import AgentAPIError, Blob, TokenUsage, UtilityUsage
+from ahp_bridge.agentapi import AgentAPIError, Blob, UtilityUsage
 
-from .mapping import parse_time
+from .mapping import parse_time, token_usage
 from .options import CopilotOptions
 from .sdk_errors import plain_error
 
@@ -63,16 +63,7 @@ async def run_throwaway(
         if etype == "assistant.message" and data.get("content"):
             replies.append(str(data["content"]))
         elif etype == "assistant.usage":
-            call = TokenUsage(
-                model=str(data.get("model") or ""),
-                time=parse_time(d.get("timestamp")),
-                input=int(data.get("inputTokens") or 0),
-                output=int(data.get("outputTokens") or 0),
-                cache_read=int(data.get("cacheReadTokens") or 0),
-                cache_write=int(data.get("cacheWriteTokens") or 0),
-                duration_ms=int(data.get("duration") or 0),
-                cost=float(data.get("cost") or 0.0),
-            )
+            call = token_usage(data, parse_time(d.get("timestamp")))
             usage.tokens.append(call)
             usage.input_tokens += call.input
             usage.output_tokens += call.output

@@ -185,10 +185,16 @@ class FakeConversation:
         return self.transcript.history()
 
     async def send(self, prompt: Prompt) -> None:
+        self._start(prompt)
+
+    def _start(self, prompt: Prompt, display: str | None = None) -> None:
+        """Start a turn for ``prompt`` (send and run_command): open, signed in and idle, or
+        raise; ``display`` is the text its user item shows instead of the prompt's."""
         self._check_open()
         self._provider.require_sign_in()
         if self.turn is not None:
             raise Busy("a turn is already running in this conversation")
+        self.display_next = display
         play = self.source.start(self, prompt)
         self._provider.spawn(self._play, self.turn, play)
 
@@ -316,13 +322,9 @@ class FakeConversation:
             if not self._provider.commands():
                 raise Unsupported("the fake provider has no commands")
             raise AgentAPIError(f"/{name} is not a command of this conversation")
-        if self.turn is not None:
-            raise Busy("a turn is already running in this conversation")
         text = args.text.strip()
         prompt = args.model_copy(update={"text": spec.expand(text)})
-        self.display_next = f"/{name} {text}".rstrip()
-        play = self.source.start(self, prompt)
-        self._provider.spawn(self._play, self.turn, play)
+        self._start(prompt, display=f"/{name} {text}".rstrip())
 
     async def select_agent(self, id: str) -> None:
         """AgentSelector: a script ``[[agents]]`` id, or "" for the default agent."""

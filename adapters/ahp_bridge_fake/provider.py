@@ -164,6 +164,10 @@ class FakeProvider:
             record = self._files[transcript.meta.id] = FileRecord(transcript.meta.workdir)
         return record
 
+    def drop_files(self, conversation_id: str) -> None:
+        """Forget the file record of a conversation that can never reopen (a utility run's)."""
+        self._files.pop(conversation_id, None)
+
     def forget(self, conversation: FakeConversation) -> None:
         if self._open.get(conversation.id()) is conversation:
             del self._open[conversation.id()]
@@ -270,7 +274,8 @@ class FakeProvider:
         self.check_agent(req.agent)
         if req.assisted_approval_model:
             raise Unsupported("the fake provider has no assisted permission review")
-        check_host_tools(req.tools, self.script.tool_names())
+        if req.tools:
+            check_host_tools(req.tools, self.script.tool_names())
         if req.conversation_id:
             transcript = self._find(req.conversation_id)
             previous = self._open.get(req.conversation_id)

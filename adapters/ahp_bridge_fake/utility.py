@@ -85,6 +85,7 @@ async def run_utility(provider: FakeProvider, req: UtilityRequest) -> str:
             raise AgentAPIError("the utility call did not finish in time")
     finally:
         await conversation.close()
+        provider.drop_files(meta.id)
     if sink.error:
         raise AgentAPIError(sink.error)
     return sink.reply
