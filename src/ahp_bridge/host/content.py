@@ -40,10 +40,12 @@ class _Entry:
     name: str = ""
     problem: str = ""
     ready: trio.Event = field(default_factory=trio.Event)
+    #: Bytes of `text` in UTF-8, counted once (every reference and every trim reads it).
+    size: int = 0
 
-    @property
-    def size(self) -> int:
-        return len(self.text.encode("utf-8")) if self.text is not None else 0
+    def settle(self, text: str | None) -> None:
+        self.text = text
+        self.size = len(text.encode("utf-8")) if text is not None else 0
 
 
 class ContentStore:
@@ -59,11 +61,11 @@ class ContentStore:
         """A `ContentRef` to `text` (None for None), named by its digest."""
         if text is None:
             return None
-        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        uri = f"{SCHEME}:/sha256/{digest}"
+        data = text.encode("utf-8")
+        uri = f"{SCHEME}:/sha256/{hashlib.sha256(data).hexdigest()}"
         entry = self._entries.get(uri)
         if entry is None:
-            entry = _Entry(text=text, name=name)
+            entry = _Entry(text=text, name=name, size=len(data))
             entry.ready.set()
             self._add(uri, entry)
         else:
@@ -82,7 +84,7 @@ class ContentStore:
         entry = self._entries.get(uri)
         if entry is None or entry.ready.is_set():
             return
-        entry.text = text
+        entry.settle(text)
         entry.problem = "" if text is not None else (problem or "the content is not available")
         self._bytes += entry.size
         entry.ready.set()
