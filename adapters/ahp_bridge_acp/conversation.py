@@ -34,7 +34,6 @@ from ahp_bridge.agentapi import (
     History,
     InteractionGone,
     Prompt,
-    SignedOut,
     Unsupported,
 )
 
@@ -57,6 +56,8 @@ TAIL_INTERVAL = 0.1
 _TURN_CONTENT = frozenset(
     {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
 )
+_REPLAY_DROPPED = frozenset({EventKind.ITEM, EventKind.DELTA, EventKind.INTERACTION})
+"""What a session/load replay reports that only its history keeps (not re-emitted live)."""
 
 
 def now() -> datetime:
@@ -78,6 +79,11 @@ def error_detail(exc: RequestError) -> str:
 def agent_error(what: str, exc: RequestError) -> str:
     """A one-line account of an agent's JSON-RPC error (bounded; never other data)."""
     return f"the agent could not {what}: {error_detail(exc)} (error {exc.code})"
+
+
+def needs_sign_in(hint: str) -> str:
+    """What to say when the agent refuses for want of a sign-in (``hint``: how to sign in)."""
+    return f"the agent needs a sign-in: {hint}"
 
 
 class AcpConversation:
@@ -136,7 +142,8 @@ class AcpConversation:
         for event in events:
             self.record.feed(event)
             if self.mapper.replaying:
-                self._replay.append(event)
+                if event.kind not in _REPLAY_DROPPED:
+                    self._replay.append(event)
             else:
                 self._sink.emit(event)
 
@@ -146,12 +153,10 @@ class AcpConversation:
 
     def end_replay(self) -> None:
         self.mapper.replaying = False
-        live = [e for e in self._replay if e.kind not in (EventKind.ITEM, EventKind.DELTA)]
-        self._replay = []
+        live, self._replay = self._replay, []
         self._history = self.recorded()
         for event in live:  # titles, modes, todos the replay reported still count
-            if event.kind is not EventKind.INTERACTION:
-                self._sink.emit(event)
+            self._sink.emit(event)
 
     def reattach(self, earlier: AcpConversation) -> None:
         """Continue a session this process still holds, closed here before (no session/load).
@@ -352,7 +357,7 @@ class AcpConversation:
             return  # the provider's watch reports the exit to every conversation
         except RequestError as exc:
             if exc.code == AUTH_REQUIRED:
-                error = f"the agent needs a sign-in: {self._auth_hint}"
+                error = needs_sign_in(self._auth_hint)
             else:
                 error = agent_error("run the prompt", exc)
             self.emit_all(self.mapper.fail_turn(error))
@@ -529,9 +534,6 @@ class AcpConversation:
             return
         await self._loop.run(go())
 
-    def signed_out(self) -> SignedOut:
-        return SignedOut(f"the agent needs a sign-in: {self._auth_hint}")
-
 
 def _exit_status(term: Terminal) -> dict[str, Any]:
     status = term.status
@@ -544,11 +546,7 @@ def _exit_status(term: Terminal) -> dict[str, Any]:
 
 def config_options(raw: list[Any]) -> list[Any]:
     """The entries of a raw ``configOptions`` list the SDK's schema accepts (others skipped)."""
-    out = []
-    for entry in raw:
-        try:
-            parsed = S.LoadSessionResponse.model_validate({"configOptions": [entry]})
-            out.extend(parsed.config_options or [])
-        except ValidationError:
-            log.debug("acp: skipped a config option the SDK's schema does not know")
-    return out
+    out = S.LoadSessionResponse.model_validate({"configOptions": raw}).config_options or []
+    if len(out) < len(raw):
+        log.debug("acp: skipped a config option the SDK's schema does not know")
+    return list(out)

@@ -21,6 +21,7 @@ from acp import schema as S
 
 from ahp_bridge.agentapi import (
     COMMAND_PROMPT,
+    MAX_FILE_EDITS,
     TODO_DONE,
     TODO_IN_PROGRESS,
     TODO_PENDING,
@@ -107,7 +108,9 @@ class _Tool:
     raw_input: Any = None
     raw_output: Any = None
     texts: list[str] = field(default_factory=list)
-    diffs: list[tuple[str, str | None, str]] = field(default_factory=list)
+    edits: list[FileEdit] = field(default_factory=list)
+    """The first MAX_FILE_EDITS diffs of the latest content, counted once when they arrive."""
+    edits_truncated: bool = False
     terminals: list[str] = field(default_factory=list)
     locations: list[tuple[str, int | None]] = field(default_factory=list)
     ended: datetime | None = None
@@ -376,7 +379,7 @@ class SessionMapper:
             tool.locations = [(loc.path, loc.line) for loc in update.locations]
         if update.content is not None:
             # ACP content replaces the whole collection.
-            tool.texts, tool.diffs = [], []
+            tool.texts, tool.edits, tool.edits_truncated = [], [], False
             terminals: list[str] = []
             for part in update.content:
                 ptype = getattr(part, "type", "")
@@ -385,7 +388,10 @@ class SessionMapper:
                     if text:
                         tool.texts.append(text)
                 elif ptype == "diff":
-                    tool.diffs.append((part.path, part.old_text, part.new_text))
+                    if len(tool.edits) < MAX_FILE_EDITS:
+                        tool.edits.append(_file_edit(part.path, part.old_text, part.new_text))
+                    else:
+                        tool.edits_truncated = True
                 elif ptype == "terminal":
                     terminals.append(part.terminal_id)
             for term in terminals:
@@ -426,15 +432,14 @@ class SessionMapper:
         if tool.locations:
             where = "\n".join(f"{p}:{n}" if n else p for p, n in tool.locations)
             shown_input = f"{shown_input}\n{where}" if shown_input else where
-        edits = [_file_edit(path, old, new) for path, old, new in tool.diffs][:32]
         call = ToolCall(
             name=tool.kind or "other",
             title=tool.title,
             status=tool.status,
             input=clip(shown_input, self._limit),
             output=clip("\n".join(t for t in texts if t), self._limit) if ended else "",
-            file_edits=edits,
-            file_edits_truncated=len(tool.diffs) > 32,
+            file_edits=list(tool.edits),
+            file_edits_truncated=tool.edits_truncated,
             exit_code=exit_code,
             tail=[] if ended else tail,
         )

@@ -24,6 +24,7 @@ from typing import Any, Self
 import trio
 from acp import schema as S
 from acp.exceptions import RequestError
+from acp.meta import PROTOCOL_VERSION
 from pydantic import ValidationError
 
 from ahp_bridge.agentapi import (
@@ -48,6 +49,7 @@ from .conversation import (
     agent_error,
     config_options,
     error_detail,
+    needs_sign_in,
     now,
 )
 from .loop import AsyncioThread
@@ -57,7 +59,6 @@ from .process import AgentGone, AgentProcess
 
 log = logging.getLogger(__name__)
 
-PROTOCOL_VERSION = 1
 NOT_FOUND = -32002
 MAX_DETACHED = 64
 MAX_LISTED = 1000
@@ -381,7 +382,7 @@ class AcpProvider:
             )
         except RequestError as exc:
             if exc.code == AUTH_REQUIRED:
-                raise SignedOut(f"the agent needs a sign-in: {self.auth_hint()}") from None
+                raise SignedOut(needs_sign_in(self.auth_hint())) from None
             raise AgentAPIError(agent_error("open a session", exc)) from None
         except (AgentGone, TimeoutError) as exc:
             raise AgentAPIError(str(exc)) from None
@@ -482,7 +483,7 @@ class AcpProvider:
                     self._known.add(conv.session_id)
             except RequestError as exc:
                 if exc.code == AUTH_REQUIRED:
-                    raise SignedOut(f"the agent needs a sign-in: {self.auth_hint()}") from None
+                    raise SignedOut(needs_sign_in(self.auth_hint())) from None
                 if req.conversation_id and _not_found(exc):
                     raise ConversationNotFound(
                         f"the ACP agent has no session {req.conversation_id!r}"

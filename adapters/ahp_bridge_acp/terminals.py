@@ -125,7 +125,7 @@ class Terminals:
             raise refused(f"the working directory {str(workdir)!r} does not exist")
         limit = self._max_output
         if output_byte_limit is not None and 0 <= output_byte_limit < limit:
-            limit = max(output_byte_limit, 0)
+            limit = output_byte_limit
         argv = [command, *args] if args else ["/bin/sh", "-c", command]
         environment = {**self._environment(), **env}
         term = Terminal(id=f"term-{next(_ids)}", command=command, limit=max(limit, 1))
@@ -141,8 +141,6 @@ class Terminals:
             )
         except OSError as exc:
             raise refused(f"cannot start {command!r}: {exc.strerror or exc}") from None
-        if output_byte_limit == 0:
-            term.limit = 1
         self._terminals[term.id] = term
         loop = asyncio.get_running_loop()
         term.tasks.append(loop.create_task(self._pump(term)))
