@@ -34,6 +34,7 @@ it started, or the one in flight then.
 from __future__ import annotations
 
 import os
+import stat
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,7 +46,8 @@ import trio
 
 from ahp_bridge import agentapi
 from ahp_bridge.host.content import ContentStore
-from ahp_bridge.host.workspace_paths import uri_of_path
+from ahp_bridge.host.workspace_io import READ_FLAGS, read_all, text_of
+from ahp_bridge.host.workspace_paths import uri_of_path, within_any
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.uris import ROOT
@@ -457,21 +459,23 @@ class Changesets:
         def read() -> tuple[str | None, str]:
             root = os.path.realpath(workdir) if os.path.isabs(workdir) else ""
             real = os.path.realpath(path)
-            if not root or (real != root and not real.startswith(root.rstrip(os.sep) + os.sep)):
+            if not root or within_any(real, [root]) is None:
                 return None, "the file is outside the working directory"
             try:
-                with open(real, "rb") as file:
-                    data = file.read(limit + 1)
+                # as resourceRead opens: never blocks on a FIFO, never follows a late symlink
+                fd = os.open(real, READ_FLAGS)
+                try:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        return None, "the file is not a regular file"
+                    data = read_all(fd, limit + 1)
+                finally:
+                    os.close(fd)
             except OSError as exc:
                 return None, f"the file cannot be read: {exc.strerror or exc}"
             if len(data) > limit:
                 return None, f"the file is larger than workspace.max_read_bytes = {limit}"
-            if b"\x00" in data:
-                return None, "the file is binary"
-            try:
-                return data.decode("utf-8"), ""
-            except UnicodeDecodeError:
-                return None, "the file is not UTF-8 text"
+            text = text_of(data)
+            return (text, "") if text is not None else (None, "the file is binary or not UTF-8")
 
         return await trio.to_thread.run_sync(read)
 

@@ -37,6 +37,7 @@ from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
 
 __all__ = [
+    "READ_FLAGS",
     "ROOTS_HINT",
     "Target",
     "check_open_fd",
@@ -46,9 +47,11 @@ __all__ = [
     "list_directory",
     "os_error",
     "os_errors",
+    "read_all",
     "read_file",
     "real_roots",
     "resolve",
+    "text_of",
 ]
 
 #: Where the served directories come from, for refusals.
@@ -56,7 +59,7 @@ ROOTS_HINT = "a session's working directories, the default directory and workspa
 
 #: Non-blocking so a FIFO cannot hang the thread; no-follow so the last component that was
 #: checked cannot be swapped for a symlink before the open.
-_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
+READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
 @dataclass(frozen=True)
@@ -198,7 +201,7 @@ def resolve(uri: str, roots: list[str], follow_symlinks: bool = True) -> dict[st
         binary: bool | None = None
         if stat.S_ISREG(st.st_mode):
             with contextlib.suppress(OSError):
-                fd = os.open(target.real, _READ_FLAGS)
+                fd = os.open(target.real, READ_FLAGS)
                 try:
                     binary = looks_binary(_sniff(fd))
                 finally:
@@ -263,7 +266,7 @@ def read_file(uri: str, roots: list[str], encoding: str | None, max_bytes: int) 
     """
     target = confine(uri, roots)
     with os_errors(uri, "read"):
-        fd = os.open(target.real, _READ_FLAGS)
+        fd = os.open(target.real, READ_FLAGS)
         try:
             st = os.fstat(fd)
             if stat.S_ISDIR(st.st_mode):
@@ -278,12 +281,12 @@ def read_file(uri: str, roots: list[str], encoding: str | None, max_bytes: int) 
             check_open_fd(fd, target, roots)
             if st.st_size > max_bytes:
                 _too_large(uri, st.st_size, max_bytes)
-            data = _read_all(fd, max_bytes + 1)
+            data = read_all(fd, max_bytes + 1)
             if len(data) > max_bytes:  # it grew while we read
                 _too_large(uri, len(data), max_bytes)
         finally:
             os.close(fd)
-    text = _text_of(data)
+    text = text_of(data)
     kind = content_type(target.real, binary=text is None)
     if text is not None and encoding != "base64":
         return {"data": text, "encoding": "utf-8", "contentType": kind}
@@ -291,7 +294,7 @@ def read_file(uri: str, roots: list[str], encoding: str | None, max_bytes: int) 
     return {"data": encoded, "encoding": "base64", "contentType": kind}
 
 
-def _text_of(data: bytes) -> str | None:
+def text_of(data: bytes) -> str | None:
     """The content as text when it is UTF-8 without NUL bytes; else None (binary)."""
     if b"\x00" in data:
         return None
@@ -309,7 +312,7 @@ def _too_large(uri: str, size: int, max_bytes: int) -> NoReturn:
     )
 
 
-def _read_all(fd: int, limit: int) -> bytes:
+def read_all(fd: int, limit: int) -> bytes:
     chunks: list[bytes] = []
     total = 0
     while total < limit:
