@@ -567,6 +567,37 @@ async def test_reconnect_falls_back_to_snapshots_when_the_log_no_longer_covers(
 # -- slow clients ------------------------------------------------------------------------------
 
 
+async def raw_initialize(ws: Any, chat: str) -> None:
+    """A 0.7 client's initialize, sent by hand on a bare socket that will not read."""
+    params = {
+        "channel": ROOT,
+        "protocolVersions": ["0.7.0"],
+        "clientId": "slow",
+        "initialSubscriptions": [chat],
+    }
+    frame = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+    await ws.send_message(orjson.dumps(frame).decode())
+
+
+async def flood(client: AhpClient, chat: str, count: int = 400) -> int:
+    """Dispatch `count` 60 kB drafts on `chat`; the clientSeq of the last."""
+    big = "y" * 60_000
+    last = 0
+    for i in range(count):
+        last = await client.dispatch(chat, draft(f"{i}{big}"))
+    return last
+
+
+async def close_reason(ws: Any) -> Any:
+    """Read a socket until it closes (10 s at most); the close reason it saw."""
+    with trio.fail_after(10):
+        try:
+            while True:
+                await ws.get_message()
+        except ConnectionClosed as closed:
+            return closed.reason
+
+
 async def test_a_client_that_stops_reading_is_cut_off_without_delaying_another(
     start_bridge: StartBridge,
 ) -> None:
@@ -583,35 +614,12 @@ async def test_a_client_that_stops_reading_is_cut_off_without_delaying_another(
         )
         slow = AhpClient(ws, "slow")
         # Handshake by hand, then never read again.
-        await ws.send_message(
-            orjson.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "channel": ROOT,
-                        "protocolVersions": ["0.7.0"],
-                        "clientId": "slow",
-                        "initialSubscriptions": [chat],
-                    },
-                }
-            ).decode()
-        )
-        big = "y" * 60_000
-        last = 0
-        for i in range(400):
-            last = await fast.dispatch(chat, draft(f"{i}{big}"))
+        await raw_initialize(ws, chat)
+        last = await flood(fast, chat)
         echo = await fast.echo_of(last)
         assert "rejectionReason" not in echo
         # The slow client was disconnected with a clear reason; reading now shows the close.
-        with trio.fail_after(10):
-            reason = None
-            try:
-                while True:
-                    await ws.get_message()
-            except ConnectionClosed as closed:
-                reason = closed.reason
+        reason = await close_reason(ws)
         assert reason is not None and reason.code == 1008
         assert "too slow" in (reason.reason or "")
         assert "server.outbound_queue" in (reason.reason or "")
@@ -633,34 +641,11 @@ async def test_a_client_that_fell_behind_and_takes_nothing_within_the_grace_is_d
         ws = await __import__("trio_websocket").connect_websocket_url(
             nursery, bridge.url, message_queue_size=1
         )
-        await ws.send_message(
-            orjson.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "channel": ROOT,
-                        "protocolVersions": ["0.7.0"],
-                        "clientId": "slow",
-                        "initialSubscriptions": [chat],
-                    },
-                }
-            ).decode()
-        )
-        big = "y" * 60_000
-        last = 0
-        for i in range(400):
-            last = await fast.dispatch(chat, draft(f"{i}{big}"))
+        await raw_initialize(ws, chat)
+        last = await flood(fast, chat)
         assert "rejectionReason" not in await fast.echo_of(last)
         await trio.sleep(1.0)  # well past the grace
-        with trio.fail_after(10):
-            reason = None
-            try:
-                while True:
-                    await ws.get_message()
-            except ConnectionClosed as closed:
-                reason = closed.reason
+        reason = await close_reason(ws)
         assert reason is not None and reason.code == 1006
         assert await fast.request("ping", {"channel": ROOT}) is None
         await ws._stream.aclose()
