@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -380,6 +381,58 @@ def draft_action(i: int, width: int = 48) -> dict[str, Any]:
     """A chat/draftChanged action whose text differs per index (the fan-out payload)."""
     text = f"draft {i:08d} " + "x" * max(0, width - 15)
     return {"type": "chat/draftChanged", "draft": {"text": text, "origin": {"kind": "user"}}}
+
+
+# -- a provider's event sink, for in-process provider benchmarks -------------------------------
+
+
+class ProviderSink:
+    """An agentapi EventSink that counts events, stamps the first delta, counts ended turns and
+    asked interactions, and wakes a trio waiter (no polling); emit may come from any thread."""
+
+    def __init__(self) -> None:
+        from ahp_bridge import agentapi
+
+        self._agentapi = agentapi
+        self.lock = threading.Lock()
+        self.count = 0
+        self.first_delta = 0.0
+        self.ended = 0
+        self.pending: list[str] = []
+        self.token = trio.lowlevel.current_trio_token()
+        self.changed = trio.Event()
+
+    def emit(self, event: Any) -> None:
+        agentapi = self._agentapi
+        wake = False
+        with self.lock:
+            self.count += 1
+            if event.delta is not None and event.delta.text and not self.first_delta:
+                self.first_delta = time.perf_counter()
+            turn = event.turn
+            if turn is not None and turn.state != agentapi.TurnState.WORKING:
+                self.ended += 1
+                wake = True
+            ia = event.interaction
+            if ia is not None and ia.state == agentapi.InteractionState.PENDING:
+                self.pending.append(ia.id)
+                wake = True
+        if wake:
+            self.token.run_sync_soon(self._wake)
+
+    def _wake(self) -> None:
+        self.changed.set()
+        self.changed = trio.Event()
+
+    async def until(self, *, ended: int = 0, pending: int = 0, timeout: float = math.inf) -> None:
+        """Wait until at least `ended` turns ended and `pending` interactions were asked."""
+        with trio.fail_after(timeout):
+            while True:
+                changed = self.changed
+                with self.lock:
+                    if self.ended >= ended and len(self.pending) >= pending:
+                        return
+                await changed.wait()
 
 
 # -- statistics and output -------------------------------------------------------------------

@@ -26,7 +26,6 @@ import argparse  # noqa: E402
 import os  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
-import threading  # noqa: E402
 import time  # noqa: E402
 from collections.abc import AsyncIterator, Callable  # noqa: E402
 from contextlib import AbstractAsyncContextManager, asynccontextmanager  # noqa: E402
@@ -36,6 +35,7 @@ from ahp_bridge_acp import create_provider  # noqa: E402
 from ahp_bridge_fake import FakeProvider, parse_script  # noqa: E402
 
 from ahp_bridge import agentapi  # noqa: E402
+from bench._common import ProviderSink  # noqa: E402
 from tests.support.acp_agents import CLAUDE_ACP, claude_options, sdk_agent_options  # noqa: E402
 from tests.support.anthropic_server import AnthropicServer  # noqa: E402
 from tests.support.model_server import Text  # noqa: E402
@@ -58,44 +58,6 @@ text = "Hello from the fake."
 """
 
 WAIT = 120.0  # every wait fails rather than hang
-
-
-class Sink:
-    """Counts events and stamps the first delta and the turn end (thread-safe emit)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.count = 0
-        self.first_delta = 0.0
-        self.ended = 0
-        self.token = trio.lowlevel.current_trio_token()
-        self.changed = trio.Event()
-
-    def emit(self, event: agentapi.Event) -> None:
-        wake = False
-        with self.lock:
-            self.count += 1
-            if event.delta is not None and event.delta.text and not self.first_delta:
-                self.first_delta = time.perf_counter()
-            turn = event.turn
-            if turn is not None and turn.state != agentapi.TurnState.WORKING:
-                self.ended += 1
-                wake = True
-        if wake:
-            self.token.run_sync_soon(self._wake)
-
-    def _wake(self) -> None:
-        self.changed.set()
-        self.changed = trio.Event()
-
-    async def until_ended(self, n: int) -> None:
-        with trio.fail_after(WAIT):
-            while True:
-                changed = self.changed
-                with self.lock:
-                    if self.ended >= n:
-                        return
-                await changed.wait()
 
 
 Factory = Callable[[], AbstractAsyncContextManager[agentapi.Provider]]
@@ -128,7 +90,7 @@ async def measure(
         t0 = time.perf_counter()
         async with factory() as provider:
             t1 = time.perf_counter()
-            conv = await provider.open(agentapi.OpenRequest(workdir=workdir, events=Sink()))
+            conv = await provider.open(agentapi.OpenRequest(workdir=workdir, events=ProviderSink()))
             t2 = time.perf_counter()
             await conv.close()
         enters.append(t1 - t0)
@@ -137,7 +99,7 @@ async def measure(
     out["open_ms"] = statistics.median(opens) * 1e3
 
     async with factory() as provider:
-        sink = Sink()
+        sink = ProviderSink()
         conv = await provider.open(agentapi.OpenRequest(workdir=workdir, events=sink))
         done = 0
         if stream is not None:
@@ -145,7 +107,7 @@ async def measure(
             start = time.perf_counter()
             await conv.send(agentapi.Prompt(text=stream))
             done += 1
-            await sink.until_ended(done)
+            await sink.until(ended=done, timeout=WAIT)
             elapsed = time.perf_counter() - start
             out["events"] = sink.count - before
             out["events_per_s"] = (sink.count - before) / elapsed
@@ -156,7 +118,7 @@ async def measure(
             t0 = time.perf_counter()
             await conv.send(agentapi.Prompt(text=answer))
             done += 1
-            await sink.until_ended(done)
+            await sink.until(ended=done, timeout=WAIT)
             latencies.append(sink.first_delta - t0)
         await conv.close()
     out["first_delta_med_ms"] = statistics.median(latencies) * 1e3

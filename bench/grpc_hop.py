@@ -15,13 +15,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 import trio
+from _common import ProviderSink
 from ahp_bridge_fake import FakeProvider, parse_script
 from ahp_bridge_remote import RemoteProvider
 from ahp_bridge_remote.server import serve
@@ -44,46 +44,6 @@ text = "ask"
 kind = "permission"
 title = "May I?"
 """
-
-
-class Sink:
-    """Counts events; wakes the trio waiter (without polling) on a turn end or interaction."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.count = 0
-        self.pending: list[str] = []
-        self.ended = 0
-        self.token = trio.lowlevel.current_trio_token()
-        self.changed = trio.Event()
-
-    def emit(self, event: agentapi.Event) -> None:
-        wake = False
-        with self.lock:
-            self.count += 1
-            turn = event.turn
-            if turn is not None and turn.state != agentapi.TurnState.WORKING:
-                self.ended += 1
-                wake = True
-            ia = event.interaction
-            if ia is not None and ia.state == agentapi.InteractionState.PENDING:
-                self.pending.append(ia.id)
-                wake = True
-        if wake:
-            self.token.run_sync_soon(self._wake)
-
-    def _wake(self) -> None:
-        self.changed.set()
-        self.changed = trio.Event()
-
-    async def until(self, *, ended: int = 0, pending: int = 0) -> None:
-        """Wait until at least ended turns ended and pending interactions were asked."""
-        while True:
-            changed = self.changed
-            with self.lock:
-                if self.ended >= ended and len(self.pending) >= pending:
-                    return
-            await changed.wait()
 
 
 def fake(events: int) -> FakeProvider:
@@ -151,7 +111,7 @@ async def measure(
     calls: int,
 ) -> dict[str, float]:
     async with factory(events) as provider:
-        sink = Sink()
+        sink = ProviderSink()
         conv = await provider.open(agentapi.OpenRequest(workdir="/tmp", events=sink))
         before = sink.count
         start = time.perf_counter()
