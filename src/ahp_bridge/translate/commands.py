@@ -384,11 +384,25 @@ def _command(message: Mapping[str, Any], ctx: CommandContext) -> tuple[str, dict
     return named, {**message, "text": text, "attachments": attachments}
 
 
+def find_model(models: Sequence[Model], model_id: Any) -> Model | None:
+    """The provider's model of that id, or None."""
+    return next((m for m in models if m.id == model_id), None)
+
+
+def option_problem(model: Model, *, effort: str = "", context_size: str = "") -> str:
+    """Why an effort or context size is not one `model` offers; "" when they fit (or are "")."""
+    if effort and effort not in model.efforts:
+        return f"model {model.id!r} has no effort {effort!r}"
+    if context_size and context_size not in {c.id for c in model.context_sizes}:
+        return f"model {model.id!r} has no context size {context_size!r}"
+    return ""
+
+
 def _named_model(message: Mapping[str, Any], ctx: CommandContext) -> Model | None:
     selection = message.get("model")
     if not isinstance(selection, Mapping):
         return None
-    return next((m for m in ctx.models if m.id == selection.get("id")), None)
+    return find_model(ctx.models, selection.get("id"))
 
 
 def _model_selection(message: Mapping[str, Any], ctx: CommandContext) -> SetModel | None:
@@ -410,10 +424,9 @@ def _model_selection(message: Mapping[str, Any], ctx: CommandContext) -> SetMode
     size = config.get(MODEL_CONFIG_CONTEXT_SIZE, "")
     if not isinstance(effort, str) or not isinstance(size, str):
         raise _Refused("model effort and context size must be strings")
-    if effort and effort not in model.efforts:
-        raise _Refused(f"model {model.id!r} has no effort {effort!r}")
-    if size and size not in {c.id for c in model.context_sizes}:
-        raise _Refused(f"model {model.id!r} has no context size {size!r}")
+    problem = option_problem(model, effort=effort, context_size=size)
+    if problem:
+        raise _Refused(problem)
     return SetModel(model.id, effort, size)
 
 

@@ -32,6 +32,8 @@ from typing import Any
 
 from ahp_bridge.agentapi import Capabilities, ConfigurationDefinition, Model
 
+from .commands import MODEL_CONFIG_CONTEXT_SIZE, MODEL_CONFIG_EFFORT, find_model, option_problem
+
 __all__ = [
     "AGENT",
     "CONTEXT_SIZE",
@@ -47,8 +49,8 @@ __all__ = [
 ]
 
 MODEL = "model"
-EFFORT = "effort"
-CONTEXT_SIZE = "contextSize"
+EFFORT = MODEL_CONFIG_EFFORT
+CONTEXT_SIZE = MODEL_CONFIG_CONTEXT_SIZE
 AGENT = "agent"
 MODE = "mode"
 WORKING_DIRECTORY = "workingDirectory"
@@ -72,10 +74,6 @@ class Settings:
     context_size: str = ""
     agent: str = ""
     working_directory: str = ""
-
-
-def _model(models: Sequence[Model], model_id: str) -> Model | None:
-    return next((m for m in models if m.id == model_id), None)
 
 
 def _enum(
@@ -126,7 +124,7 @@ def resolve(
     if models:
         ids = [m.id for m in models]
         chosen = take(MODEL, ids, ids[0])
-        model = _model(models, chosen)
+        model = find_model(models, chosen)
         properties[MODEL] = _enum("Model", ids, [m.name or m.id for m in models], ids[0])
         values[MODEL] = chosen
     # Efforts and sizes of every model: the schema stays valid when the model changes (no
@@ -186,11 +184,12 @@ def _fits(model: Model | None, key: str, value: str, strict: bool) -> str:
     """An effort or context size the chosen model has ("" when it has not, or refused)."""
     if not value or model is None:
         return value
-    offered = model.efforts if key == EFFORT else [c.id for c in model.context_sizes]
-    if value in offered:
+    option = {"effort": value} if key == EFFORT else {"context_size": value}
+    problem = option_problem(model, **option)
+    if not problem:
         return value
     if strict:
-        raise ConfigError(f"config.{key}: model {model.id!r} has no {key} {value!r}")
+        raise ConfigError(f"config.{key}: {problem}")
     return ""
 
 
@@ -249,7 +248,7 @@ def change_settings(
     set_model = None
     model_keys = (MODEL, EFFORT, CONTEXT_SIZE)
     if any(new.get(k, "") != current.get(k, "") for k in model_keys):
-        model = _model(models, str(new.get(MODEL) or ""))
+        model = find_model(models, str(new.get(MODEL) or ""))
         if model is None:
             raise ConfigError(f"config.{MODEL}: {new.get(MODEL)!r} is not a model of this provider")
         if model.id != current.get(MODEL):
@@ -259,10 +258,10 @@ def change_settings(
                     new[key] = ""
         effort = str(new.get(EFFORT) or "")
         size = str(new.get(CONTEXT_SIZE) or "")
-        if effort and effort not in model.efforts:
-            raise ConfigError(f"config.{EFFORT}: model {model.id!r} has no effort {effort!r}")
-        if size and size not in {c.id for c in model.context_sizes}:
-            raise ConfigError(f"config.{CONTEXT_SIZE}: model {model.id!r} has no size {size!r}")
+        for key, option in ((EFFORT, {"effort": effort}), (CONTEXT_SIZE, {"context_size": size})):
+            problem = option_problem(model, **option)
+            if problem:
+                raise ConfigError(f"config.{key}: {problem}")
         set_model = (model.id, effort, size)
     select_agent = None
     if new.get(AGENT, "") != current.get(AGENT, ""):
