@@ -260,13 +260,6 @@ def snapshot_files(snap: Snapshot) -> list[FileChange]:
     return out
 
 
-def _now(state: FileState | None, baseline: FileState | None) -> str | None:
-    """A file's content at the time of ``state``; with no entry, the session's baseline."""
-    if state is not None:
-        return state.after
-    return baseline.before if baseline is not None else None
-
-
 def turn_files(start: Snapshot, end: Snapshot) -> list[FileChange]:
     """The files a turn changed: content at its start (``start``) against its end (``end``).
 
@@ -278,8 +271,9 @@ def turn_files(start: Snapshot, end: Snapshot) -> list[FileChange]:
     for path in sorted(set(start) | set(end)):
         was, now = start.get(path), end.get(path)
         known = (was is None or was.known) and (now is None or now.known)
-        baseline = now or was
-        before = _now(was, baseline)
+        # at the turn's start: its recorded content then, else (new to the record) the
+        # session's baseline
+        before = was.after if was is not None else (now.before if now is not None else None)
         after = now.after if now is not None else (was.before if was is not None else None)
         if before == after and known:
             continue
