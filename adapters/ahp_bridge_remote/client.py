@@ -172,24 +172,24 @@ class RemoteProvider:
             self._connected = True
             return info
         try:
-            waited: pb.ProviderInfo = await self._call(
-                self._provider.Info, pb.InfoRequest(), "info"
-            )
+            waited = await self._ready("info")
         except errors.RemoteNotConnected:
             raise errors.RemoteNotConnected(
                 f"no provider is serving at {self._address}: {self._serve_hint()}",
                 grpc.StatusCode.UNAVAILABLE,
             ) from None
+        assert waited is not None  # not connected yet, so _ready asked
         return waited
 
-    async def _ready(self, where: str) -> None:
+    async def _ready(self, where: str) -> pb.ProviderInfo | None:
         """Wait (up to connect_timeout) for the server when the last call found it gone.
 
         A cheap Info call with wait_for_ready stands in for channel connectivity watching,
-        whose polling thread races channel.close() in grpcio.
+        whose polling thread races channel.close() in grpcio. Returns its ProviderInfo, or
+        None when already connected (no call made).
         """
         if self._connected:
-            return
+            return None
         if self._channel is None:
             raise errors.RemoteNotConnected(f"{where}: the provider is not started")
         future = self._provider.Info.future(
@@ -200,7 +200,7 @@ class RemoteProvider:
         )
         await _wait_future(future)
         try:
-            future.result()
+            info: pb.ProviderInfo = future.result()
         except grpc.RpcError as exc:
             error = errors.from_rpc_error(exc, where=where)
             if isinstance(error, errors.RemoteUnavailable):
@@ -211,6 +211,7 @@ class RemoteProvider:
                 ) from None
             raise error from None
         self._connected = True
+        return info
 
     async def _call(self, method: Any, request: Any, where: str) -> Any:
         await self._ready(where)

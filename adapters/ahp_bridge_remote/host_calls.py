@@ -7,17 +7,15 @@ HostToolReturn; when the provider stops waiting first (its call was cancelled), 
 ``cancel`` follows, so the client stops running it. Closing the conversation fails every call
 still waiting.
 
-Client: ``run_host_calls`` drains the stream on a worker thread and runs each call with the
-host's ``call_tool`` in trio, answering with HostToolReturn; a ``cancel`` cancels that run.
+Client: ``HostCallRunner`` runs each call the stream delivers (drained on a worker thread)
+with the host's ``call_tool`` in trio, answering with HostToolReturn; a ``cancel`` cancels
+that run.
 """
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import itertools
 import logging
-import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -28,6 +26,7 @@ from ahp_bridge import agentapi
 
 from ._gen.agentapi.v1 import agentapi_pb2 as pb
 from .convert import InvalidMessage, from_proto, to_proto
+from .stream_queue import StreamQueue
 
 log = logging.getLogger(__name__)
 
@@ -38,19 +37,15 @@ class _Waiting:
     result: agentapi.HostToolResult | None = None
 
 
-class ServedHostCalls:
+class ServedHostCalls(StreamQueue[Message]):
     """A served conversation's (or utility call's) host tool calls: queued for the client,
     answered by it. ``wrap`` turns each HostToolRequest into the stream's message type."""
 
     def __init__(
         self, limit: int, wrap: Callable[[pb.HostToolRequest], Message] | None = None
     ) -> None:
-        self._limit = limit
+        super().__init__(limit)
         self._wrap = wrap
-        self._cond = threading.Condition()
-        self._queue: collections.deque[Message] = collections.deque()
-        self._ended = False
-        self._attached = False
         self._ids = itertools.count(1)
         self._waiting: dict[int, _Waiting] = {}
 
@@ -64,13 +59,13 @@ class ServedHostCalls:
         waiting = _Waiting()
         self._waiting[call_id] = waiting
         try:
-            if not self._push(pb.HostToolRequest(id=call_id, call=to_proto(call))):
+            if not self._request(pb.HostToolRequest(id=call_id, call=to_proto(call))):
                 text = "Too many host tool calls are waiting for the bridge."
                 return agentapi.HostToolResult(text=text, failed=True)
             await waiting.done.wait()
         except BaseException:
             if waiting.result is None:
-                self._push(pb.HostToolRequest(id=call_id, cancel=True))
+                self._request(pb.HostToolRequest(id=call_id, cancel=True))
             raise
         finally:
             self._waiting.pop(call_id, None)
@@ -86,18 +81,12 @@ class ServedHostCalls:
 
     def end(self) -> None:
         """The conversation closed: the stream ends and every waiting call fails."""
-        with self._cond:
-            self._ended = True
-            self._cond.notify_all()
+        super().end()
         for waiting in list(self._waiting.values()):
             if waiting.result is None:
                 text = "The conversation closed before the host tool call completed."
                 waiting.result = agentapi.HostToolResult(text=text, failed=True)
                 waiting.done.set()
-
-    def end_soon(self, token: trio.lowlevel.TrioToken) -> None:
-        with contextlib.suppress(trio.RunFinishedError):
-            token.run_sync_soon(self.end)
 
     def finish(self, last: Message) -> None:
         """Queue the stream's last message and end it (a utility call's reply)."""
@@ -105,35 +94,8 @@ class ServedHostCalls:
             self._queue.append(last)
         self.end()
 
-    def _push(self, request: pb.HostToolRequest) -> bool:
-        with self._cond:
-            if self._ended or len(self._queue) >= self._limit:
-                return False
-            self._queue.append(self._wrap(request) if self._wrap is not None else request)
-            self._cond.notify_all()
-            return True
-
-    # -- stream worker side --------------------------------------------------------------
-
-    def attach(self) -> bool:
-        with self._cond:
-            if self._attached:
-                return False
-            self._attached = True
-            return True
-
-    def wake(self) -> None:
-        with self._cond:
-            self._cond.notify_all()
-
-    def take(self, active: Callable[[], bool]) -> tuple[list[Message], bool]:
-        """Wait for requests; return (batch, ended). Returns empty when the RPC went away."""
-        with self._cond:
-            while not self._queue and not self._ended and active():
-                self._cond.wait(timeout=5.0)
-            batch = list(self._queue)
-            self._queue.clear()
-            return batch, self._ended
+    def _request(self, request: pb.HostToolRequest) -> bool:
+        return self.push(self._wrap(request) if self._wrap is not None else request)
 
 
 Reply = Callable[[int, agentapi.HostToolResult], Awaitable[None]]

@@ -12,12 +12,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from typing import Any, NoReturn, TypeVar
 
 import grpc
 import trio
 from google.protobuf import empty_pb2
+from google.protobuf.message import Message
 from pydantic import BaseModel
 
 from ahp_bridge import agentapi
@@ -115,8 +116,7 @@ class Service:
         if isinstance(exc, InvalidMessage):
             self._abort(context, grpc.StatusCode.INVALID_ARGUMENT, "", str(exc))
         if isinstance(exc, agentapi.HostToolClash):
-            context.set_trailing_metadata(errors.error_trailer(exc.reason, str(exc), exc.tools))
-            _fail(context, errors.status_for(exc), str(exc))
+            self._abort(context, errors.status_for(exc), exc.reason, str(exc), exc.tools)
         if isinstance(exc, agentapi.AgentAPIError):
             self._abort(context, errors.status_for(exc), exc.reason, str(exc))
         log.warning("provider call failed: %s", type(exc).__name__)
@@ -124,10 +124,14 @@ class Service:
 
     @staticmethod
     def _abort(
-        context: grpc.ServicerContext, code: grpc.StatusCode, reason: str, msg: str
+        context: grpc.ServicerContext,
+        code: grpc.StatusCode,
+        reason: str,
+        msg: str,
+        host_tools: tuple[str, ...] = (),
     ) -> NoReturn:
-        """Fail the RPC with ErrorInfo(reason, msg): an error the provider raised."""
-        context.set_trailing_metadata(errors.error_trailer(reason, msg))
+        """Fail the RPC with ErrorInfo(reason, msg, host_tools): an error the provider raised."""
+        context.set_trailing_metadata(errors.error_trailer(reason, msg, host_tools))
         _fail(context, code, msg)
 
     def decode(self, context: grpc.ServicerContext, message: Any, model: type[M]) -> M:
@@ -339,14 +343,7 @@ class Service:
                 "",
                 "host tool calls already subscribed",
             )
-        context.add_callback(calls.wake)
-        while True:
-            batch, ended = calls.take(context.is_active)
-            if not context.is_active():
-                return
-            yield from batch
-            if ended:
-                return
+        yield from self._drain(calls, context)
 
     async def host_tool_return(self, request: pb.HostToolReply) -> None:
         served = self.served.get(request.handle)
@@ -405,16 +402,24 @@ class Service:
         except trio.RunFinishedError:
             _fail(context, grpc.StatusCode.UNAVAILABLE, "the provider server is shutting down")
         context.add_callback(lambda: self._cancel_soon(scope))
+        if not (yield from self._drain(calls, context)):
+            return
+        if failure:
+            self.fail_with(context, failure[0])
+
+    @staticmethod
+    def _drain(
+        calls: ServedHostCalls, context: grpc.ServicerContext
+    ) -> Generator[Message, None, bool]:
+        """Yield the queued messages until the queue ends (True) or the RPC goes away (False)."""
         context.add_callback(calls.wake)
         while True:
             batch, ended = calls.take(context.is_active)
             if not context.is_active():
-                return
+                return False
             yield from batch
             if ended:
-                break
-        if failure:
-            self.fail_with(context, failure[0])
+                return True
 
     def _cancel_soon(self, scope: trio.CancelScope) -> None:
         with contextlib.suppress(trio.RunFinishedError):
