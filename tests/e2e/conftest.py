@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import trio
+from ahp_bridge_fake.record import RecordingProvider
 
+from ahp_bridge import providers
 from ahp_bridge.config import Settings
 from ahp_bridge.host.app import run_bridge
 from tests.support.ahp_client import AhpClient, open_client
@@ -33,6 +35,20 @@ class Bridge:
 
 
 StartBridge = Callable[..., Any]
+
+_Where = TypeVar("_Where", Path, Callable[[], Path])
+
+
+def record_provider_calls(monkeypatch: pytest.MonkeyPatch, path: _Where) -> _Where:
+    """Wrap every provider the bridge creates in the fake's RecordingProvider, writing to
+    `path` (or, given a function, to the path it returns when the provider is created)."""
+    real = providers.create
+
+    def recorded(name: str, options: Any = None) -> Any:
+        return RecordingProvider(real(name, options), path() if callable(path) else path)
+
+    monkeypatch.setattr(providers, "create", recorded)
+    return path
 
 
 @pytest.fixture
@@ -72,3 +88,9 @@ async def start_bridge(
 @pytest.fixture
 async def bridge(start_bridge: StartBridge) -> Bridge:
     return await start_bridge()  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def recording(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every provider call of the bridge's fake, recorded (calls with their arguments)."""
+    return record_provider_calls(monkeypatch, tmp_path / "calls.jsonl")

@@ -29,9 +29,8 @@ import pytest
 import trio
 
 from tests.e2e.test_copilot_bridge import ROOT, BridgeProcess, Session, child_pids
-from tests.e2e.test_host_core import new_session_uri
 from tests.support.acp_agents import CLAUDE_ACP, claude_options, requires_claude
-from tests.support.ahp_client import open_client
+from tests.support.ahp_client import open_client, ready_chat
 from tests.support.anthropic_server import AnthropicServer, Exchange
 from tests.support.model_server import Hold, Text, ToolCall
 
@@ -165,20 +164,7 @@ async def claude_session(url: str, session: str = "") -> AsyncIterator[Session]:
         client = await open_client(nursery, url, "acp-e2e")
         try:
             await client.initialize([ROOT])
-            if not session:
-                session = new_session_uri()
-                await client.request("createSession", {"channel": session, "provider": "claude"})
-            await client.subscribe(session)
-            state = await client.wait_for(
-                lambda: (
-                    client.states[session].get("lifecycle") in ("ready", "creationFailed")
-                    and client.states[session]
-                ),
-                TURN_TIMEOUT,
-            )
-            assert state["lifecycle"] == "ready", state
-            chat = state["defaultChat"]
-            await client.subscribe(chat)
+            session, chat = await ready_chat(client, "claude", TURN_TIMEOUT, session)
             yield Session(client, session, chat)
         finally:
             await client.close()

@@ -12,7 +12,7 @@ import pytest
 
 from ahp_bridge.config import Settings
 from tests.e2e.conftest import StartBridge
-from tests.support.ahp_client import AhpClient, RpcFailure
+from tests.support.ahp_client import AhpClient, RpcFailure, create
 
 SCRIPT = Path(__file__).parent / "scripts" / "changes.toml"
 README = "# Project\n\nOld first paragraph.\nSecond line.\n"
@@ -34,19 +34,6 @@ def settings(make_settings: Any, work: Path) -> Settings:
     settings.bridge.workdir = work
     settings.providers = {"fake": {"script": str(SCRIPT), "time_scale": 0.0}}
     return settings
-
-
-async def open_session(client: AhpClient, work: Path) -> tuple[str, str]:
-    session = f"ahp-session:/{uuid.uuid4()}"
-    await client.request(
-        "createSession",
-        {"channel": session, "provider": "fake", "workingDirectories": [work.as_uri()]},
-    )
-    await client.subscribe(session)
-    await client.wait_for(lambda: client.states[session].get("lifecycle") == "ready")
-    chat: str = client.states[session]["defaultChat"]
-    await client.subscribe(chat)
-    return session, chat
 
 
 async def run_turn(client: AhpClient, chat: str, text: str) -> dict[str, Any]:
@@ -101,7 +88,7 @@ async def test_a_tool_edit_is_file_edit_content_whose_sides_can_be_read(
 ) -> None:
     bridge = await start_bridge(settings)
     client = await bridge.client(versions=versions)
-    _, chat = await open_session(client, work)
+    _, chat = await create(client, work)
     turn = await run_turn(client, chat, "edit the readme")
     readme, notes = edit_contents(turn)
     uri = (work / "README.md").as_uri()
@@ -122,7 +109,7 @@ async def test_the_turn_changeset_has_the_files_and_counts_and_undo_restores_the
 ) -> None:
     bridge = await start_bridge(settings)
     client = await bridge.client(versions=versions)
-    session, chat = await open_session(client, work)
+    session, chat = await create(client, work)
     await client.wait_for(lambda: client.states[session].get("changesets"))
     templates = catalog(client, session)
     assert set(templates) == {"session", "turn"}
@@ -178,7 +165,7 @@ async def test_a_1_0_chat_lists_its_changesets_and_a_0_7_one_does_not(
     bridge = await start_bridge(settings)
     v1 = await bridge.client("v1", versions=V1)
     v07 = await bridge.client("v07")
-    session, chat = await open_session(v1, work)
+    session, chat = await create(v1, work)
     await v07.subscribe(session)
     await v07.subscribe(chat)
     await v1.wait_for(lambda: v1.states[chat].get("changesets"))
@@ -193,7 +180,7 @@ async def test_a_turn_without_changes_has_an_empty_changeset_and_no_undo(
 ) -> None:
     bridge = await start_bridge(settings)
     client = await bridge.client(versions=V1)
-    session, chat = await open_session(client, work)
+    session, chat = await create(client, work)
     await client.wait_for(lambda: client.states[session].get("changesets"))
     turn = await run_turn(client, chat, "chat")
     turn_uri = catalog(client, session)["turn"].replace("{turnId}", turn["id"])
@@ -214,7 +201,7 @@ async def test_bad_operations_are_refused_with_a_reason(
 ) -> None:
     bridge = await start_bridge(settings)
     client = await bridge.client(versions=V1)
-    session, chat = await open_session(client, work)
+    session, chat = await create(client, work)
     await client.wait_for(lambda: client.states[session].get("changesets"))
     turn = await run_turn(client, chat, "edit the readme")
     turn_uri = catalog(client, session)["turn"].replace("{turnId}", turn["id"])
@@ -244,7 +231,7 @@ async def test_an_edit_outside_the_working_directory_fails_the_tool(
 ) -> None:
     bridge = await start_bridge(settings)
     client = await bridge.client(versions=V1)
-    _, chat = await open_session(client, work)
+    _, chat = await create(client, work)
     turn = await run_turn(client, chat, "escape")
     (call,) = tool_calls(turn)
     assert call["success"] is False

@@ -18,11 +18,10 @@ from typing import Any
 
 import pytest
 from ahp_bridge_fake import FakeProvider
-from ahp_bridge_fake.record import RecordingProvider
 
 from ahp_bridge import agentapi, providers
 from ahp_bridge.config import Settings
-from tests.e2e.conftest import Bridge, StartBridge
+from tests.e2e.conftest import Bridge, StartBridge, record_provider_calls
 from tests.e2e.test_host_core import comparable, new_session_uri
 from tests.support.ahp_client import AhpClient
 
@@ -420,13 +419,7 @@ async def test_the_host_refuses_oversized_arguments_a_provider_let_through(
 async def test_active_client_set_and_removed_change_the_tools_and_keep_the_transcript(
     start_bridge: StartBridge, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    record = tmp_path / "calls.jsonl"
-    real = providers.create
-    monkeypatch.setattr(
-        providers,
-        "create",
-        lambda name, options=None: RecordingProvider(real(name, options), record),
-    )
+    record = record_provider_calls(monkeypatch, tmp_path / "calls.jsonl")
     bridge = await start_bridge(settings)
     owner = await bridge.client("editor", versions=V1)
     flow = ToolSession(owner)

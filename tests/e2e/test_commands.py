@@ -12,8 +12,7 @@ import pytest
 
 from ahp_bridge.config import Settings
 from tests.e2e.conftest import StartBridge
-from tests.e2e.test_changesets import open_session
-from tests.support.ahp_client import AhpClient
+from tests.support.ahp_client import AhpClient, create
 
 SCRIPT = Path(__file__).parent / "scripts" / "customize.toml"
 V1 = ("1.0.0", "0.9.0")
@@ -58,7 +57,7 @@ async def test_commands_are_offered_and_a_completed_one_runs(
 ) -> None:
     bridge = await start_bridge(settings)
     client = await bridge.client(versions=versions)
-    _, chat = await open_session(client, tmp_path)
+    _, chat = await create(client, tmp_path)
     items = await complete(client, chat, "/")
     offered = [i["insertText"] for i in items]
     assert offered == ["/review ", "/tests "]  # the disabled skill is not offered

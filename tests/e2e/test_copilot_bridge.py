@@ -27,8 +27,8 @@ import pytest
 import trio
 
 from ahp_bridge.state import status as st
-from tests.e2e.test_host_core import comparable, new_session_uri
-from tests.support.ahp_client import AhpClient, open_client
+from tests.e2e.test_host_core import comparable
+from tests.support.ahp_client import AhpClient, open_client, ready_chat
 from tests.support.copilot_cli import CLI_PATH, offline_env, requires_cli
 from tests.support.model_server import ModelServer, Reasoning, RecordedRequest, Text, ToolCall
 
@@ -260,19 +260,7 @@ async def copilot_session(url: str) -> AsyncIterator[Session]:
         client = await open_client(nursery, url, "copilot-e2e")
         try:
             await client.initialize([ROOT])
-            session = new_session_uri()
-            await client.request("createSession", {"channel": session, "provider": "copilot"})
-            await client.subscribe(session)
-            state = await client.wait_for(
-                lambda: (
-                    client.states[session].get("lifecycle") in ("ready", "creationFailed")
-                    and client.states[session]
-                ),
-                TURN_TIMEOUT,
-            )
-            assert state["lifecycle"] == "ready", state
-            chat = state["defaultChat"]
-            await client.subscribe(chat)
+            session, chat = await ready_chat(client, "copilot", TURN_TIMEOUT)
             yield Session(client, session, chat)
         finally:
             await client.close()

@@ -27,7 +27,7 @@ import pytest
 import trio
 
 from tests.e2e.test_copilot_bridge import BridgeProcess, alive
-from tests.support.ahp_client import AhpClient, RpcFailure, open_client
+from tests.support.ahp_client import AhpClient, RpcFailure, open_client, ready_chat
 from tests.support.copilot_cli import CLI_PATH, offline_env, requires_cli
 from tests.support.model_server import ModelServer, Text
 
@@ -108,23 +108,6 @@ async def client_of(url: str) -> AsyncIterator[AhpClient]:
             nursery.cancel_scope.cancel()
 
 
-async def ready_chat(client: AhpClient) -> tuple[str, str]:
-    session = f"ahp-session:/{uuid.uuid4()}"
-    await client.request("createSession", {"channel": session, "provider": "copilot"})
-    await client.subscribe(session)
-    state = await client.wait_for(
-        lambda: (
-            client.states[session].get("lifecycle") in ("ready", "creationFailed")
-            and client.states[session]
-        ),
-        TURN_TIMEOUT,
-    )
-    assert state["lifecycle"] == "ready", state
-    chat = state["defaultChat"]
-    await client.subscribe(chat)
-    return session, chat
-
-
 async def run_turn(client: AhpClient, chat: str, turn_id: str, text: str) -> dict[str, Any]:
     action = {
         "type": "chat/turnStarted",
@@ -172,7 +155,7 @@ async def test_the_documented_offline_configuration_runs_a_turn(
         [agent] = client.states[ROOT]["agents"]
         assert [m["id"] for m in agent["models"]] == ["fake-model"]
         assert "protectedResources" not in agent  # your own model needs no sign-in
-        _, chat = await ready_chat(client)
+        _, chat = await ready_chat(client, "copilot", TURN_TIMEOUT)
         turn = await run_turn(client, chat, "t1", "offline hello")
         assert turn["state"] == "complete", turn
         assert markdown(turn) == "Answered with no network at all."
@@ -318,7 +301,7 @@ async def test_a_terminals_ctrl_c_reaches_only_the_bridge(
     byok = f'[providers.copilot.byok]\nbase_url = {q(models.base_url)}\nmodel = "fake-model"\n'
     async with copilot_bridge(tmp_path, byok, own_group=True) as bridge:
         async with client_of(bridge.url) as client:
-            await ready_chat(client)  # the CLI runs now
+            await ready_chat(client, "copilot", TURN_TIMEOUT)  # the CLI runs now
         [cli] = bridge.copilot_cli_pids()
         group = os.getpgid(bridge.process.pid)
         assert os.getpgid(cli) != group  # its own process group
@@ -337,7 +320,7 @@ async def test_a_second_ctrl_c_exits_at_once_and_the_cli_follows(
     byok = f'[providers.copilot.byok]\nbase_url = {q(models.base_url)}\nmodel = "fake-model"\n'
     async with copilot_bridge(tmp_path, byok) as bridge:
         async with client_of(bridge.url) as client:
-            await ready_chat(client)
+            await ready_chat(client, "copilot", TURN_TIMEOUT)
         [cli] = bridge.copilot_cli_pids()
         os.kill(cli, signal.SIGSTOP)  # a CLI that does not answer: the clean stop waits for it
         try:

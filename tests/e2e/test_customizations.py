@@ -12,8 +12,7 @@ import pytest
 from ahp_bridge.config import Settings
 from tests.e2e.conftest import StartBridge
 from tests.e2e.test_commands import complete
-from tests.e2e.test_session_config import create
-from tests.support.ahp_client import AhpClient
+from tests.support.ahp_client import AhpClient, create
 
 SCRIPT = Path(__file__).parent / "scripts" / "customize.toml"
 V1 = ("1.0.0", "0.9.0")

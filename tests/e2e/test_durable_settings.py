@@ -19,12 +19,11 @@ import pytest
 import structlog
 import trio
 from ahp_bridge_fake.conversation import FakeConversation
-from ahp_bridge_fake.record import RecordingProvider
 
-from ahp_bridge import providers
 from ahp_bridge.config import Settings
 from ahp_bridge.host.app import run_bridge
 from ahp_bridge.host.catalog import DB_NAME, Catalog
+from tests.e2e.conftest import record_provider_calls
 from tests.e2e.test_commands import turn_reply
 from tests.support.ahp_client import AhpClient, open_client
 
@@ -92,12 +91,7 @@ class Runs:
 @pytest.fixture
 def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Runs:
     recorded = Runs(tmp_path)
-    create = providers.create
-
-    def recording(name: str, options: dict[str, Any]) -> Any:
-        return RecordingProvider(create(name, options), recorded.path)
-
-    monkeypatch.setattr(providers, "create", recording)
+    record_provider_calls(monkeypatch, lambda: recorded.path)  # the current run's file
     return recorded
 
 

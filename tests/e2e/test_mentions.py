@@ -10,12 +10,10 @@ from typing import Any
 
 import pytest
 import trio
-from ahp_bridge_fake.record import RecordingProvider
 
-from ahp_bridge import providers
 from ahp_bridge.config import Settings
-from tests.e2e.conftest import StartBridge
-from tests.support.ahp_client import AhpClient, RpcFailure
+from tests.e2e.conftest import StartBridge, record_provider_calls
+from tests.support.ahp_client import AhpClient, RpcFailure, create
 
 ROOT = "ahp-root://"
 
@@ -55,19 +53,6 @@ def settings(make_settings: Any, work: Path) -> Settings:
     return settings
 
 
-async def open_chat(client: AhpClient, work: Path) -> str:
-    session = f"ahp-session:/{uuid.uuid4()}"
-    await client.request(
-        "createSession",
-        {"channel": session, "provider": "fake", "workingDirectories": [work.as_uri()]},
-    )
-    await client.subscribe(session)
-    await client.wait_for(lambda: client.states[session].get("lifecycle") == "ready")
-    chat: str = client.states[session]["defaultChat"]
-    await client.subscribe(chat)
-    return chat
-
-
 async def complete(client: AhpClient, chat: str, text: str, offset: int | None = None) -> Any:
     units = len(text.encode("utf-16-le")) // 2
     params = {"channel": chat, "kind": "userMessage", "text": text, "offset": units}
@@ -87,7 +72,7 @@ async def client(start_bridge: StartBridge, settings: Settings) -> AhpClient:
 
 
 async def test_readme_is_offered_first_for_a_prefix(client: AhpClient, work: Path) -> None:
-    chat = await open_chat(client, work)
+    _, chat = await create(client, work)
     items = await complete(client, chat, "@REA")
     first = items[0]
     assert first == {
@@ -115,7 +100,7 @@ async def test_readme_is_offered_first_for_a_prefix(client: AhpClient, work: Pat
 
 
 async def test_ignored_files_are_never_offered(client: AhpClient, work: Path) -> None:
-    chat = await open_chat(client, work)
+    _, chat = await create(client, work)
     offered = set()
     for query in ("@READ", "@gen", "@log", "@HEAD", "@secret", "@left", "@"):
         offered |= set(inserted(await complete(client, chat, query)))
@@ -135,7 +120,7 @@ async def test_ignored_files_are_never_offered(client: AhpClient, work: Path) ->
 
 
 async def test_the_word_at_the_cursor_decides(client: AhpClient, work: Path) -> None:
-    chat = await open_chat(client, work)
+    _, chat = await create(client, work)
     text = "look at #src/rea please"
     cursor = text.index(" please")
     items = await complete(client, chat, text, cursor)
@@ -164,7 +149,7 @@ async def test_results_are_bounded_by_the_setting(
     settings.workspace.mention_results = 7
     bridge = await start_bridge(settings)
     client = await bridge.client()
-    chat = await open_chat(client, work)
+    _, chat = await create(client, work)
     items = await complete(client, chat, "@file")
     assert inserted(items) == [f"@file{i:02}.txt " for i in range(7)]
 
@@ -179,7 +164,7 @@ async def test_completion_refusals(
     with pytest.raises(RpcFailure) as err:
         await complete(client, "ahp-chat:/nope", "@REA")
     assert (err.value.code, err.value.message) == (-32008, "Chat not found: ahp-chat:/nope")
-    chat = await open_chat(client, work)
+    _, chat = await create(client, work)
     for offset in (5, -1, 1.5):
         with pytest.raises(RpcFailure) as err:
             await complete(client, chat, "@REA", offset)  # type: ignore[arg-type]
@@ -195,7 +180,7 @@ async def test_a_watched_change_refreshes_the_index(
     settings.workspace.mention_refresh_seconds = 3600  # only the watch can refresh it
     bridge = await start_bridge(settings)
     client = await bridge.client()
-    chat = await open_chat(client, work)
+    _, chat = await create(client, work)
     assert "@REALLY-NEW.md " not in inserted(await complete(client, chat, "@REAL"))
     watch = await client.request(
         "createResourceWatch", {"channel": ROOT, "uri": work.as_uri(), "recursive": True}
@@ -213,7 +198,7 @@ async def test_an_index_older_than_the_setting_is_rebuilt(
     settings.workspace.mention_refresh_seconds = 0
     bridge = await start_bridge(settings)
     client = await bridge.client()
-    chat = await open_chat(client, work)
+    _, chat = await create(client, work)
     await complete(client, chat, "@REA")
     (work / "REALLY-NEW.md").write_text("")
     with trio.fail_after(10):
@@ -228,16 +213,10 @@ async def test_an_accepted_mention_reaches_the_provider_as_a_file(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
-    record = tmp_path / "calls.jsonl"
-    real = providers.create
-    monkeypatch.setattr(
-        providers,
-        "create",
-        lambda name, options=None: RecordingProvider(real(name, options), record),
-    )
+    record = record_provider_calls(monkeypatch, tmp_path / "calls.jsonl")
     bridge = await start_bridge(settings)
     client = await bridge.client()
-    chat = await open_chat(client, work)
+    _, chat = await create(client, work)
     [item, *_] = await complete(client, chat, "explain @READ")
     text = "explain " + item["insertText"]
     seq = await client.dispatch(
@@ -278,7 +257,7 @@ async def test_completions_reopen_a_chat_from_an_earlier_run(
     from tests.e2e.test_durable_sessions import bridge
 
     async with bridge(settings) as running:
-        chat = await open_chat(await running.client(), work)
+        _, chat = await create(await running.client(), work)
     async with bridge(settings) as running:  # the same data directory: the session is dormant
         client = await running.client("fresh")
         items = await complete(client, chat, "@REA")

@@ -10,31 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ahp_bridge_fake.record import RecordingProvider
 
-from ahp_bridge import providers
 from ahp_bridge.config import Settings
 from tests.e2e.conftest import StartBridge
 from tests.e2e.test_commands import turn_reply
-from tests.support.ahp_client import AhpClient, RpcFailure
+from tests.support.ahp_client import RpcFailure, create
 
 SCRIPT = Path(__file__).parent / "scripts" / "customize.toml"
 ROOT = "ahp-root://"
 V1 = ("1.0.0", "0.9.0")
 LINES = pytest.mark.parametrize("versions", [V1, ("0.7.0",)], ids=["1.0", "0.7"])
-
-
-@pytest.fixture
-def recording(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every provider call of the bridge's fake, recorded (calls with their arguments)."""
-    path = tmp_path / "calls.jsonl"
-    create = providers.create
-
-    def recorded(name: str, options: dict[str, Any]) -> Any:
-        return RecordingProvider(create(name, options), path)
-
-    monkeypatch.setattr(providers, "create", recorded)
-    return path
 
 
 @pytest.fixture
@@ -65,23 +50,6 @@ def settings(make_settings: Any) -> Settings:
     settings: Settings = make_settings()
     settings.providers = {"fake": {"script": str(SCRIPT), "time_scale": 0.0}}
     return settings
-
-
-async def create(client: AhpClient, tmp_path: Path, **config: Any) -> tuple[str, str]:
-    session = f"ahp-session:/{uuid.uuid4()}"
-    params: dict[str, Any] = {
-        "channel": session,
-        "provider": "fake",
-        "workingDirectories": [tmp_path.as_uri()],
-    }
-    if config:
-        params["config"] = config
-    await client.request("createSession", params)
-    await client.subscribe(session)
-    await client.wait_for(lambda: client.states[session].get("lifecycle") == "ready")
-    chat: str = client.states[session]["defaultChat"]
-    await client.subscribe(chat)
-    return session, chat
 
 
 @LINES

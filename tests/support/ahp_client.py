@@ -15,6 +15,7 @@ import itertools
 import math
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -337,6 +338,43 @@ async def open_client(
     client = AhpClient(ws, client_id, versions=versions, check=check)
     nursery.start_soon(client.reader)
     return client
+
+
+async def ready_chat(
+    client: AhpClient, provider: str, timeout: float, session: str = ""
+) -> tuple[str, str]:
+    """Create a `provider` session (unless `session` names one already created), wait until it
+    is ready (or its creation failed, which fails here), then subscribe its default chat."""
+    if not session:
+        session = f"ahp-session:/{uuid.uuid4()}"
+        await client.request("createSession", {"channel": session, "provider": provider})
+    await client.subscribe(session)
+    state = await client.wait_for(
+        lambda: (
+            client.states[session].get("lifecycle") in ("ready", "creationFailed")
+            and client.states[session]
+        ),
+        timeout,
+    )
+    assert state["lifecycle"] == "ready", state
+    chat: str = state["defaultChat"]
+    await client.subscribe(chat)
+    return session, chat
+
+
+async def create(client: AhpClient, workdir: Path, **config: Any) -> tuple[str, str]:
+    """A ready session of the `fake` provider on `workdir` (with `config`, if any) and its
+    subscribed default chat."""
+    session = f"ahp-session:/{uuid.uuid4()}"
+    params: dict[str, Any] = {
+        "channel": session,
+        "provider": "fake",
+        "workingDirectories": [workdir.as_uri()],
+    }
+    if config:
+        params["config"] = config
+    await client.request("createSession", params)
+    return await ready_chat(client, "fake", 10, session)
 
 
 def strip_none(value: Any) -> Any:
