@@ -1,0 +1,132 @@
+"""The jobs the engine hands the shell (`effects.Run`): frozen plans, never callables.
+
+A chat's jobs run on that chat's worker, one at a time, in the order the engine hands them out:
+the engine hands out the next only when the shell reported the last one done (`inputs.JobDone`),
+so it alone decides what runs next (a send held back until a cancelled turn has really ended,
+a reopen before a call when the client tools changed, a replacement conversation when the
+provider forgot this one). Other jobs (catalog writes, reads of the provider's customizations,
+changesets or commands) run wherever the shell runs them; those with a ticket report back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ahp_bridge import agentapi
+from ahp_bridge.translate.commands import Call
+
+__all__ = [
+    "CallChat",
+    "CloseConversation",
+    "FeatureCall",
+    "Job",
+    "OpenConversation",
+    "Persist",
+    "ReloadCustomizations",
+    "RestartMcpServer",
+    "SetMcpServerEnabled",
+    "SetSkillDisabled",
+    "ShellJob",
+]
+
+
+# -- calls a chat's worker makes on its conversation -----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SetSkillDisabled:
+    """`SkillGlobalSetter.set_skill_globally_disabled(name, disabled)` (the provider's own
+    setting), then `CustomizationsReloader.reload_customizations` when the conversation has it."""
+
+    name: str
+    disabled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SetMcpServerEnabled:
+    """`MCPController.set_mcp_server_enabled(name, enabled)`."""
+
+    name: str
+    enabled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RestartMcpServer:
+    """`MCPController.restart_mcp_server(name)`."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReloadCustomizations:
+    """Nothing on the conversation: the session's customizations (and MCP states when
+    `mcp`) are read again once the calls before it are done (`shell` reads them)."""
+
+    session: str
+    mcp: bool = False
+
+
+FeatureCall = SetSkillDisabled | SetMcpServerEnabled | RestartMcpServer | ReloadCustomizations
+
+
+@dataclass(frozen=True, slots=True)
+class CallChat:
+    """One call on the chat's open conversation."""
+
+    chat: str
+    call: Call | FeatureCall
+
+
+@dataclass(frozen=True, slots=True)
+class OpenConversation:
+    """Open the chat's conversation (`request.conversation_id` "" for a new one), with the sink
+    and the host tool callback the shell adds; the result is the conversation's id.
+
+    `replacing`: close the conversation the chat has first (a reopen with other tools, a
+    replacement for one the provider forgot). `record`: the catalog gets the chat's conversation
+    before the chat is published (a new chat); its result is then (id, turns of an imported
+    conversation or None).
+    """
+
+    chat: str
+    request: agentapi.OpenRequest
+    replacing: bool = False
+    record: bool = False
+    default: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CloseConversation:
+    """Let the chat's conversation go (closed, never deleted); bounded by `timeouts.close`.
+    `stop`: the chat is gone, its worker ends after this."""
+
+    chat: str
+    doing: str = "close"
+    stop: bool = False
+
+
+# -- work elsewhere --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Persist:
+    """A catalog write (`host.durable.catalog.Catalog.<op>(*args, **fields)`), queued in order."""
+
+    op: str
+    args: tuple[Any, ...] = ()
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ShellJob:
+    """A named piece of shell work about a channel (a read of the provider's customizations, a
+    changeset refresh, a mention index to build, watches to release): the shell's services
+    register the names they run."""
+
+    name: str
+    channel: str = ""
+    data: Any = None
+
+
+Job = CallChat | OpenConversation | CloseConversation | Persist | ShellJob
