@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 
 from ahp_bridge.protocol import _generated as g
+from ahp_bridge.protocol.action_types import TYPES_0_7, TYPES_1_0
 from ahp_bridge.protocol.actions import (
     ACTION_CLASSES,
     ACTION_TYPES,
+    ACTIONS_07,
     CLIENT_DISPATCHABLE,
     ActionError,
     UnknownAction,
@@ -19,6 +21,7 @@ from ahp_bridge.protocol.actions import (
     action_adapter,
     parse_action,
 )
+from ahp_bridge.protocol.actions_v1 import ACTIONS_09, ACTIONS_10, ONLY_1_0
 from ahp_bridge.protocol.base import wire_dump
 from tests.support.paths import CONFORMANCE
 
@@ -63,6 +66,16 @@ def test_action_tables_match_the_schema_exactly() -> None:
         "ChatToolCallApprovedAction",
         "ChatToolCallDeniedAction",
     ]
+
+
+def test_each_action_set_knows_exactly_its_schemas_action_types() -> None:
+    """The generated ActionType sets agree with the tables each wire version is parsed by."""
+    assert set(ACTIONS_07.types) == TYPES_0_7
+    assert set(ACTIONS_10.types) == TYPES_1_0
+    assert set(ACTIONS_09.types) == TYPES_1_0 - ONLY_1_0
+    assert ONLY_1_0 <= TYPES_1_0 - TYPES_0_7
+    assert CLIENT_DISPATCHABLE <= TYPES_0_7
+    assert ACTIONS_10.dispatchable <= TYPES_1_0
 
 
 def test_action_types_map_to_channel_kinds() -> None:

@@ -49,6 +49,7 @@ from ahp_bridge.host.content import ContentStore
 from ahp_bridge.host.workspace_io import READ_FLAGS, read_all, text_of
 from ahp_bridge.host.workspace_paths import uri_of_path, within_any
 from ahp_bridge.protocol import errors as E
+from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.uris import ROOT
 from ahp_bridge.state.store import Envelope
@@ -78,7 +79,9 @@ log = structlog.get_logger(__name__)
 #: The one changeset operation offered: undo a turn (and every later one) with its files.
 UNDO = "undo"
 _PREFIX = "ahp-changeset:/"
-_TURN_ENDS = frozenset({"chat/turnComplete", "chat/turnCancelled", "chat/error"})
+_TURN_ENDS = frozenset(
+    {ActionType.CHAT_TURN_COMPLETE, ActionType.CHAT_TURN_CANCELLED, ActionType.CHAT_ERROR}
+)
 
 
 @dataclass
@@ -213,26 +216,26 @@ class Changesets:
     def _observe(self, envelope: Envelope) -> None:
         kind = envelope.action.get("type")
         channel = envelope.channel
-        if channel == ROOT and kind == "root/activeSessionsChanged":
+        if channel == ROOT and kind == ActionType.ROOT_ACTIVE_SESSIONS_CHANGED:
             self._sessions_changed()
             return
-        if kind == "session/chatAdded":
+        if kind == ActionType.SESSION_CHAT_ADDED:
             runtime = self.sessions.chats.get(envelope.action.get("summary", {}).get("resource"))
             if runtime is not None and runtime.session.uri == channel:
                 self._chat_added(runtime)
             return
-        if kind == "session/chatRemoved":
+        if kind == ActionType.SESSION_CHAT_REMOVED:
             session = self._sessions.get(channel)
             if session is not None:
                 session.chats.pop(str(envelope.action.get("chat")), None)
             return
-        if kind == "chat/turnStarted" or kind in _TURN_ENDS:
+        if kind == ActionType.CHAT_TURN_STARTED or kind in _TURN_ENDS:
             runtime = self.sessions.chats.get(channel)
             chat = self._chat(runtime) if runtime is not None else None
             if chat is None:
                 return
             turn_id = str(envelope.action.get("turnId", ""))
-            if kind == "chat/turnStarted":
+            if kind == ActionType.CHAT_TURN_STARTED:
                 self._turn_started(chat, turn_id)
             else:
                 self._turn_ended(chat, turn_id)
@@ -269,7 +272,7 @@ class Changesets:
                 ),
             ]
             self.hub.apply(
-                session.uri, {"type": "session/changesetsChanged", "changesets": catalog}
+                session.uri, {"type": ActionType.SESSION_CHANGESETS_CHANGED, "changesets": catalog}
             )
         chat = _Chat(runtime, quote(runtime.uri.split(":/", 1)[-1], safe=""))
         session.chats[runtime.uri] = chat
@@ -278,7 +281,9 @@ class Changesets:
             catalog_entry("Chat changes", session.chat_channel(chat), "chat"),
             catalog_entry("Turn changes", session.turn_template, "turn"),
         ]
-        self.hub.apply(runtime.uri, {"type": "chat/changesetsChanged", "changesets": chat_catalog})
+        self.hub.apply(
+            runtime.uri, {"type": ActionType.CHAT_CHANGESETS_CHANGED, "changesets": chat_catalog}
+        )
         self._request(chat)  # the baseline
 
     def _turn_started(self, chat: _Chat, turn_id: str) -> None:
@@ -309,7 +314,7 @@ class Changesets:
             self._by_key.pop(session.key, None)
             for channel in session.channels:
                 if self.hub.store.has(channel):
-                    self.hub.apply(channel, {"type": "changeset/cleared"})
+                    self.hub.apply(channel, {"type": ActionType.CHANGESET_CLEARED})
                     self.hub.store.dispose(channel)
                 self.hub.forget_channel(channel)
             for chat in session.chats.values():
@@ -515,13 +520,14 @@ class Changesets:
             return
         state = store.state(channel)
         if state.get("files") != files:
-            self.hub.apply(channel, {"type": "changeset/contentChanged", "files": files})
+            self.hub.apply(channel, {"type": ActionType.CHANGESET_CONTENT_CHANGED, "files": files})
         if (state.get("operations") or None) != (operations or None):
             self.hub.apply(
-                channel, {"type": "changeset/operationsChanged", "operations": operations or []}
+                channel,
+                {"type": ActionType.CHANGESET_OPERATIONS_CHANGED, "operations": operations or []},
             )
         if state.get("status") != status:
-            self.hub.apply(channel, {"type": "changeset/statusChanged", "status": status})
+            self.hub.apply(channel, {"type": ActionType.CHANGESET_STATUS_CHANGED, "status": status})
 
     def _publish_totals(self, session: _Session) -> None:
         merged: dict[str, FileState] = {}
@@ -641,7 +647,7 @@ class Changesets:
             raise RpcError(
                 E.PERMISSION_DENIED, "Permission denied: the conversation cannot rewind now"
             )
-        running = {"type": "changeset/operationStatusChanged", "operationId": UNDO}
+        running = {"type": ActionType.CHANGESET_OPERATION_STATUS_CHANGED, "operationId": UNDO}
         self.hub.apply(channel, {**running, "status": "running"})
         try:
             with trio.fail_after(self.diff_timeout):
@@ -658,7 +664,7 @@ class Changesets:
                 self.hub.apply(channel, {**running, "status": "error", "error": error})
             raise RpcError(E.INTERNAL_ERROR, f"The turn could not be undone: {message}") from None
         # The chat loses the turn and every later one, as the conversation did.
-        truncate: dict[str, Any] = {"type": "chat/truncated"}
+        truncate: dict[str, Any] = {"type": ActionType.CHAT_TRUNCATED}
         if index > 0:
             truncate["turnId"] = turns[index - 1]["id"]
         self.hub.apply(runtime.uri, truncate)
@@ -666,9 +672,10 @@ class Changesets:
         for turn_id in discarded:
             gone = session.turns.pop(str(turn_id), None)
             if gone is not None and gone.channel is not None and self.hub.store.has(gone.channel):
-                self.hub.apply(gone.channel, {"type": "changeset/cleared"})
+                self.hub.apply(gone.channel, {"type": ActionType.CHANGESET_CLEARED})
                 self.hub.apply(
-                    gone.channel, {"type": "changeset/operationsChanged", "operations": []}
+                    gone.channel,
+                    {"type": ActionType.CHANGESET_OPERATIONS_CHANGED, "operations": []},
                 )
         chat = self._chat(runtime)
         if chat is not None:

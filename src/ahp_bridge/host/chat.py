@@ -24,6 +24,7 @@ from ahp_bridge import agentapi
 from ahp_bridge.host import healing
 from ahp_bridge.host.client_tools import ClientTools
 from ahp_bridge.host.sinks import ChatSink
+from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.protocol.uris import session_id
 from ahp_bridge.state import status as st
 from ahp_bridge.state.reducers.chat import known_turn, resumable
@@ -256,7 +257,9 @@ class ChatRuntime:
         )
         self.manager.subagent_chats[uri] = self
         summary = {k: v for k, v in state.items() if k != "turns"}
-        self.hub.apply(self.session.uri, {"type": "session/chatAdded", "summary": summary})
+        self.hub.apply(
+            self.session.uri, {"type": ActionType.SESSION_CHAT_ADDED, "summary": summary}
+        )
 
     def _on_events(self, events: list[agentapi.Event]) -> None:
         """A batch from the sink: runs of deltas are translated together and coalesced."""
@@ -291,7 +294,9 @@ class ChatRuntime:
         emitted = self.translator.translate(event)
         if event.kind == agentapi.EventKind.TITLE and not self._names_session():
             # Another chat's title names that chat (its catalog entry), not the whole session.
-            emitted = [(c, a) for c, a in emitted if a.get("type") != "session/titleChanged"]
+            emitted = [
+                (c, a) for c, a in emitted if a.get("type") != ActionType.SESSION_TITLE_CHANGED
+            ]
         self._apply_all(emitted)
         if event.turn is not None and event.turn.state == agentapi.TurnState.FAILED:
             self.manager.sign_in_watch.suspect(self.entry)  # an expired sign-in, perhaps
@@ -362,7 +367,7 @@ class ChatRuntime:
         """
         channel = channel or self.uri
         sent = action if sent is None else sent
-        if action.get("type") == "chat/turnStarted" and known_turn(
+        if action.get("type") == ActionType.CHAT_TURN_STARTED and known_turn(
             self.hub.store.state(self.uri), action.get("turnId")
         ):
             # 1.0: a turn id the chat already knows is a no-op (a client's retry); the echo
@@ -380,9 +385,9 @@ class ChatRuntime:
         self._apply_all(self.translator.observe_client_action(action))
         if action.get("type") in _CLIENT_TOOL_ACTIONS:
             self.client_tools.client_action(action)
-        elif action.get("type") == "chat/turnCancelled":
+        elif action.get("type") == ActionType.CHAT_TURN_CANCELLED:
             self.client_tools.sweep()
-        if action.get("type") == "chat/turnResume":
+        if action.get("type") == ActionType.CHAT_TURN_RESUME:
             # The reopened turn runs on: its duration counts from when it first started.
             active = self.hub.store.state(self.uri).get("activeTurn") or {}
             started = ms_from_iso(active.get("startedAt")) or self.manager.clock.now_ms()
@@ -492,7 +497,7 @@ class ChatRuntime:
             self.manager.sign_in_watch.suspect(self.entry)  # an expired sign-in?
 
     def _after_success(self, call: Call, action: dict[str, Any]) -> None:
-        if isinstance(call, Steer) and action.get("type") == "chat/pendingMessageSet":
+        if isinstance(call, Steer) and action.get("type") == ActionType.CHAT_PENDING_MESSAGE_SET:
             self._remove_pending("steering", str(action.get("id")))
 
     def _after_failure(self, call: Call, action: dict[str, Any], exc: Exception) -> None:
@@ -501,7 +506,7 @@ class ChatRuntime:
                 self._apply_all(self.translator.fail_turn(_error_type(exc), _message(exc)))
             else:  # cancelled meanwhile: whatever it sent, nothing more comes of it
                 self.translator.turn_not_sent()
-        elif isinstance(call, Steer) and action.get("type") == "chat/pendingMessageSet":
+        elif isinstance(call, Steer) and action.get("type") == ActionType.CHAT_PENDING_MESSAGE_SET:
             self._remove_pending("steering", str(action.get("id")))
 
     def _remove_pending(self, kind: str, message_id: str) -> None:
@@ -515,13 +520,14 @@ class ChatRuntime:
         )
         if present:
             self.hub.apply(
-                self.uri, {"type": "chat/pendingMessageRemoved", "kind": kind, "id": message_id}
+                self.uri,
+                {"type": ActionType.CHAT_PENDING_MESSAGE_REMOVED, "kind": kind, "id": message_id},
             )
 
     def start_turn_from_message(self, message: dict[str, Any]) -> None:
         """`createChat.initialMessage`: start the chat's first turn as if a client sent it."""
         action = {
-            "type": "chat/turnStarted",
+            "type": ActionType.CHAT_TURN_STARTED,
             "turnId": str(uuid.uuid4()),
             "startedAt": self.manager.clock.now_iso(),
             "message": message,
@@ -573,9 +579,11 @@ async def _execute(conversation: agentapi.Conversation, call: Call) -> None:
 
 
 #: Client actions that answer a client tool call the provider waits on (host/client_tools.py).
-_CLIENT_TOOL_ACTIONS = frozenset({"chat/toolCallComplete", "chat/toolCallResultConfirmed"})
+_CLIENT_TOOL_ACTIONS = frozenset(
+    {ActionType.CHAT_TOOL_CALL_COMPLETE, ActionType.CHAT_TOOL_CALL_RESULT_CONFIRMED}
+)
 #: Client actions that start (or restart) a turn at the provider.
-_STARTS = frozenset({"chat/turnStarted", "chat/turnResume"})
+_STARTS = frozenset({ActionType.CHAT_TURN_STARTED, ActionType.CHAT_TURN_RESUME})
 
 
 def _resumable_turn_id(state: dict[str, Any]) -> str | None:

@@ -35,6 +35,7 @@ import structlog
 import trio
 
 from ahp_bridge import agentapi
+from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.translate.host_tools import (
     HOST_TOOLS_META_KEY,
     OfferedTool,
@@ -217,14 +218,14 @@ class ClientTools:
         if pending is None or pending.result is not None:
             return
         kind = action.get("type")
-        if kind == "chat/toolCallComplete":
+        if kind == ActionType.CHAT_TOOL_CALL_COMPLETE:
             result = host_result(action.get("result") or {}, max_bytes=self.limits.max_result_bytes)
             if action.get("requiresResultConfirmation") is True:
                 pending.unconfirmed = result
                 return
             pending.result = result
             pending.done.set()
-        elif kind == "chat/toolCallResultConfirmed" and pending.unconfirmed is not None:
+        elif kind == ActionType.CHAT_TOOL_CALL_RESULT_CONFIRMED and pending.unconfirmed is not None:
             if action.get("approved") is True:
                 pending.result = pending.unconfirmed
             else:

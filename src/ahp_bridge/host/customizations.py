@@ -34,6 +34,7 @@ import trio
 from ahp_bridge import agentapi
 from ahp_bridge.host.timeouts import gave_up
 from ahp_bridge.host.workspace_paths import directory_uri
+from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.state.store import Envelope
 from ahp_bridge.translate.customizations import (
     customizations,
@@ -54,10 +55,10 @@ log = structlog.get_logger(__name__)
 #: The client actions this module plans.
 ACTIONS = frozenset(
     {
-        "session/customizationToggled",
-        "session/mcpServerStartRequested",
-        "session/mcpServerStopRequested",
-        "session/mcpServerBackgroundRequested",
+        ActionType.SESSION_CUSTOMIZATION_TOGGLED,
+        ActionType.SESSION_MCP_SERVER_START_REQUESTED,
+        ActionType.SESSION_MCP_SERVER_STOP_REQUESTED,
+        ActionType.SESSION_MCP_SERVER_BACKGROUND_REQUESTED,
     }
 )
 _KIND_NAMES = {
@@ -87,12 +88,12 @@ class Customizations:
 
     def _observe(self, envelope: Envelope) -> None:
         kind = envelope.action.get("type")
-        if kind == "session/defaultChatChanged":
+        if kind == ActionType.SESSION_DEFAULT_CHAT_CHANGED:
             session = self.sessions.sessions.get(envelope.channel)
             chat = self._default_chat(session) if session is not None else None
             if session is not None and chat is not None:
                 self.sessions.nursery.start_soon(self.refresh, session)
-        elif kind == "root/activeSessionsChanged":
+        elif kind == ActionType.ROOT_ACTIVE_SESSIONS_CHANGED:
             for uri in [u for u in self._mcp if u not in self.sessions.sessions]:
                 del self._mcp[uri]
 
@@ -156,7 +157,8 @@ class Customizations:
         current = self.hub.store.state(session.uri).get("customizations")
         if current != items and (items or current):
             self.hub.apply(
-                session.uri, {"type": "session/customizationsChanged", "customizations": items}
+                session.uri,
+                {"type": ActionType.SESSION_CUSTOMIZATIONS_CHANGED, "customizations": items},
             )
 
     def _mcp_items(self, session: Session) -> list[dict[str, Any]]:
@@ -182,7 +184,7 @@ class Customizations:
                 self.hub.apply(
                     session.uri,
                     {
-                        "type": "session/mcpServerStateChanged",
+                        "type": ActionType.SESSION_MCP_SERVER_STATE_CHANGED,
                         "id": f"mcp:{name}",
                         "state": mcp_state(status, error),
                     },
@@ -221,7 +223,10 @@ class Customizations:
 
         def after() -> Call:
             async def reread(c: agentapi.Conversation) -> None:
-                if isinstance(c, agentapi.MCPController) and kind != "session/customizationToggled":
+                if (
+                    isinstance(c, agentapi.MCPController)
+                    and kind != ActionType.SESSION_CUSTOMIZATION_TOGGLED
+                ):
                     await self._mcp_now(chat, c)
                 await self.refresh(session)
                 for callback in self.changed:
@@ -258,11 +263,11 @@ class Customizations:
             return f"no customization {ident!r} in this session"
         what, name = parsed
         conversation = chat.conversation
-        if kind == "session/mcpServerBackgroundRequested":
+        if kind == ActionType.SESSION_MCP_SERVER_BACKGROUND_REQUESTED:
             return "MCP servers of this provider never hold messages back"
         if what == "mcp":
             return self._plan_mcp(chat, conversation, kind, name, action)
-        if kind != "session/customizationToggled":
+        if kind != ActionType.SESSION_CUSTOMIZATION_TOGGLED:
             return f"{ident!r} is not an MCP server"
         if what != "skill":
             return f"this provider cannot turn {_KIND_NAMES.get(what, what)} on or off"
@@ -280,7 +285,7 @@ class Customizations:
             old = _find(before, ident)
             was = old.get("enabled", True) if old is not None else True
             return {
-                "type": "session/customizationToggled",
+                "type": ActionType.SESSION_CUSTOMIZATION_TOGGLED,
                 "id": ident,
                 "enablement": [{"kind": "global", "enabled": was}],
             }
@@ -302,7 +307,7 @@ class Customizations:
             return f"no MCP server {name!r} in this conversation"
         ident = f"mcp:{name}"
         stopped = status[0] in ("disabled", "stopped", "not_configured")
-        if kind == "session/customizationToggled":
+        if kind == ActionType.SESSION_CUSTOMIZATION_TOGGLED:
             enabled = _decision(action)
 
             async def switch(c: agentapi.Conversation) -> None:
@@ -313,7 +318,7 @@ class Customizations:
                 old = _find(before, ident)
                 enablement = old.get("enablement") if old is not None else None
                 return {
-                    "type": "session/customizationToggled",
+                    "type": ActionType.SESSION_CUSTOMIZATION_TOGGLED,
                     "id": ident,
                     "enablement": enablement or [],
                 }
@@ -324,9 +329,13 @@ class Customizations:
             old = _find(before, ident)
             if old is None:
                 return None
-            return {"type": "session/mcpServerStateChanged", "id": ident, "state": old["state"]}
+            return {
+                "type": ActionType.SESSION_MCP_SERVER_STATE_CHANGED,
+                "id": ident,
+                "state": old["state"],
+            }
 
-        if kind == "session/mcpServerStartRequested":
+        if kind == ActionType.SESSION_MCP_SERVER_START_REQUESTED:
 
             async def start(c: agentapi.Conversation) -> None:
                 assert isinstance(c, agentapi.MCPController)
@@ -336,7 +345,7 @@ class Customizations:
                     await c.restart_mcp_server(name)
 
             return [start], restore
-        if kind == "session/mcpServerStopRequested":
+        if kind == ActionType.SESSION_MCP_SERVER_STOP_REQUESTED:
 
             async def stop(c: agentapi.Conversation) -> None:
                 assert isinstance(c, agentapi.MCPController)

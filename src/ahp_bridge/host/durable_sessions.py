@@ -36,6 +36,7 @@ from ahp_bridge.host.catalog import (
 from ahp_bridge.host.healing import announce
 from ahp_bridge.host.timeouts import gave_up
 from ahp_bridge.host.workspace_paths import directory_path
+from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.state import status as st
 from ahp_bridge.state.envelope import Envelope
 from ahp_bridge.translate._wire import clean_line
@@ -54,7 +55,9 @@ IMPORT_CONFIG_KEY = "ahpBridge.importConversation"
 #: Items read per HistoryPager window when a reopened chat's record is read.
 HISTORY_PAGE = 200
 
-_TURN_ENDS = frozenset({"chat/turnComplete", "chat/turnCancelled", "chat/error"})
+_TURN_ENDS = frozenset(
+    {ActionType.CHAT_TURN_COMPLETE, ActionType.CHAT_TURN_CANCELLED, ActionType.CHAT_ERROR}
+)
 #: Lifecycle channels a request may name, by method: params keys holding one URI or a list.
 _NAMED_CHANNELS: dict[str, tuple[str, ...]] = {
     "subscribe": ("channel",),
@@ -154,7 +157,7 @@ class SessionCatalog:
         kind = action.get("type")
         chat = self.manager.chats.get(envelope.channel)
         if chat is not None:
-            if kind == "chat/turnStarted":
+            if kind == ActionType.CHAT_TURN_STARTED:
                 running = {
                     "id": action.get("turnId"),
                     "startedAt": action.get("startedAt"),
@@ -167,18 +170,22 @@ class SessionCatalog:
                 self._chat_touched(chat, title=str(action.get("title") or ""))
             return
         changes = action.get("changes")
-        if kind == "session/chatUpdated" and isinstance(changes, dict) and "title" in changes:
+        if (
+            kind == ActionType.SESSION_CHAT_UPDATED
+            and isinstance(changes, dict)
+            and "title" in changes
+        ):
             chat_uri = action.get("chat")
             if isinstance(chat_uri, str) and chat_uri in self.manager.chats:
                 self.catalog.submit(Catalog.update_chat, chat_uri, title=str(changes["title"]))
             return
-        if kind == "session/configChanged" and envelope.channel in self.manager.sessions:
+        if kind == ActionType.SESSION_CONFIG_CHANGED and envelope.channel in self.manager.sessions:
             config = self.manager.hub.store.state(envelope.channel).get("config")
             if isinstance(config, dict):  # accepted, completed or put back: what it holds now
                 values = dict(config.get("values") or {})
                 self.catalog.submit(Catalog.update_session, envelope.channel, settings=values)
             return
-        if kind == "session/titleChanged" and envelope.channel in self.manager.sessions:
+        if kind == ActionType.SESSION_TITLE_CHANGED and envelope.channel in self.manager.sessions:
             now = self.manager.clock.now_iso()
             self.catalog.submit(
                 Catalog.update_session,
@@ -380,7 +387,8 @@ class SessionCatalog:
             )
             if chat_record.uri == record.default_chat:
                 manager.hub.apply(
-                    record.uri, {"type": "session/defaultChatChanged", "defaultChat": chat.uri}
+                    record.uri,
+                    {"type": ActionType.SESSION_DEFAULT_CHAT_CHANGED, "defaultChat": chat.uri},
                 )
                 if chat not in replaced:  # a new conversation was opened with the settings
                     self._fall_back(chat, dropped)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from ahp_bridge import agentapi
+from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.translate.commands import SelectAgent, Send, SetModel, SetTitle
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ META_KEY = "ahpBridge.conversationReplaced"
 CARRIED = (Send, SetModel, SetTitle, SelectAgent)
 #: Why a turn the lost conversation was running ended.
 LOST = "the provider no longer has this chat's conversation; a new one was started"
-_STARTS = frozenset({"chat/turnStarted", "chat/turnResume"})
+_STARTS = frozenset({ActionType.CHAT_TURN_STARTED, ActionType.CHAT_TURN_RESUME})
 
 
 async def recover(chat: ChatRuntime, action: dict[str, Any]) -> agentapi.Conversation:
@@ -100,14 +101,25 @@ def announce(chat: ChatRuntime, lost: str) -> None:
     if turn_id is not None:
         # The turn that found out: its provider content comes after the notice (a turn the
         # lost conversation was running has ended before a replacement is made).
-        chat.hub.apply(chat.uri, {"type": "chat/responsePart", "turnId": turn_id, "part": part})
+        chat.hub.apply(
+            chat.uri, {"type": ActionType.CHAT_RESPONSE_PART, "turnId": turn_id, "part": part}
+        )
         return
     host_turn = str(uuid.uuid4())
     now = chat.manager.clock.now_iso()
     message = {"text": NOTICE, "origin": {"kind": "systemNotification"}}
     chat.hub.apply(
         chat.uri,
-        {"type": "chat/turnStarted", "turnId": host_turn, "startedAt": now, "message": message},
+        {
+            "type": ActionType.CHAT_TURN_STARTED,
+            "turnId": host_turn,
+            "startedAt": now,
+            "message": message,
+        },
     )
-    chat.hub.apply(chat.uri, {"type": "chat/responsePart", "turnId": host_turn, "part": part})
-    chat.hub.apply(chat.uri, {"type": "chat/turnComplete", "turnId": host_turn, "duration": 0})
+    chat.hub.apply(
+        chat.uri, {"type": ActionType.CHAT_RESPONSE_PART, "turnId": host_turn, "part": part}
+    )
+    chat.hub.apply(
+        chat.uri, {"type": ActionType.CHAT_TURN_COMPLETE, "turnId": host_turn, "duration": 0}
+    )

@@ -28,6 +28,7 @@ from ahp_bridge import agentapi
 from ahp_bridge.host.timeouts import gave_up
 from ahp_bridge.host.workspace_paths import directory_path, directory_uri
 from ahp_bridge.protocol import errors as E
+from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.translate.session_config import (
     ConfigError,
@@ -194,7 +195,11 @@ class SessionConfig:
             log.info("setting not applied", session=session.uri, error=type(exc).__name__)
             session.settings = settings_of(previous)  # the next reopen asks for what holds
             if hub.store.has(session.uri):
-                back = {"type": "session/configChanged", "config": previous, "replace": True}
+                back = {
+                    "type": ActionType.SESSION_CONFIG_CHANGED,
+                    "config": previous,
+                    "replace": True,
+                }
                 hub.apply(session.uri, back)
 
         if calls and not chat.enqueue_calls(calls, failed):
@@ -203,7 +208,11 @@ class SessionConfig:
         hub.apply(session.uri, action, origin)
         after = hub.store.state(session.uri).get("config", {}).get("values")
         if after != change.values:  # what the change implies besides (a new model's defaults)
-            fixed = {"type": "session/configChanged", "config": change.values, "replace": True}
+            fixed = {
+                "type": ActionType.SESSION_CONFIG_CHANGED,
+                "config": change.values,
+                "replace": True,
+            }
             hub.apply(session.uri, fixed)
         session.settings = settings_of(change.values)
 

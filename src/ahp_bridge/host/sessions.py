@@ -35,6 +35,7 @@ from ahp_bridge.host.summaries import aggregate, chat_summary_changes, session_c
 from ahp_bridge.host.timeouts import Timeouts, gave_up
 from ahp_bridge.host.workspace_paths import directory_path, within_any
 from ahp_bridge.protocol import errors as E
+from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.jsonrpc import notification_frame
 from ahp_bridge.protocol.uris import ANNOTATIONS_SUFFIX, ROOT, session_uri_problem
@@ -62,19 +63,21 @@ _SUMMARY_FIELDS = (
     "defaultChat",
 )
 #: Session actions that change the active clients, and so the chats' client tools.
-_ACTIVE_CLIENT_ACTIONS = frozenset({"session/activeClientSet", "session/activeClientRemoved"})
+_ACTIVE_CLIENT_ACTIONS = frozenset(
+    {ActionType.SESSION_ACTIVE_CLIENT_SET, ActionType.SESSION_ACTIVE_CLIENT_REMOVED}
+)
 #: Session actions the default chat's runtime plans (a provider call, or a reasoned refusal).
 _PLANNED_SESSION_ACTIONS = frozenset(
     {
-        "session/titleChanged",
-        "session/workingDirectorySet",
-        "session/workingDirectoryRemoved",
-        "session/workingDirectoryReplaced",
-        "session/customizationToggled",
-        "session/mcpServerStartRequested",
-        "session/mcpServerStopRequested",
-        "session/mcpServerBackgroundRequested",
-        "session/configChanged",
+        ActionType.SESSION_TITLE_CHANGED,
+        ActionType.SESSION_WORKING_DIRECTORY_SET,
+        ActionType.SESSION_WORKING_DIRECTORY_REMOVED,
+        ActionType.SESSION_WORKING_DIRECTORY_REPLACED,
+        ActionType.SESSION_CUSTOMIZATION_TOGGLED,
+        ActionType.SESSION_MCP_SERVER_START_REQUESTED,
+        ActionType.SESSION_MCP_SERVER_STOP_REQUESTED,
+        ActionType.SESSION_MCP_SERVER_BACKGROUND_REQUESTED,
+        ActionType.SESSION_CONFIG_CHANGED,
     }
 )
 
@@ -245,7 +248,7 @@ class SessionManager:
 
     def announce_agents(self) -> None:
         """`root/agentsChanged` with every agent as it is now (models, sign-in)."""
-        self.hub.apply(ROOT, {"type": "root/agentsChanged", "agents": self._agents()})
+        self.hub.apply(ROOT, {"type": ActionType.ROOT_AGENTS_CHANGED, "agents": self._agents()})
 
     @property
     def nursery(self) -> trio.Nursery:
@@ -369,7 +372,7 @@ class SessionManager:
             self.hub.apply(
                 session.uri,
                 {
-                    "type": "session/creationFailed",
+                    "type": ActionType.SESSION_CREATION_FAILED,
                     "error": {"errorType": type(exc).__name__, "message": str(exc) or repr(exc)},
                 },
             )
@@ -379,8 +382,10 @@ class SessionManager:
             await chat.close()
             return
         self._publish_chat(session, chat, turns=turns)
-        self.hub.apply(session.uri, {"type": "session/defaultChatChanged", "defaultChat": chat_uri})
-        self.hub.apply(session.uri, {"type": "session/ready"})
+        self.hub.apply(
+            session.uri, {"type": ActionType.SESSION_DEFAULT_CHAT_CHANGED, "defaultChat": chat_uri}
+        )
+        self.hub.apply(session.uri, {"type": ActionType.SESSION_READY})
         progress(2, "ready")
 
     def _new_chat(self, session: Session, chat_uri: str, *, title: str) -> ChatRuntime:
@@ -417,7 +422,7 @@ class SessionManager:
         session.chats[chat.uri] = chat
         self.chats[chat.uri] = chat
         summary = {k: state[k] for k in ("resource", "title", "status", "modifiedAt")}
-        self.hub.apply(session.uri, {"type": "session/chatAdded", "summary": summary})
+        self.hub.apply(session.uri, {"type": ActionType.SESSION_CHAT_ADDED, "summary": summary})
         chat.start()
 
     def dispose_session(self, conn: Connection, params: dict[str, Any]) -> None:
@@ -460,7 +465,8 @@ class SessionManager:
 
     def _active_sessions_changed(self) -> None:
         self.hub.apply(
-            ROOT, {"type": "root/activeSessionsChanged", "activeSessions": len(self.sessions)}
+            ROOT,
+            {"type": ActionType.ROOT_ACTIVE_SESSIONS_CHANGED, "activeSessions": len(self.sessions)},
         )
 
     # -- chats ---------------------------------------------------------------------------------
@@ -520,7 +526,7 @@ class SessionManager:
         if self.durable is not None:
             self.durable.chat_disposed(uri)
         if self.hub.store.has(session.uri):
-            self.hub.apply(session.uri, {"type": "session/chatRemoved", "chat": uri})
+            self.hub.apply(session.uri, {"type": ActionType.SESSION_CHAT_REMOVED, "chat": uri})
 
     def _session(self, uri: str) -> Session:
         session = self.sessions.get(uri)
@@ -594,7 +600,7 @@ class SessionManager:
             if changes:
                 self.hub.apply(
                     session_uri,
-                    {"type": "session/chatUpdated", "chat": channel, "changes": changes},
+                    {"type": ActionType.SESSION_CHAT_UPDATED, "chat": channel, "changes": changes},
                 )
             return
         session = self.sessions.get(envelope.channel)
@@ -657,7 +663,11 @@ class SessionManager:
             self.hub.reject(conn, channel, sent, origin, reason)
             return
         session = self.sessions.get(channel)
-        if session is not None and action.get("type") == "session/configChanged" and self.config:
+        if (
+            session is not None
+            and action.get("type") == ActionType.SESSION_CONFIG_CHANGED
+            and self.config
+        ):
             self.config.client_changed(conn, session, action, origin, sent)
             return
         planned = self.customizations
@@ -687,7 +697,8 @@ class SessionManager:
                 active = self.hub.store.state(session.uri).get("activeClients") or []
                 if any(c.get("clientId") == client_id for c in active):
                     self.hub.apply(
-                        session.uri, {"type": "session/activeClientRemoved", "clientId": client_id}
+                        session.uri,
+                        {"type": ActionType.SESSION_ACTIVE_CLIENT_REMOVED, "clientId": client_id},
                     )
 
         if self._nursery is not None:

@@ -23,6 +23,7 @@ import trio
 from ahp_bridge import agentapi
 from ahp_bridge.host.mention_rank import index_to_utf16, utf16_to_index
 from ahp_bridge.host.timeouts import gave_up
+from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.state.store import Envelope
 from ahp_bridge.translate.commands import COMMAND_META
 
@@ -51,13 +52,13 @@ class CommandSource:
 
     def _observe(self, envelope: Envelope) -> None:
         kind = envelope.action.get("type")
-        if kind == "session/chatAdded":
+        if kind == ActionType.SESSION_CHAT_ADDED:
             chat = self.sessions.chats.get(envelope.action.get("summary", {}).get("resource"))
             if chat is not None:
                 self.sessions.nursery.start_soon(self.commands, chat, True)
-        elif kind == "session/chatRemoved":
+        elif kind == ActionType.SESSION_CHAT_REMOVED:
             self._lists.pop(str(envelope.action.get("chat")), None)
-        elif kind == "session/customizationsChanged":
+        elif kind == ActionType.SESSION_CUSTOMIZATIONS_CHANGED:
             session = self.sessions.sessions.get(envelope.channel)
             if session is not None:
                 self.session_changed(session)

@@ -42,6 +42,7 @@ from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.workspace_io import confine, os_errors
 from ahp_bridge.host.workspace_paths import uri_of_path, within_any
 from ahp_bridge.protocol import errors as E
+from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.protocol.errors import RpcError
 
 __all__ = ["UNSUBSCRIBED_GRACE", "ResourceWatches"]
@@ -228,7 +229,8 @@ class ResourceWatches:
         for start in range(0, len(items), CHANGES_PER_ACTION):
             chunk = items[start : start + CHANGES_PER_ACTION]
             self.hub.apply(
-                watch.channel, {"type": "resourceWatch/changed", "changes": {"items": chunk}}
+                watch.channel,
+                {"type": ActionType.RESOURCE_WATCH_CHANGED, "changes": {"items": chunk}},
             )
 
 

@@ -37,6 +37,7 @@ from ahp_bridge.host.mentions import MentionIndexes
 from ahp_bridge.host.watches import ResourceWatches
 from ahp_bridge.host.workspace_paths import UriRefused, root_path
 from ahp_bridge.protocol import errors as E
+from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.uris import ROOT
 from ahp_bridge.state.store import Envelope
@@ -160,9 +161,9 @@ class Workspace:
         if self._nursery is None:
             return
         kind = envelope.action.get("type")
-        if envelope.channel == ROOT and kind == "root/activeSessionsChanged":
+        if envelope.channel == ROOT and kind == ActionType.ROOT_ACTIVE_SESSIONS_CHANGED:
             self._nursery.start_soon(self._sessions_changed)
-        elif kind == "session/ready":
+        elif kind == ActionType.SESSION_READY:
             session = self.sessions.sessions.get(envelope.channel)
             if session is not None:
                 self._nursery.start_soon(self._prewarm, session)

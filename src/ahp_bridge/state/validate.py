@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.protocol.actions import CLIENT_DISPATCHABLE
 from ahp_bridge.protocol.actions_v1 import CLIENT_DISPATCHABLE_1_0
 
@@ -69,7 +70,7 @@ def reject_reason(
         if problem is not None:
             return problem
     if (
-        action_type == "chat/turnStarted"
+        action_type == ActionType.CHAT_TURN_STARTED
         and idempotent_turns
         and known_turn(state, action.get("turnId"))
     ):
@@ -285,19 +286,19 @@ def _active_client_removed(state: JSON, action: JSON, client_id: str) -> str | N
 
 
 _RULES: dict[str, Rule] = {
-    "chat/turnStarted": _turn_started,
-    "chat/turnCancelled": _turn_cancelled,
-    "chat/turnResume": _turn_resume,
-    "chat/toolCallConfirmed": _tool_confirmed,
-    "chat/toolCallResultConfirmed": _tool_result_confirmed,
-    "chat/toolCallComplete": _client_tool,
-    "chat/toolCallContentChanged": _client_tool,
-    "chat/inputAnswerChanged": _input_answer_changed,
-    "chat/inputCompleted": _input_completed,
-    "chat/pendingMessageSet": _pending_set,
-    "chat/draftChanged": _draft,
-    "chat/pendingMessageRemoved": _pending_removed,
-    "session/defaultChatChanged": _default_chat,
-    "session/activeClientSet": _active_client_set,
-    "session/activeClientRemoved": _active_client_removed,
+    ActionType.CHAT_TURN_STARTED: _turn_started,
+    ActionType.CHAT_TURN_CANCELLED: _turn_cancelled,
+    ActionType.CHAT_TURN_RESUME: _turn_resume,
+    ActionType.CHAT_TOOL_CALL_CONFIRMED: _tool_confirmed,
+    ActionType.CHAT_TOOL_CALL_RESULT_CONFIRMED: _tool_result_confirmed,
+    ActionType.CHAT_TOOL_CALL_COMPLETE: _client_tool,
+    ActionType.CHAT_TOOL_CALL_CONTENT_CHANGED: _client_tool,
+    ActionType.CHAT_INPUT_ANSWER_CHANGED: _input_answer_changed,
+    ActionType.CHAT_INPUT_COMPLETED: _input_completed,
+    ActionType.CHAT_PENDING_MESSAGE_SET: _pending_set,
+    ActionType.CHAT_DRAFT_CHANGED: _draft,
+    ActionType.CHAT_PENDING_MESSAGE_REMOVED: _pending_removed,
+    ActionType.SESSION_DEFAULT_CHAT_CHANGED: _default_chat,
+    ActionType.SESSION_ACTIVE_CLIENT_SET: _active_client_set,
+    ActionType.SESSION_ACTIVE_CLIENT_REMOVED: _active_client_removed,
 }

@@ -60,6 +60,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ahp_bridge.agentapi import Answer, Blob, File, Interaction, Model, Option, Prompt
+from ahp_bridge.protocol.action_types import ActionType
 
 from ._wire import Action, clean_line, iso_from_ms
 from .questions import AnswerError, answer_from_input
@@ -111,53 +112,59 @@ RESUME_PROMPT = (
 
 CALL_ACTIONS = frozenset(
     {
-        "chat/turnStarted",
-        "chat/turnResume",
-        "chat/turnCancelled",
-        "chat/toolCallConfirmed",
-        "chat/inputCompleted",
-        "chat/pendingMessageSet",
-        "session/titleChanged",
+        ActionType.CHAT_TURN_STARTED,
+        ActionType.CHAT_TURN_RESUME,
+        ActionType.CHAT_TURN_CANCELLED,
+        ActionType.CHAT_TOOL_CALL_CONFIRMED,
+        ActionType.CHAT_INPUT_COMPLETED,
+        ActionType.CHAT_PENDING_MESSAGE_SET,
+        ActionType.SESSION_TITLE_CHANGED,
     }
 )
 """Client actions that become Conversation calls (see the module table)."""
 
 NO_CALL_ACTIONS = frozenset(
     {
-        "chat/pendingMessageRemoved",
-        "chat/queuedMessagesReordered",
-        "chat/draftChanged",
-        "chat/inputAnswerChanged",
-        "session/isReadChanged",
-        "session/isArchivedChanged",
-        "chat/isReadChanged",
-        "chat/isArchivedChanged",
-        "session/activeClientSet",
-        "session/activeClientRemoved",
-        "session/defaultChatChanged",
+        ActionType.CHAT_PENDING_MESSAGE_REMOVED,
+        ActionType.CHAT_QUEUED_MESSAGES_REORDERED,
+        ActionType.CHAT_DRAFT_CHANGED,
+        ActionType.CHAT_INPUT_ANSWER_CHANGED,
+        ActionType.SESSION_IS_READ_CHANGED,
+        ActionType.SESSION_IS_ARCHIVED_CHANGED,
+        ActionType.CHAT_IS_READ_CHANGED,
+        ActionType.CHAT_IS_ARCHIVED_CHANGED,
+        ActionType.SESSION_ACTIVE_CLIENT_SET,
+        ActionType.SESSION_ACTIVE_CLIENT_REMOVED,
+        ActionType.SESSION_DEFAULT_CHAT_CHANGED,
     }
 )
 """Client actions whose whole effect is the reducer's: accepted, no provider call."""
 
 CLIENT_TOOL_ACTIONS = frozenset(
-    {"chat/toolCallComplete", "chat/toolCallContentChanged", "chat/toolCallResultConfirmed"}
+    {
+        ActionType.CHAT_TOOL_CALL_COMPLETE,
+        ActionType.CHAT_TOOL_CALL_CONTENT_CHANGED,
+        ActionType.CHAT_TOOL_CALL_RESULT_CONFIRMED,
+    }
 )
 """Client actions that answer a client tool call the provider waits on: no provider call."""
 
 _FIXED_WORKDIR = "the provider's working directory is fixed when the conversation opens"
 _NO_MCP = "MCP servers cannot be controlled through this bridge"
+_NO_TOGGLE = "customizations cannot be toggled through this bridge"
+_NO_CONFIG = "session configuration cannot be changed through this bridge"
 UNSUPPORTED_ACTIONS: Mapping[str, str] = {
-    "chat/truncated": "the provider owns the transcript and cannot truncate it",
-    "chat/workingDirectorySet": _FIXED_WORKDIR,
-    "chat/workingDirectoryRemoved": _FIXED_WORKDIR,
-    "session/workingDirectorySet": _FIXED_WORKDIR,
-    "session/workingDirectoryRemoved": _FIXED_WORKDIR,
-    "session/workingDirectoryReplaced": _FIXED_WORKDIR,
-    "session/customizationToggled": "customizations cannot be toggled through this bridge",
-    "session/mcpServerStartRequested": _NO_MCP,
-    "session/mcpServerStopRequested": _NO_MCP,
-    "session/mcpServerBackgroundRequested": _NO_MCP,
-    "session/configChanged": "session configuration cannot be changed through this bridge",
+    ActionType.CHAT_TRUNCATED: "the provider owns the transcript and cannot truncate it",
+    ActionType.CHAT_WORKING_DIRECTORY_SET: _FIXED_WORKDIR,
+    ActionType.CHAT_WORKING_DIRECTORY_REMOVED: _FIXED_WORKDIR,
+    ActionType.SESSION_WORKING_DIRECTORY_SET: _FIXED_WORKDIR,
+    ActionType.SESSION_WORKING_DIRECTORY_REMOVED: _FIXED_WORKDIR,
+    ActionType.SESSION_WORKING_DIRECTORY_REPLACED: _FIXED_WORKDIR,
+    ActionType.SESSION_CUSTOMIZATION_TOGGLED: _NO_TOGGLE,
+    ActionType.SESSION_MCP_SERVER_START_REQUESTED: _NO_MCP,
+    ActionType.SESSION_MCP_SERVER_STOP_REQUESTED: _NO_MCP,
+    ActionType.SESSION_MCP_SERVER_BACKGROUND_REQUESTED: _NO_MCP,
+    ActionType.SESSION_CONFIG_CHANGED: _NO_CONFIG,
 }
 """Client-dispatchable chat and session actions the provider cannot honour, with the reason."""
 
@@ -281,21 +288,21 @@ def plan_command(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan | R
     """Decide how the provider honours one client action (see the module table)."""
     kind = action.get("type")
     try:
-        if kind == "chat/turnStarted":
+        if kind == ActionType.CHAT_TURN_STARTED:
             return _turn_started(action, ctx)
-        if kind == "chat/turnResume":
+        if kind == ActionType.CHAT_TURN_RESUME:
             return _turn_resume(action, ctx)
-        if kind == "chat/turnCancelled":
+        if kind == ActionType.CHAT_TURN_CANCELLED:
             if ctx.active_turn_id is None or action.get("turnId") != ctx.active_turn_id:
                 raise _Refused("no such turn is running")
             return CallPlan((Cancel(),))
-        if kind == "chat/toolCallConfirmed":
+        if kind == ActionType.CHAT_TOOL_CALL_CONFIRMED:
             return _tool_confirmed(action, ctx)
-        if kind == "chat/inputCompleted":
+        if kind == ActionType.CHAT_INPUT_COMPLETED:
             return _input_completed(action, ctx)
-        if kind == "chat/pendingMessageSet":
+        if kind == ActionType.CHAT_PENDING_MESSAGE_SET:
             return _pending_message(action, ctx)
-        if kind == "session/titleChanged":
+        if kind == ActionType.SESSION_TITLE_CHANGED:
             title = clean_line(str(action.get("title", "")))
             if not title:
                 raise _Refused("the title is empty")
@@ -622,7 +629,7 @@ def next_queued_turn(
         return None
     first = queued[0]
     return {
-        "type": "chat/turnStarted",
+        "type": ActionType.CHAT_TURN_STARTED,
         "turnId": turn_id,
         "startedAt": iso_from_ms(started_at_ms),
         "message": first["message"],
