@@ -21,11 +21,14 @@ subscriber with its `origin`, then what it implies happens (`apply_decision`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from ahp_bridge.engine.customizations import Customizations
+from ahp_bridge.engine.decision import Accepted, Refused
+from ahp_bridge.engine.fanout import Fanout
 from ahp_bridge.engine.peers import Peer
+from ahp_bridge.engine.sessions import Sessions
+from ahp_bridge.engine.settings import SessionSettings
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.action_types import ActionType as A
 from ahp_bridge.protocol.actions import ActionError
@@ -33,11 +36,12 @@ from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.known import known_fields
 from ahp_bridge.state.reducers.chat import known_turn
 from ahp_bridge.state.validate import reject_reason
-from ahp_bridge.translate.commands import Call, Rejection, plan_command
+from ahp_bridge.state.limits import Limits
+from ahp_bridge.state.store import Store
+from ahp_bridge.translate.commands import Rejection, plan_command
 
 if TYPE_CHECKING:
     from ahp_bridge.engine.chats import Chat
-    from ahp_bridge.engine.core import Engine
     from ahp_bridge.engine.sessions import Dormant
 
 __all__ = ["Accepted", "Refused", "decide", "dispatch", "dormant_named"]
@@ -70,27 +74,20 @@ NAMED_CHANNELS: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
-class Refused:
-    reason: str
+class AcceptHost(Protocol):
+    """What the decision reads of the engine."""
+
+    store: Store
+    fanout: Fanout
+    limits: Limits
+    sessions: Sessions
+    settings: SessionSettings
+    customizations: Customizations
+
+    def not_offered(self, action_type: object) -> str | None: ...
 
 
-@dataclass
-class Accepted:
-    """Apply `action` (canonical) on `channel`, then `then` (what it implies)."""
-
-    channel: str
-    action: dict[str, Any]
-    #: The chat whose calls follow (the action's own, or the default chat's for a session).
-    chat: Chat | None = None
-    calls: tuple[Call, ...] = ()
-    #: Done after the action is applied (a feature's own follow-up).
-    then: list[Callable[[], None]] = field(default_factory=list)
-    #: A 1.0 turn id the chat already knows: echoed, nothing else happens.
-    no_op: bool = False
-
-
-def dispatch(engine: Engine, peer: Peer, params: Any) -> None:
+def dispatch(engine: AcceptHost, peer: Peer, params: Any) -> None:
     """`dispatchAction`: decide, then apply and echo to all, or echo the refusal to the sender."""
     if not isinstance(params, dict):
         raise RpcError(E.INVALID_PARAMS, "Invalid params: expected an object")
@@ -120,7 +117,7 @@ def dispatch(engine: Engine, peer: Peer, params: Any) -> None:
         decision.chat.accepted(decision.action, decision.calls)
 
 
-def decide(engine: Engine, peer: Peer, channel: str, action: dict[str, Any]) -> Accepted | Refused | None:
+def decide(engine: AcceptHost, peer: Peer, channel: str, action: dict[str, Any]) -> Accepted | Refused | None:
     """Whether the host takes this client action (see the module docstring); None: ignored."""
     store = engine.store
     action_type = action.get("type")
@@ -172,7 +169,7 @@ def decide(engine: Engine, peer: Peer, channel: str, action: dict[str, Any]) -> 
     return Accepted(channel, canonical)
 
 
-def _chat_action(engine: Engine, chat: Chat, channel: str, action: dict[str, Any]) -> Accepted | Refused:
+def _chat_action(engine: AcceptHost, chat: Chat, channel: str, action: dict[str, Any]) -> Accepted | Refused:
     """The provider's side of an action on a chat (or on its session, planned by that chat)."""
     if action.get("type") == A.CHAT_TURN_STARTED and known_turn(
         engine.store.state(chat.uri), action.get("turnId")

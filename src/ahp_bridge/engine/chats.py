@@ -28,9 +28,16 @@ from urllib.parse import quote
 
 from ahp_bridge import agentapi
 from ahp_bridge.engine.client_tools import ClientToolLimits, ClientTools, Resolve, tool_call_id
-from ahp_bridge.engine.effects import Effect, Log, SetTimer
+from ahp_bridge.engine.effects import CancelTimer, Effect, Log, ResolveHostTool, Run, SetTimer
 from ahp_bridge.engine.fanout import Fanout
-from ahp_bridge.engine.jobs import CallChat, CloseConversation, FeatureCall, Job, OpenConversation
+from ahp_bridge.engine.jobs import (
+    CallChat,
+    CloseConversation,
+    FeatureCall,
+    Job,
+    OpenConversation,
+    Opened,
+)
 from ahp_bridge.engine.providers import ProviderInfo
 from ahp_bridge.engine.timeouts import Timeouts
 from ahp_bridge.protocol.uris import session_id
@@ -39,9 +46,11 @@ from ahp_bridge.state.limits import Limits
 from ahp_bridge.state.reducers.chat import resumable
 from ahp_bridge.translate import iso_from_ms, ms_from_iso
 from ahp_bridge.translate.coalesce import coalesce
+from ahp_bridge.protocol.action_types import ActionType as A
 from ahp_bridge.translate.commands import (
     Call,
     CommandContext,
+    Rejection,
     RunCommand,
     SelectAgent,
     Send,
@@ -49,6 +58,7 @@ from ahp_bridge.translate.commands import (
     SetTitle,
     Steer,
     next_queued_turn,
+    plan_command,
     synced_answers,
 )
 from ahp_bridge.translate.events import EventTranslator
@@ -72,9 +82,9 @@ CARRIED = (Send, SetModel, SetTitle, SelectAgent)
 LOST = "the provider no longer has this chat's conversation; a new one was started"
 
 #: Client actions that start (or restart) a turn at the provider.
-STARTS = frozenset({"chat/turnStarted", "chat/turnResume"})
+STARTS = frozenset({A.CHAT_TURN_STARTED, A.CHAT_TURN_RESUME})
 #: Client actions that answer a client tool call the provider waits on.
-CLIENT_TOOL_ACTIONS = frozenset({"chat/toolCallComplete", "chat/toolCallResultConfirmed"})
+CLIENT_TOOL_ACTIONS = frozenset({A.CHAT_TOOL_CALL_COMPLETE, A.CHAT_TOOL_CALL_RESULT_CONFIRMED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +163,8 @@ class Chat:
         self.conversation_id = ""
         #: A conversation is open (between a successful open and its exit or close).
         self.open = False
+        #: What the open conversation can do (read when it opened).
+        self.facts = Opened("")
         #: The chat stopped listening (closed, disposed, host stopping).
         self.detached = False
         self.tools = ClientTools(
@@ -187,7 +199,7 @@ class Chat:
 
     def opening(
         self, conversation_id: str, *, replacing: bool = False, record: bool = False
-    ) -> Generator[Step, Any, Any]:
+    ) -> Generator[Step, Any, Opened]:
         """Open the conversation with the active clients' tools; an open the provider refuses
         for clashing tool names is made again without them (their refusal says why)."""
         while True:
@@ -197,7 +209,7 @@ class Chat:
                 self.uri, request, replacing=replacing, record=record, default=self.is_default()
             )
             try:
-                result = yield job
+                opened: Opened = yield job
             except agentapi.HostToolClash as exc:
                 if not plan.tools or not self.tools.refuse_clash(exc, plan):
                     raise
@@ -210,13 +222,14 @@ class Chat:
                 self.host.suspect_sign_in(self.provider.name)
                 raise
             break
-        self.opened(plan, result[0] if record else result)
-        return result
+        self.opened(plan, opened)
+        return opened
 
-    def opened(self, plan: ToolPlan, conversation_id: str) -> None:
+    def opened(self, plan: ToolPlan, opened: Opened) -> None:
         """The conversation is open with `plan`: calls and tool items now follow it."""
         self.open = True
-        self.conversation_id = conversation_id
+        self.facts = opened
+        self.conversation_id = opened.conversation_id
         self.tools.plan = plan
         owners = {name: (o.client_id, o.display) for name, o in plan.owners().items()}
         self.translator.set_client_tools(owners)
@@ -264,6 +277,11 @@ class Chat:
     def closing(self, doing: str = "close", *, stop: bool = False) -> CloseConversation:
         self.open = False
         return CloseConversation(self.uri, doing, stop=stop)
+
+    def dispose(self) -> Run:
+        """The chat is gone: its conversation is let go now, whatever its queue was doing."""
+        self.detach()
+        return Run(self.closing(stop=True))
 
     # -- the queue -----------------------------------------------------------------------------
 
@@ -355,6 +373,10 @@ class Chat:
         if ticket != self._ticket or self._work is None:
             return
         self._ticket = None
+        if self.detached:
+            self._work.close()
+            self._work = None
+            return
         self._advance(result, error)
         self._pump()
 
@@ -378,8 +400,6 @@ class Chat:
         self._release_hold()
 
     def _release_hold(self) -> None:
-        from ahp_bridge.engine.effects import CancelTimer
-
         self._hold = None
         self.host.fanout.effects.append(CancelTimer(("hold", self.uri)))
         if self._work is not None:
@@ -755,8 +775,6 @@ class Chat:
 
     def host_turn(self, action: dict[str, Any]) -> None:
         """A turn the host starts (the next queued message, `createChat.initialMessage`)."""
-        from ahp_bridge.translate.commands import Rejection, plan_command
-
         plan = plan_command(action, self.context(session_ready=True))
         if isinstance(plan, Rejection):
             self.host.fanout.effects.append(
@@ -771,9 +789,18 @@ class Chat:
 
     def start_turn_from_message(self, message: dict[str, Any]) -> None:
         """`createChat.initialMessage`: start the chat's first turn as if a client sent it."""
+        if (message.get("origin") or {}).get("kind") != "user":
+            self.host.fanout.effects.append(
+                Log(
+                    "info",
+                    "host turn refused",
+                    {"chat": self.uri, "reason": "clients may only start turns with a user message"},
+                )
+            )
+            return
         self.host_turn(
             {
-                "type": "chat/turnStarted",
+                "type": A.CHAT_TURN_STARTED,
                 "turnId": self.host.new_id(),
                 "startedAt": iso_from_ms(self.host.now_ms()),
                 "message": message,
@@ -782,8 +809,6 @@ class Chat:
 
 
 def effects_of(resolved: Iterable[Resolve]) -> list[Effect]:
-    from ahp_bridge.engine.effects import ResolveHostTool
-
     return [ResolveHostTool(waiter, result) for waiter, result in resolved]
 
 

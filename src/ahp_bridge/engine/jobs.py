@@ -22,6 +22,7 @@ __all__ = [
     "FeatureCall",
     "Job",
     "OpenConversation",
+    "Opened",
     "Persist",
     "ReloadCustomizations",
     "RestartMcpServer",
@@ -85,8 +86,8 @@ class OpenConversation:
 
     `replacing`: close the conversation the chat has first (a reopen with other tools, a
     replacement for one the provider forgot). `record`: the catalog gets the chat's conversation
-    before the chat is published (a new chat); its result is then (id, turns of an imported
-    conversation or None).
+    before the chat is published (a new chat), with the turns of an imported conversation.
+    The result is an `Opened`.
     """
 
     chat: str
@@ -94,6 +95,17 @@ class OpenConversation:
     replacing: bool = False
     record: bool = False
     default: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """What an `OpenConversation` gives back: the conversation's id and what it can do."""
+
+    conversation_id: str
+    #: Turns of an imported conversation, read when the chat is recorded (`record`).
+    turns: list[dict[str, Any]] | None = None
+    #: The conversation implements MCPController (its MCP servers can be controlled).
+    mcp: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -354,7 +354,7 @@ class Sessions:
             if session.disposed:
                 yield chat.closing(stop=True)
                 return
-            turns = result[1] if self.durable else None
+            turns = result.turns
             self.publish_chat(session, chat, turns=turns)
             self.fanout.apply(
                 session.uri, {"type": "session/defaultChatChanged", "defaultChat": chat_uri}
@@ -423,8 +423,7 @@ class Sessions:
         if session is not None:
             session.chats.pop(chat.uri, None)
         self.chats.pop(chat.uri, None)
-        chat.detach()
-        self.host.fanout.effects.append(chat.run_now(chat.closing(stop=True)))
+        self.host.fanout.effects.append(chat.dispose())
         self.forget_channel(chat.uri)
         for uri in chat.subagent_uris():
             self.subagent_chats.pop(uri, None)

@@ -12,6 +12,7 @@ the host's size or count limits (`state.limits`) is refused too, with a reason n
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ahp_bridge.protocol.action_types import ActionType
@@ -30,7 +31,21 @@ __all__ = ["CLIENT_DISPATCHABLE", "DISPATCHABLE", "reject_reason"]
 DISPATCHABLE = CLIENT_DISPATCHABLE | CLIENT_DISPATCHABLE_1_0
 
 JSON = dict[str, Any]
-Rule = Callable[[JSON, JSON, str], "str | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Who:
+    """Who sends the action, and the chat's running turn as its turn lifecycle knows it (a
+    provider-started turn runs before its `chat/turnStarted` is in the state)."""
+
+    client_id: str
+    running_turn: str | None = None
+
+
+Rule = Callable[[JSON, JSON, Who], "str | None"]
+
+#: The one wording of "a turn runs already" (a start, a resume).
+BUSY = "a turn is already running: cancel it or wait until it ends"
 
 _PREFIX = {
     "root": "root/",
@@ -51,12 +66,14 @@ def reject_reason(
     client_id: str,
     idempotent_turns: bool = True,
     limits: Limits | None = None,
+    running_turn: str | None = None,
 ) -> str | None:
     """A human-readable reason to reject canonical `action` from `client_id`, or None to accept.
 
     `idempotent_turns` (AHP 1.0): a `chat/turnStarted` naming a turn the chat already knows is
     accepted as the no-op it is; 0.7 peers, whose reducers would restart the turn, are refused.
-    `limits`: the host's size and count limits, checked first.
+    `limits`: the host's size and count limits, checked first. `running_turn`: the chat's turn
+    as its lifecycle knows it (the one answer to "is a turn running").
     """
     if not isinstance(action, dict) or not isinstance(action.get("type"), str):
         return "an action must be an object with a string type"
@@ -76,16 +93,19 @@ def reject_reason(
     ):
         return None
     rule = _RULES.get(action_type)
-    return rule(state, action, client_id) if rule else None
+    return rule(state, action, Who(client_id, running_turn)) if rule else None
+
+
+def _running(state: JSON, who: Who) -> bool:
+    return isinstance(state.get("activeTurn"), dict) or who.running_turn is not None
 
 
 # ── turns ─────────────────────────────────────────────────────────────────
 
 
-def _turn_started(state: JSON, action: JSON, client_id: str) -> str | None:
-    active = state.get("activeTurn")
-    if isinstance(active, dict):
-        return f"turn {active.get('id')} is still active"
+def _turn_started(state: JSON, action: JSON, who: Who) -> str | None:
+    if _running(state, who):
+        return BUSY
     if known_turn(state, action.get("turnId")):  # idempotent in 1.0; 0.7 would restart it
         return f"turn {action.get('turnId')} already exists: start a turn with a new id"
     if not isinstance(action.get("turnId"), str) or not action["turnId"]:
@@ -97,9 +117,9 @@ def _turn_started(state: JSON, action: JSON, client_id: str) -> str | None:
     return None
 
 
-def _turn_resume(state: JSON, action: JSON, client_id: str) -> str | None:
-    if isinstance(state.get("activeTurn"), dict):
-        return "a turn is already in progress"
+def _turn_resume(state: JSON, action: JSON, who: Who) -> str | None:
+    if _running(state, who):
+        return BUSY
     turns = state.get("turns") or []
     last = turns[-1] if turns else None
     if not isinstance(last, dict) or last.get("id") != action.get("turnId"):
@@ -118,7 +138,7 @@ def _active_turn(state: JSON, action: JSON) -> tuple[JSON | None, str | None]:
     return active, None
 
 
-def _turn_cancelled(state: JSON, action: JSON, client_id: str) -> str | None:
+def _turn_cancelled(state: JSON, action: JSON, who: Who) -> str | None:
     return _active_turn(state, action)[1]
 
 
@@ -137,7 +157,7 @@ def _tool_call(state: JSON, action: JSON) -> tuple[JSON | None, str | None]:
     return None, f"no tool call {call_id} in the active turn"
 
 
-def _tool_confirmed(state: JSON, action: JSON, client_id: str) -> str | None:
+def _tool_confirmed(state: JSON, action: JSON, who: Who) -> str | None:
     tc, problem = _tool_call(state, action)
     if tc is None:
         return problem
@@ -150,7 +170,7 @@ def _tool_confirmed(state: JSON, action: JSON, client_id: str) -> str | None:
     return None
 
 
-def _tool_result_confirmed(state: JSON, action: JSON, client_id: str) -> str | None:
+def _tool_result_confirmed(state: JSON, action: JSON, who: Who) -> str | None:
     tc, problem = _tool_call(state, action)
     if tc is None:
         return problem
@@ -159,7 +179,7 @@ def _tool_result_confirmed(state: JSON, action: JSON, client_id: str) -> str | N
     return None
 
 
-def _client_tool(state: JSON, action: JSON, client_id: str) -> str | None:
+def _client_tool(state: JSON, action: JSON, who: Who) -> str | None:
     """Only the contributing client completes or updates a client tool, while it runs."""
     tc, problem = _tool_call(state, action)
     if tc is None:
@@ -167,7 +187,7 @@ def _client_tool(state: JSON, action: JSON, client_id: str) -> str | None:
     contributor = tc.get("contributor")
     if not isinstance(contributor, dict) or contributor.get("kind") != "client":
         return f"tool call {tc.get('toolCallId')} is executed by the host, not a client"
-    if contributor.get("clientId") != client_id:
+    if contributor.get("clientId") != who.client_id:
         return f"tool call {tc.get('toolCallId')} belongs to another client"
     if tc.get("status") != "running":
         return f"tool call {tc.get('toolCallId')} is {tc.get('status')}, not running"
@@ -188,7 +208,7 @@ def _questions(request: JSON) -> dict[Any, JSON]:
     return {q.get("id"): q for q in request.get("questions") or [] if isinstance(q, dict)}
 
 
-def _input_answer_changed(state: JSON, action: JSON, client_id: str) -> str | None:
+def _input_answer_changed(state: JSON, action: JSON, who: Who) -> str | None:
     request, problem = _open_request(state, action)
     if request is None:
         return problem
@@ -201,7 +221,7 @@ def _input_answer_changed(state: JSON, action: JSON, client_id: str) -> str | No
     return f"answer to {question.get('id')}: {problem}" if problem else None
 
 
-def _input_completed(state: JSON, action: JSON, client_id: str) -> str | None:
+def _input_completed(state: JSON, action: JSON, who: Who) -> str | None:
     request, problem = _open_request(state, action)
     if request is None:
         return problem
@@ -229,7 +249,7 @@ def _input_completed(state: JSON, action: JSON, client_id: str) -> str | None:
 # ── pending messages, session ─────────────────────────────────────────────
 
 
-def _pending_removed(state: JSON, action: JSON, client_id: str) -> str | None:
+def _pending_removed(state: JSON, action: JSON, who: Who) -> str | None:
     kind, ident = action.get("kind"), action.get("id")
     if kind == "steering":
         steering = state.get("steeringMessage")
@@ -243,17 +263,19 @@ def _pending_removed(state: JSON, action: JSON, client_id: str) -> str | None:
     return "kind must be steering or queued"
 
 
-def _pending_set(state: JSON, action: JSON, client_id: str) -> str | None:
+def _pending_set(state: JSON, action: JSON, who: Who) -> str | None:
     if action.get("kind") not in ("steering", "queued"):
         return "kind must be steering or queued"
     message = action.get("message")
     origin = message.get("origin") if isinstance(message, dict) else None
     if not isinstance(origin, dict) or origin.get("kind") != "user":
         return "clients may only queue user messages"
+    if action.get("kind") == "steering" and not _running(state, who):
+        return "no turn is running to steer"
     return None
 
 
-def _draft(state: JSON, action: JSON, client_id: str) -> str | None:
+def _draft(state: JSON, action: JSON, who: Who) -> str | None:
     draft = action.get("draft")
     if draft is None:  # clearing the draft
         return None
@@ -263,7 +285,7 @@ def _draft(state: JSON, action: JSON, client_id: str) -> str | None:
     return None
 
 
-def _default_chat(state: JSON, action: JSON, client_id: str) -> str | None:
+def _default_chat(state: JSON, action: JSON, who: Who) -> str | None:
     chat = action.get("defaultChat")
     if chat is None:  # unsetting the hint is always fine
         return None
@@ -272,15 +294,15 @@ def _default_chat(state: JSON, action: JSON, client_id: str) -> str | None:
     return f"{chat} is not a chat of this session"
 
 
-def _active_client_set(state: JSON, action: JSON, client_id: str) -> str | None:
+def _active_client_set(state: JSON, action: JSON, who: Who) -> str | None:
     client = action.get("activeClient")
-    if not isinstance(client, dict) or client.get("clientId") != client_id:
+    if not isinstance(client, dict) or client.get("clientId") != who.client_id:
         return "a client may only register itself as an active client"
     return None
 
 
-def _active_client_removed(state: JSON, action: JSON, client_id: str) -> str | None:
-    if action.get("clientId") != client_id:
+def _active_client_removed(state: JSON, action: JSON, who: Who) -> str | None:
+    if action.get("clientId") != who.client_id:
         return "a client may only remove itself; the host removes clients that leave"
     return None
 

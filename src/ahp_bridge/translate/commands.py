@@ -293,8 +293,6 @@ def plan_command(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan | R
         if kind == ActionType.CHAT_TURN_RESUME:
             return _turn_resume(action, ctx)
         if kind == ActionType.CHAT_TURN_CANCELLED:
-            if ctx.active_turn_id is None or action.get("turnId") != ctx.active_turn_id:
-                raise _Refused("no such turn is running")
             return CallPlan((Cancel(),))
         if kind == ActionType.CHAT_TOOL_CALL_CONFIRMED:
             return _tool_confirmed(action, ctx)
@@ -326,23 +324,15 @@ def plan_command(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan | R
 def _turn_resume(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan:
     if not ctx.session_ready:
         raise _Refused("the session is not ready")
-    if ctx.active_turn_id is not None:
-        raise _Refused("a turn is already running")
-    if ctx.resumable_turn_id is None or action.get("turnId") != ctx.resumable_turn_id:
-        raise _Refused("only the latest turn can be resumed, when it ended in a resumable error")
     return CallPlan((Send(Prompt(text=RESUME_PROMPT)),))
 
 
 def _turn_started(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan:
     if not ctx.session_ready:
         raise _Refused("the session is not ready")
-    if ctx.active_turn_id is not None:
-        raise _Refused("a turn is already running")
     message = action.get("message")
     if not isinstance(message, Mapping):
         raise _Refused("the turn has no message")
-    if (message.get("origin") or {}).get("kind") != "user":
-        raise _Refused("clients may only start turns with user messages")
     calls: list[Call] = []
     model = _model_selection(message, ctx)
     if model is not None:
@@ -496,17 +486,13 @@ def _pending_message(action: Mapping[str, Any], ctx: CommandContext) -> CallPlan
     message = action.get("message")
     if not isinstance(message, Mapping):
         raise _Refused("the pending message has no message")
-    if (message.get("origin") or {}).get("kind") != "user":
-        raise _Refused("clients may only send user messages")
     prompt = message_prompt(message, workdir=ctx.workdir)
     if action.get("kind") == "steering":
-        if ctx.active_turn_id is None:
-            raise _Refused("no turn is running to steer")
         return CallPlan((Steer(prompt),))
     if action.get("kind") == "queued":
         # Checked now as the turn it will start: one the provider cannot take would sit at
         # the head of the queue and stall every message behind it.
-        _turn_started(action, replace(ctx, session_ready=True, active_turn_id=None))
+        _turn_started(action, replace(ctx, session_ready=True))
         return CallPlan()
     raise _Refused(f"unknown pending message kind {action.get('kind')!r}")
 
