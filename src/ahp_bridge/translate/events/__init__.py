@@ -140,10 +140,10 @@ from ahp_bridge.agentapi import (
     TurnState,
 )
 
-from ._parts import MAX_RESULT_IMAGE_BYTES, default_subagent_uri, subagent_ref, tool_result
-from ._wire import META_PREFIX, Action, Emitted, clean_line, drop_none, error_part, iso_from_ms
-from .host_tools import execution_input_id
-from .questions import input_request
+from .._parts import MAX_RESULT_IMAGE_BYTES, default_subagent_uri, subagent_ref, tool_result
+from .._wire import META_PREFIX, Action, Emitted, clean_line, drop_none, error_part, iso_from_ms
+from ..host_tools import execution_input_id
+from ..questions import input_request
 
 __all__ = ["MAX_RESULT_IMAGE_BYTES", "EventTranslator", "confirmation_options"]
 
