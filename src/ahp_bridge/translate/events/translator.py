@@ -74,7 +74,11 @@ class EventTranslator:
         self._tools = ToolCalls(ctx, self.turns, self._text, self._inputs, file_edits=file_edits)
         self._interactions = Interactions(ctx, self.turns, self._text, self._inputs, self._tools)
         self._subagents = Subagents(ctx, self.turns, self._turn_events, self._tools)
-        self._handlers: dict[EventKind, Callable[[Event], list[Emitted]]] = {
+        self._handlers = self._handler_table()
+
+    def _handler_table(self) -> dict[EventKind, Callable[[Event], list[Emitted]]]:
+        """Every event kind's handler (a test checks that none is missing)."""
+        handlers: dict[EventKind, Callable[[Event], list[Emitted]]] = {
             EventKind.TURN: self._turn_events.on_turn,
             EventKind.ITEM: self._on_item,
             EventKind.DELTA: self._text.on_delta,
@@ -92,7 +96,8 @@ class EventTranslator:
             EventKind.MCP_STATUS: self._dropped,
         }
         for kind in META_EVENTS:
-            self._handlers.setdefault(kind, self._meta.on_meta)
+            handlers.setdefault(kind, self._meta.on_meta)
+        return handlers
 
     @property
     def chat_uri(self) -> str:

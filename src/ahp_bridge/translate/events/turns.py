@@ -241,8 +241,8 @@ class TurnEvents:
     def announcing(self, event: Event, handle: Callable[[Event], list[Emitted]]) -> list[Emitted]:
         """``handle(event)``, with a waiting provider-started turn announced as it must be.
 
-        A main-agent user item is that turn's message: it announces the turn and is nothing
-        else. Any other event that writes to the chat announces it first, with no message.
+        A user item of this chat's agent is that turn's message: it announces the turn and is
+        nothing else. Any other event that writes to the chat announces it first, with no message.
         """
         unannounced = self._turns.unannounced()
         if unannounced is not None:
