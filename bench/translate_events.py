@@ -1,4 +1,4 @@
-"""Benchmark the event translator (translate/events.py) and the command planner.
+"""Benchmark the event translator (translate/events/) and the command planner.
 
 Run: python bench/translate_events.py [--n N] [--reps R]
 Prints operations/s (best and median of R runs); nothing here is asserted.
