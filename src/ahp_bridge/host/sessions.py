@@ -136,6 +136,7 @@ class SessionManager:
         self.timeouts = timeouts or Timeouts()
         #: The durable session catalog, when the bridge keeps one (see host/catalog.py).
         self.durable = SessionCatalog(catalog, self) if catalog is not None else None
+        #: Sessions being created: their URIs are taken and they count (limits.max_sessions).
         self._creating: set[str] = set()
         self.active_client_grace = active_client_grace
         self.clock = clock or HostClock()
@@ -276,6 +277,15 @@ class SessionManager:
         ):
             raise RpcError(E.SESSION_ALREADY_EXISTS, f"Session already exists: {uri}")
         check_new_session(self, conn.client_id, params)
+        # Counted from here (limits.max_sessions) until it is kept or refused: the settings
+        # and the durable record are awaited, and other creations arrive meanwhile.
+        self._creating.add(uri)
+        try:
+            await self._create_counted(conn, params, uri)
+        finally:
+            self._creating.discard(uri)
+
+    async def _create_counted(self, conn: Connection, params: dict[str, Any], uri: str) -> None:
         provider = params.get("provider") or (self._names[0] if self._names else "")
         if provider not in self.providers:
             raise RpcError(E.PROVIDER_NOT_FOUND, f"Provider not found: {provider!r}")
@@ -325,7 +335,6 @@ class SessionManager:
             )
         session.import_conversation = imported or ""
         if self.durable is not None:  # recorded before anyone hears of it
-            self._creating.add(uri)
             try:
                 await self.durable.session_created(session, (settings_state or {}).get("values"))
             except Exception as exc:
@@ -333,8 +342,6 @@ class SessionManager:
                 raise RpcError(
                     E.INTERNAL_ERROR, f"Internal error: the session could not be recorded: {exc}"
                 ) from None
-            finally:
-                self._creating.discard(uri)
         self.add_session_channels(uri, state)
         self.sessions[uri] = session
         session.announced = self.summary(session)
