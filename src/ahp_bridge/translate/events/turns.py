@@ -106,6 +106,11 @@ class TurnLifecycle:
             return None
         return turn
 
+    def owes_end(self) -> bool:
+        """The provider has not yet reported the end of a turn a client cancelled: it may still
+        be busy with it (the next turn's prompt waits for that end; see `engine.chats`)."""
+        return self._stale_ends > 0
+
     def unannounced(self) -> Turn | None:
         """The provider-started turn whose ``chat/turnStarted`` has not gone out yet."""
         turn = self._turn

@@ -1,0 +1,181 @@
+"""One client connection: a reader that feeds the engine and a writer that drains the outbox.
+
+The reader hands each frame to the engine (through the shell) and, when the engine deferred the
+request to the shell (a file to read, a provider to ask) or must restore a session first, awaits
+that before it reads the next frame: requests are handled one at a time, in arrival order, so
+responses, snapshots and the envelopes that follow them reach the client in the order the host
+produced them. The writer sends what the engine put in the peer's outbox. Nothing the host does
+ever waits on a client: the outbox is bounded by the engine, which cuts off a client that lets it
+fill up; then this connection sends only the frame already in flight and the close frame, within
+`server.slow_client_grace`, or drops the socket.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+
+import structlog
+import trio
+from trio_websocket import ConnectionClosed, WebSocketConnection
+
+from ahp_bridge.engine import effects as fx
+from ahp_bridge.engine import inputs
+from ahp_bridge.engine.peers import Peer
+from ahp_bridge.host.shell import Shell
+from ahp_bridge.host.transport.wirelog import WireLog
+
+__all__ = ["CLOSE_NORMAL", "CLOSE_TOO_BIG", "Connection"]
+
+log = structlog.get_logger(__name__)
+
+#: How long a client that fell behind gets to take the frame in flight before its socket is
+#: dropped without a close frame (a half-written frame cannot be followed by one); the
+#: default of `server.slow_client_grace`.
+ABANDON_GRACE = 10.0
+
+#: Close codes (RFC 6455): 1009 message too big, 1000 normal.
+CLOSE_TOO_BIG = 1009
+CLOSE_NORMAL = 1000
+
+_ids = itertools.count(1)
+
+
+class Connection:
+    """The socket side of one peer."""
+
+    def __init__(
+        self,
+        ws: WebSocketConnection,
+        shell: Shell,
+        *,
+        abandon_grace: float = ABANDON_GRACE,
+        wire_log: WireLog | None = None,
+    ) -> None:
+        self.ws = ws
+        self.shell = shell
+        self.number = next(_ids)
+        self.peer: Peer = shell.engine.open_peer(self.number)
+        self._abandon_grace = abandon_grace
+        self._wire = wire_log
+        self._wake = trio.Event()
+        self._cancel: trio.CancelScope | None = None
+        self._send_scope: trio.CancelScope | None = None
+        self._close: tuple[int, str] | None = None
+        self._draining = False
+        self._abandon = False
+        self._broken = False
+        self.closed = False
+
+    @property
+    def client_id(self) -> str | None:
+        return self.peer.client_id
+
+    # -- what the shell asks -------------------------------------------------------------------
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def close(self, effect: fx.ClosePeer) -> None:
+        """Stop serving this client and close its socket with the effect's code and reason.
+
+        Frames already queued (such as the error that explains the close) are sent first,
+        except to a client that fell behind: it gets only the frame already in flight, then the
+        close frame. When the peer is already gone there is nothing left to send.
+        """
+        if self.closed:
+            return
+        self.closed = True
+        if effect.drop_queued:
+            log.warning("client too slow, disconnecting", conn=self.number, client=self.client_id)
+            self._abandon = True
+            self.peer.outbox.clear()
+            if self._send_scope is not None:
+                self._send_scope.deadline = trio.current_time() + self._abandon_grace
+        self._close = None if effect.peer_gone else (effect.code, effect.reason)
+        self.shell.feed(inputs.PeerGone(self.peer))
+        if effect.peer_gone:
+            if self._cancel is not None:
+                self._cancel.cancel()
+            return
+        self._draining = True
+        self._wake.set()  # the writer sends what it must, then ends the connection
+
+    def _gone(self) -> None:
+        self.close(fx.ClosePeer(self.peer, CLOSE_NORMAL, "closed", peer_gone=True))
+
+    # -- loops ---------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self.shell.connections_by_peer[self.peer] = self
+        try:
+            with trio.CancelScope() as scope:
+                self._cancel = scope
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._writer, nursery.cancel_scope)
+                    await self._reader()
+                    if not self._draining:
+                        nursery.cancel_scope.cancel()
+        finally:
+            self.shell.connections_by_peer.pop(self.peer, None)
+            if not self.closed:
+                self.closed = True
+                self.shell.feed(inputs.PeerGone(self.peer))
+        if self._broken:
+            await trio.aclose_forcefully(self.ws._stream)
+        elif self._close is not None:
+            code, reason = self._close
+            with trio.move_on_after(2), contextlib.suppress(ConnectionClosed):
+                await self.ws.aclose(code=code, reason=reason)
+
+    async def _writer(self, scope: trio.CancelScope) -> None:
+        outbox = self.peer.outbox
+        try:
+            while True:
+                while outbox:
+                    if self._abandon:
+                        outbox.clear()
+                        break  # a client that fell behind gets nothing more that was queued
+                    frame = outbox.popleft()
+                    if self._wire is not None:
+                        self._wire.record(frame, "s2c", f"conn-{self.number}")
+                    with trio.CancelScope() as send_scope:
+                        self._send_scope = send_scope
+                        await self.ws.send_message(frame)
+                    self._send_scope = None
+                    if send_scope.cancelled_caught:
+                        self._broken = True
+                        scope.cancel()
+                        return
+                if self._draining or self._abandon:
+                    break
+                self._wake = trio.Event()
+                if outbox:
+                    continue
+                await self._wake.wait()
+        except ConnectionClosed:
+            self._gone()
+        scope.cancel()
+
+    async def _reader(self) -> None:
+        shell = self.shell
+        while True:
+            try:
+                data = await self.ws.get_message()
+            except ConnectionClosed as exc:
+                if exc.reason is not None and exc.reason.code == CLOSE_TOO_BIG:
+                    # The WebSocket layer closed it with its own words; the operator gets the key.
+                    log.warning(
+                        "client sent a frame over server.max_frame_bytes; closed with 1009",
+                        conn=self.number,
+                        client=self.client_id,
+                    )
+                self._gone()
+                return
+            if self._wire is not None:
+                self._wire.record(data, "c2s", f"conn-{self.number}")
+            text = data if isinstance(data, str) else None
+            for deferred in shell.feed(inputs.Received(self.peer, text)):
+                await shell.serve(deferred)
+            if self.closed:
+                return
