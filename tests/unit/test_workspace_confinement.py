@@ -94,3 +94,25 @@ def test_a_write_never_reaches_a_file_a_swapped_parent_leads_to(
     assert (err.value.code, err.value.message) == (E.PERMISSION_DENIED, leads_outside(tree["file"]))
     assert (tree["outside"] / "f.txt").read_text() == "top secret\n"
     assert (tree["work"] / MOVED_AWAY / "f.txt").read_text() == "inside\n"
+
+
+def test_a_write_never_creates_a_file_where_a_swapped_parent_leads(
+    tree: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new = tree["work"] / "sub" / "new.txt"
+    swapped = swap_parent_at_open(monkeypatch, new, tree["outside"])
+    roots = workspace_io.real_roots([str(tree["work"])])
+    with pytest.raises(RpcError) as err:
+        workspace_writes.write(
+            new.as_uri(),
+            roots,
+            b"created\n",
+            create_only=True,
+            mode="truncate",
+            position=0,
+            if_match=None,
+            max_shift=1 << 20,
+        )
+    assert swapped == [os.path.join(roots[0], "sub", "new.txt")]  # it happened
+    assert (err.value.code, err.value.message) == (E.PERMISSION_DENIED, leads_outside(new))
+    assert sorted(p.name for p in tree["outside"].iterdir()) == ["f.txt"]  # nothing created
