@@ -5,6 +5,7 @@ that only looks like the protected one."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from tests.e2e.test_changesets import edit_contents, run_turn
 from tests.e2e.test_host_core import new_session_uri, upgrade_status
 from tests.e2e.test_sign_in import GITHUB, TOKEN
 from tests.support.ahp_client import AhpClient, RpcFailure, create
+from tests.support.swap import swap_parent_at_open
 
 ROOT = "ahp-root://"
 INVALID_PARAMS, AUTH_REQUIRED, NOT_FOUND, PERMISSION_DENIED = -32602, -32007, -32008, -32009
@@ -180,6 +182,27 @@ async def test_edit_content_from_disk_is_never_read_outside_the_working_director
         "beside": refused(beside),
         "through a symlink": refused(through_link),
     }
+
+
+async def test_edit_content_from_disk_is_never_read_through_a_parent_swapped_after_the_check(
+    start_bridge: StartBridge,
+    make_settings: Any,
+    tmp_path: Path,
+    no_record: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    (work / "sub").mkdir(parents=True)
+    (work / "sub" / "f.txt").write_text("inside\n")
+    outside.mkdir()
+    (outside / "f.txt").write_text("top secret\n")
+    target = os.path.realpath(work / "sub" / "f.txt")
+    swapped = swap_parent_at_open(monkeypatch, work / "sub" / "f.txt", outside)
+    client = await fake_on(start_bridge, make_settings, work)
+    _, chat = await create(client, work)
+    (edit,) = edit_contents(await run_turn(client, chat, "report the nested edit"))
+    assert await read_after(client, edit) == refused(edit)
+    assert swapped == [target]  # the swap happened, after the path was checked
 
 
 # -- 5. authenticate names the protected resource exactly --------------------------------------
