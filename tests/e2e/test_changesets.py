@@ -18,6 +18,7 @@ SCRIPT = Path(__file__).parent / "scripts" / "changes.toml"
 README = "# Project\n\nOld first paragraph.\nSecond line.\n"
 NEW_README = "# Project\n\nA new first paragraph.\nSecond line.\n"
 V1 = ("1.0.0", "0.9.0")
+INVALID_PARAMS, NOT_FOUND = -32602, -32008
 
 
 @pytest.fixture
@@ -190,10 +191,17 @@ async def test_a_turn_without_changes_has_an_empty_changeset_and_no_undo(
         await client.request(
             "invokeChangesetOperation", {"channel": turn_uri, "operationId": "undo"}
         )
-    assert "(offered: none)" in str(failure.value.message)
+    assert (failure.value.code, failure.value.message) == (
+        INVALID_PARAMS,
+        f"Invalid params: operationId: 'undo' is not an operation of {turn_uri} (offered: none)",
+    )
     unknown = catalog(client, session)["turn"].replace("{turnId}", "no-such-turn")
-    with pytest.raises(RpcFailure):
+    with pytest.raises(RpcFailure) as missing:
         await client.subscribe(unknown)
+    assert (missing.value.code, missing.value.message) == (
+        NOT_FOUND,
+        f"No such channel: {unknown}",
+    )
 
 
 async def test_bad_operations_are_refused_with_a_reason(
@@ -208,21 +216,31 @@ async def test_bad_operations_are_refused_with_a_reason(
     await client.subscribe(turn_uri)
     await client.wait_for(lambda: client.states[turn_uri].get("operations"))
     cases = [
-        ({"channel": turn_uri, "operationId": "stage"}, "not an operation"),
+        (
+            {"channel": turn_uri, "operationId": "stage"},
+            INVALID_PARAMS,
+            f"Invalid params: operationId: 'stage' is not an operation of {turn_uri} "
+            "(offered: undo)",
+        ),
         (
             {
                 "channel": turn_uri,
                 "operationId": "undo",
                 "target": {"kind": "resource", "resource": (work / "README.md").as_uri()},
             },
-            "whole changeset",
+            INVALID_PARAMS,
+            "Invalid params: target: 'undo' applies to the whole changeset; leave target out",
         ),
-        ({"channel": "ahp-changeset:/nope/turn/x", "operationId": "undo"}, "No such changeset"),
+        (
+            {"channel": "ahp-changeset:/nope/turn/x", "operationId": "undo"},
+            NOT_FOUND,
+            "No such changeset: ahp-changeset:/nope/turn/x",
+        ),
     ]
-    for params, reason in cases:
+    for params, code, reason in cases:
         with pytest.raises(RpcFailure) as failure:
             await client.request("invokeChangesetOperation", params)
-        assert reason in str(failure.value.message)
+        assert (failure.value.code, failure.value.message) == (code, reason), params
     assert (work / "README.md").read_text() == NEW_README  # nothing was undone
 
 
@@ -244,10 +262,16 @@ async def test_content_uris_that_are_unknown_are_refused(
 ) -> None:
     bridge = await start_bridge(settings)
     client = await bridge.client(versions=V1)
+    gone = "ahp-content:/sha256/" + "0" * 64
     for uri, reason in (
-        ("ahp-content:/sha256/" + "0" * 64, "no longer available"),
-        ("ahp-content:/other", "not a content URI"),
+        (
+            gone,
+            f"Not found: {gone} is no longer available (the host keeps at most "
+            f"changes.max_content_bytes = {settings.changes.max_content_bytes} bytes of file "
+            "contents)",
+        ),
+        ("ahp-content:/other", "Not found: ahp-content:/other is not a content URI of this host"),
     ):
         with pytest.raises(RpcFailure) as failure:
             await client.request("resourceRead", {"channel": "ahp-root://", "uri": uri})
-        assert reason in str(failure.value.message)
+        assert (failure.value.code, failure.value.message) == (NOT_FOUND, reason)

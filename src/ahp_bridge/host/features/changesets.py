@@ -46,7 +46,7 @@ import trio
 
 from ahp_bridge import agentapi
 from ahp_bridge.host.content import ContentStore
-from ahp_bridge.host.workspace_io import READ_FLAGS, read_all, text_of
+from ahp_bridge.host.workspace_io import READ_FLAGS, fd_path, read_all, text_of
 from ahp_bridge.host.workspace_paths import uri_of_path, within_any
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.action_types import ActionType
@@ -462,14 +462,19 @@ class Changesets:
         limit = self.max_read_bytes
 
         def read() -> tuple[str | None, str]:
+            outside = "the file is outside the working directory"
             root = os.path.realpath(workdir) if os.path.isabs(workdir) else ""
             real = os.path.realpath(path)
             if not root or within_any(real, [root]) is None:
-                return None, "the file is outside the working directory"
+                return None, outside
             try:
-                # as resourceRead opens: never blocks on a FIFO, never follows a late symlink
+                # as resourceRead opens: never blocks on a FIFO, never follows a late symlink,
+                # and checks where it opened (a parent swapped for a symlink meanwhile)
                 fd = os.open(real, READ_FLAGS)
                 try:
+                    opened = fd_path(fd)
+                    if opened is not None and within_any(opened, [root]) is None:
+                        return None, outside
                     if not stat.S_ISREG(os.fstat(fd).st_mode):
                         return None, "the file is not a regular file"
                     data = read_all(fd, limit + 1)

@@ -44,6 +44,7 @@ __all__ = [
     "confine",
     "confine_entry",
     "etag",
+    "fd_path",
     "list_directory",
     "os_error",
     "os_errors",
@@ -163,14 +164,19 @@ def _iso(ns: int) -> str:
     return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def fd_path(fd: int) -> str | None:
+    """Where an open descriptor really points, or None where /proc does not say (not Linux)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
 def check_open_fd(fd: int, target: Target, roots: list[str]) -> None:
     """After open: the descriptor must still be inside a root (a symlink swapped in between the
     check and the open would show here). Only where /proc exposes it (Linux)."""
-    try:
-        opened = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return
-    if within_any(opened, roots) is None:
+    opened = fd_path(fd)
+    if opened is not None and within_any(opened, roots) is None:
         _outside(target.uri, target.path, roots)
 
 

@@ -37,6 +37,7 @@ __all__ = ["CONFLICT", "copy", "decode_data", "delete", "mkdir", "move", "write"
 CONFLICT = E.CONFLICT
 
 _WRITE_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 def decode_data(data: str, encoding: str) -> bytes:
@@ -85,14 +86,21 @@ def write(
     _parent_must_exist(target)
     flags = _WRITE_FLAGS | (os.O_EXCL if create_only else 0)
     with os_errors(uri, "write"):
-        fd = os.open(target.real, flags, 0o666)
+        # The file is opened (maybe created) relative to its parent, opened and checked first
+        # (O_NOFOLLOW keeps it in there): a parent swapped for a symlink after `confine` can
+        # neither get a file written outside nor one created there.
+        parent = os.open(os.path.dirname(target.real), _DIR_FLAGS)
+        try:
+            check_open_fd(parent, target, roots)
+            fd = os.open(os.path.basename(target.real), flags, 0o666, dir_fd=parent)
+        finally:
+            os.close(parent)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise RpcError(
                     E.PERMISSION_DENIED, f"Permission denied: {uri} is not a regular file"
                 )
-            check_open_fd(fd, target, roots)
             fcntl.flock(fd, fcntl.LOCK_EX)
             st = os.fstat(fd)
             if if_match is not None and etag(st) != if_match:
