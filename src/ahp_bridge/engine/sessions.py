@@ -23,7 +23,7 @@ from ahp_bridge.engine.effects import Log
 from ahp_bridge.engine.fanout import Fanout, HostAction, Reaction
 from ahp_bridge.engine.peers import Peer
 from ahp_bridge.engine.providers import ProviderInfo, agent_info
-from ahp_bridge.engine.records import READY, ChatRecord, SessionRecord
+from ahp_bridge.engine.records import FAILED, READY, ChatRecord, SessionRecord
 from ahp_bridge.engine.summaries import (
     SUMMARY_FIELDS,
     aggregate,
@@ -37,9 +37,10 @@ from ahp_bridge.protocol.uris import ANNOTATIONS_SUFFIX, ROOT, session_uri_probl
 from ahp_bridge.state import status as st
 from ahp_bridge.state.envelope import Envelope
 from ahp_bridge.state.limits import Limits, size_of
+from ahp_bridge.translate.commands import SetModel
 from ahp_bridge.translate.session_config import Settings
 
-__all__ = ["IMPORT_CONFIG_KEY", "Dormant", "NewSession", "Session", "Sessions"]
+__all__ = ["IMPORT_CONFIG_KEY", "Dormant", "NewSession", "ReopenedChat", "Session", "Sessions"]
 
 #: `createSession` config key naming a provider conversation to open as the new session.
 IMPORT_CONFIG_KEY = "ahpBridge.importConversation"
@@ -340,7 +341,7 @@ class Sessions:
                     )
                 )
                 if self.durable:
-                    self.host.persist("set_status", session.uri, "failed", message)
+                    self.host.persist("update_session", session.uri, status=FAILED, error=message)
                 self.fanout.apply(
                     session.uri,
                     {
@@ -641,6 +642,143 @@ class Sessions:
             )
         return ()
 
+    # -- sessions of an earlier run ------------------------------------------------------------
+
+    def restore_problem(self, record: SessionRecord) -> dict[str, Any] | None:
+        """Why a dormant session cannot be restored at all (its creationError), or None."""
+        if record.provider not in self.providers:
+            return {
+                "errorType": "providerNotFound",
+                "message": f"provider {record.provider!r} is not served by this bridge",
+            }
+        if record.status == FAILED:
+            return {"errorType": "creationFailed", "message": record.error or "creation failed"}
+        if not record.chats or not record.default_chat:
+            return {
+                "errorType": "interrupted",
+                "message": "the bridge stopped before this session's conversation was opened",
+            }
+        return None
+
+    def restoring(self, record: SessionRecord) -> Session:
+        """The live session a dormant one becomes (not in the store until `restored`)."""
+        session = Session(
+            record.uri,
+            record.provider,
+            record.created_at,
+            list(record.working_directories),
+            record.workdir,
+        )
+        session.import_conversation = record.import_conversation
+        return session
+
+    def restored(
+        self,
+        record: SessionRecord,
+        session: Session,
+        *,
+        config: dict[str, Any] | None,
+        dropped: dict[str, Any],
+        chats: list[ReopenedChat],
+        error: dict[str, Any] | None,
+    ) -> None:
+        """Put a restored session and its reopened chats in the store (in creationFailed with
+        `error` when it could not be restored), and stop listing it as dormant."""
+        state: dict[str, Any] = {
+            "provider": record.provider,
+            "title": record.title,
+            "status": st.ERROR if error is not None else st.IDLE,
+            "lifecycle": "ready" if error is None else "failed",
+            "activeClients": [],
+            "chats": [],
+        }
+        if error is not None:
+            state["creationError"] = error
+        if config is not None:
+            state["config"] = config
+        if record.working_directories:
+            state["workingDirectories"] = list(record.working_directories)
+        self.add_session_channels(record.uri, state)
+        self.sessions[record.uri] = session
+        session.announced = next(
+            (s for s in self.dormant_summaries() if s["resource"] == record.uri),
+            self.summary(session),
+        )
+        for reopened in chats:
+            chat, chat_record = reopened.chat, reopened.record
+            self.publish_chat(
+                session,
+                chat,
+                turns=reopened.turns,
+                title=chat_record.title,
+                modified_at=chat_record.modified_at,
+            )
+            if chat_record.uri == record.default_chat:
+                self.fanout.apply(
+                    record.uri, {"type": "session/defaultChatChanged", "defaultChat": chat.uri}
+                )
+                if not reopened.replaced:  # a new conversation was opened with the settings
+                    self._fall_back(chat, session, dropped)
+            if chat_record.active_turn:
+                self.host.persist("update_chat", chat.uri, active_turn="")
+            if reopened.replaced:
+                chat.announce_replaced(chat_record.conversation_id)
+        self.active_sessions_changed()
+        self.dormant.take(record.uri)
+        self.fanout.effects.append(
+            Log(
+                "info",
+                "session restored",
+                {"session": record.uri, "chats": len(chats), "failed": bool(error)},
+            )
+        )
+
+    def _fall_back(self, chat: Chat, session: Session, dropped: dict[str, Any]) -> None:
+        """A reopened conversation keeps its own model (OpenRequest.model does not switch it):
+        when the recorded one is no longer offered, switch it to the default the state shows."""
+        chosen = session.settings
+        if not chosen.model or not dropped.keys() & {"model", "effort", "contextSize"}:
+            return
+
+        def failed(exc: BaseException) -> None:
+            self.fanout.effects.append(
+                Log(
+                    "warning",
+                    "default model not applied",
+                    {"chat": chat.uri, "error": type(exc).__name__},
+                )
+            )
+
+        calls: list[Any] = [SetModel(chosen.model, chosen.effort, chosen.context_size)]
+        if not chat.enqueue_calls(calls, failed):
+            self.fanout.effects.append(
+                Log("warning", "default model not applied", {"chat": chat.uri, "error": "queue full"})
+            )
+
+    def restore_broke(self, record: SessionRecord, exc: BaseException) -> None:
+        """A restore that broke unexpectedly: the session stays listed, with the error."""
+        self.dormant.take(record.uri)
+        if record.uri in self.sessions or self.store.has(record.uri):
+            return
+        state: dict[str, Any] = {
+            "provider": record.provider,
+            "title": record.title,
+            "status": st.ERROR,
+            "lifecycle": "failed",
+            "creationError": {
+                "errorType": type(exc).__name__,
+                "message": f"the session could not be restored: {exc or type(exc).__name__}",
+            },
+            "activeClients": [],
+            "chats": [],
+        }
+        self.add_session_channels(record.uri, state)
+        session = self.restoring(record)
+        session.import_conversation = ""
+        self.sessions[record.uri] = session
+        session.announced = self.summary(session)
+        self.active_sessions_changed()
+
     # -- turns in history ----------------------------------------------------------------------
 
     def fetch_turns(self, peer: Peer, params: dict[str, Any]) -> dict[str, Any]:
@@ -670,6 +808,17 @@ class Sessions:
                 self.fanout.apply(
                     session.uri, {"type": "session/activeClientRemoved", "clientId": client_id}
                 )
+
+
+@dataclass
+class ReopenedChat:
+    """A chat of a session being restored, its conversation open again (or replaced)."""
+
+    chat: Chat
+    record: ChatRecord
+    turns: list[dict[str, Any]]
+    #: The provider no longer had the conversation: a new one was opened (and recorded).
+    replaced: bool = False
 
 
 def page_size_of(limit: Any) -> int:

@@ -12,8 +12,8 @@ awaits it before reading the next one, so replies keep their order.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Protocol
 
 import structlog
 import trio
@@ -35,20 +35,22 @@ from ahp_bridge.engine.peers import Peer
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
 
-__all__ = ["Answer", "Connections", "JobRunner", "Shell"]
+__all__ = ["ANSWERED", "Answer", "Handler", "JobRunner", "Shell", "Socket"]
 
 log = structlog.get_logger(__name__)
 
-#: What serves a deferred request: params in, the result (or RpcError raised) out.
-Answer = Callable[[Peer, dict[str, Any]], Awaitable[Any]]
+#: What serves a deferred request: the request in, the result (or RpcError raised) out.
+Answer = Callable[[fx.Serve], Awaitable[Any]]
+#: A handler that needs only the peer and the params.
+Handler = Callable[[Peer, dict[str, Any]], Awaitable[Any]]
 #: What runs a named shell job (`ShellJob`).
 JobRunner = Callable[[ShellJob], Awaitable[Any]]
 
 
-class Connections:
-    """What the shell needs of the transport: wake a peer's writer, close its socket."""
+class Socket(Protocol):
+    """What the shell needs of a connection: wake its writer, close its socket."""
 
-    def wake(self, peer: Peer) -> None: ...
+    def wake(self) -> None: ...
 
     def close(self, effect: fx.ClosePeer) -> None: ...
 
@@ -59,7 +61,8 @@ class Shell:
     def __init__(self, engine: Engine, nursery: trio.Nursery) -> None:
         self.engine = engine
         self.nursery = nursery
-        self.connections = Connections()
+        #: The open connections, by peer (the transport adds and removes them).
+        self.connections_by_peer: dict[Peer, Socket] = {}
         #: Deferred requests by method, and named shell jobs, as the services register them.
         self.answers: dict[str, Answer] = {}
         self.jobs: dict[str, JobRunner] = {}
@@ -91,6 +94,16 @@ class Shell:
         """Carry out what a service decided by calling the engine directly."""
         self.execute(self.engine.take_effects())
 
+    def settle_with(self, change: Callable[[Engine], object]) -> None:
+        """Call the engine (a service's news: a sign-in, a reading), then carry out its effects."""
+        change(self.engine)
+        self.settle()
+
+    def serve_with(self, handlers: dict[str, Handler]) -> None:
+        """Answer these methods with handlers of (peer, params)."""
+        for method, handler in handlers.items():
+            self.answers[method] = _by_params(handler)
+
     def observe(self, observer: Observer, types: Iterable[str] | None = None) -> None:
         self.engine.fanout.observe(observer, types)
 
@@ -100,9 +113,13 @@ class Shell:
             match effect:
                 case fx.Flush(peers=peers):
                     for peer in peers:
-                        self.connections.wake(peer)
-                case fx.ClosePeer():
-                    self.connections.close(effect)
+                        socket = self.connections_by_peer.get(peer)
+                        if socket is not None:
+                            socket.wake()
+                case fx.ClosePeer(peer=peer):
+                    socket = self.connections_by_peer.get(peer)
+                    if socket is not None:
+                        socket.close(effect)
                 case fx.Serve() | fx.Restore():
                     later.append(effect)
                 case fx.Run(job=job, ticket=ticket):
@@ -137,7 +154,7 @@ class Shell:
         try:
             if answer is None:
                 raise RpcError(E.METHOD_NOT_FOUND, f"Method not found: {effect.method}")
-            result = await answer(effect.peer, effect.params)
+            result = await answer(effect)
         except RpcError as err:
             self.feed(inputs.Answered(effect.peer, effect.request_id, error=err))
             return
@@ -146,7 +163,7 @@ class Shell:
             error = RpcError(E.INTERNAL_ERROR, "Internal error")
             self.feed(inputs.Answered(effect.peer, effect.request_id, error=error))
             return
-        if result is not _ANSWERED:
+        if result is not ANSWERED:
             self.feed(inputs.Answered(effect.peer, effect.request_id, result=result))
 
     # -- jobs ----------------------------------------------------------------------------------
@@ -221,16 +238,19 @@ class Shell:
         return results[0]
 
 
+def _by_params(handler: Handler) -> Answer:
+    async def answer(effect: fx.Serve) -> Any:
+        return await handler(effect.peer, effect.params)
+
+    return answer
+
+
 class _Answered:
-    """A service that answered its request itself (it fed `Answered` already)."""
+    """A service that answered its request itself (it fed the engine already)."""
+
+    def __repr__(self) -> str:
+        return "ANSWERED"
 
 
 #: What a service returns when it fed the engine its answer itself.
-_ANSWERED = _Answered()
-ANSWERED = _ANSWERED
-
-
-def service_answers(
-    shell: Shell, answers: Mapping[str, Answer]
-) -> None:  # pragma: no cover - trivial
-    shell.answers.update(answers)
+ANSWERED = _Answered()

@@ -34,6 +34,8 @@ from typing import Any, TypeVar, cast
 import structlog
 import trio
 
+from ahp_bridge.engine.records import CREATING, FAILED, READY, ChatRecord, SessionRecord
+
 from ahp_bridge.translate._wire import iso_from_ms
 
 log = structlog.get_logger(__name__)
@@ -44,9 +46,6 @@ DB_NAME = "catalog.sqlite3"
 LOCK_NAME = "catalog.lock"
 
 #: Session status values kept in the catalog.
-CREATING = "creating"
-READY = "ready"
-FAILED = "failed"
 
 
 class CatalogError(Exception):
@@ -108,49 +107,6 @@ CLIENTS_KEPT = 10_000
 #: serverSeq numbers each run of the bridge may use (2^33; 2^20 runs stay below 2^53).
 RUN_SEQ_SPAN = 1 << 33
 SCHEMA_VERSION = len(MIGRATIONS)
-
-
-@dataclass
-class ChatRecord:
-    """One chat: an AHP chat URI and the provider conversation behind it."""
-
-    uri: str
-    conversation_id: str
-    created_at: str
-    modified_at: str
-    title: str = ""
-    #: JSON of the AHP turn running when last written ({id, startedAt, text}); "" when idle.
-    active_turn: str = ""
-
-    def running_turn(self) -> dict[str, Any] | None:
-        if not self.active_turn:
-            return None
-        try:
-            value = json.loads(self.active_turn)
-        except ValueError:
-            return None
-        return value if isinstance(value, dict) else None
-
-
-@dataclass
-class SessionRecord:
-    """One session as the catalog keeps it (times are ISO 8601 strings, as on the wire)."""
-
-    uri: str
-    provider: str
-    workdir: str
-    created_at: str
-    modified_at: str
-    working_directories: list[str] = field(default_factory=list)
-    title: str = ""
-    status: str = CREATING
-    error: str = ""
-    default_chat: str = ""
-    #: A provider conversation this session was imported from (opened instead of a new one).
-    import_conversation: str = ""
-    #: Its settings values (`SessionState.config.values`); None when none were recorded.
-    settings: dict[str, Any] | None = None
-    chats: list[ChatRecord] = field(default_factory=list)
 
 
 _SESSION_COLUMNS = (

@@ -19,59 +19,64 @@ setting the provider did not take.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import structlog
 import trio
 
 from ahp_bridge import agentapi
-from ahp_bridge.host.timeouts import gave_up
-from ahp_bridge.host.workspace_paths import directory_path, directory_uri
+from ahp_bridge.engine.peers import Peer
+from ahp_bridge.engine.providers import ProviderInfo
+from ahp_bridge.host.runtime.providers import Providers
+from ahp_bridge.host.runtime.timeouts import gave_up
+from ahp_bridge.host.workspace.paths import directory_path, directory_uri
 from ahp_bridge.protocol import errors as E
-from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.translate.session_config import (
     ConfigError,
     Settings,
-    change_settings,
     complete_setting,
     resolve,
     settings_of,
 )
 
-if TYPE_CHECKING:
-    from ahp_bridge.host.connection import Connection
-    from ahp_bridge.host.sessions import ProviderEntry, Session, SessionManager
-
 __all__ = ["SessionConfig"]
 
 log = structlog.get_logger(__name__)
 
+#: Adds the importable conversations of the durable catalog to a resolved schema.
+OfferImports = Callable[[dict[str, Any], dict[str, Any]], Awaitable[dict[str, Any]]]
+
 
 class SessionConfig:
-    def __init__(self, sessions: SessionManager) -> None:
-        self.sessions = sessions
+    def __init__(self, providers: Providers, *, workdir: str) -> None:
+        self.providers = providers
+        self.workdir = workdir
+        #: The durable room's offer of importable conversations (None: no catalog).
+        self.offer_imports: OfferImports | None = None
 
     # -- the schema ----------------------------------------------------------------------------
 
-    def _entry(self, params: dict[str, Any]) -> ProviderEntry:
-        name = params.get("provider") or next(iter(self.sessions.providers), "")
-        entry = self.sessions.providers.get(name)
+    def _entry(self, params: dict[str, Any]) -> ProviderInfo:
+        name = params.get("provider") or next(iter(self.providers.infos), "")
+        entry = self.providers.infos.get(name)
         if entry is None:
             raise RpcError(E.PROVIDER_NOT_FOUND, f"Provider not found: {name!r}")
         return entry
 
-    async def _agents(self, entry: ProviderEntry, workdir: str) -> list[Any]:
-        provider = entry.provider
+    async def _agents(self, entry: ProviderInfo, workdir: str) -> list[Any]:
+        provider = self.providers.providers[entry.name]
+        timeouts = self.providers.timeouts
         if not entry.capabilities.custom_agents or not isinstance(
             provider, agentapi.ConfigurationDiscoverer
         ):
             return []
         try:
-            with trio.fail_after(self.sessions.timeouts.provider_read):
+            with trio.fail_after(timeouts.provider_read):
                 catalog = await provider.discover_agents([workdir] if workdir else [])
         except Exception as exc:
-            error = gave_up(exc, self.sessions.timeouts, "provider_read")
+            error = gave_up(exc, timeouts, "provider_read")
             log.info("custom agents not listed", provider=entry.name, error=error)
             return []
         return list(catalog.definitions)
@@ -82,7 +87,7 @@ class SessionConfig:
         entry = self._entry(params)
         directory = params.get("workingDirectory")
         if not isinstance(directory, str) or not directory:
-            directory = directory_uri(self.sessions.workdir)
+            directory = directory_uri(self.workdir)
         workdir = directory_path(directory)
         agents = await self._agents(entry, workdir)
         try:
@@ -97,13 +102,13 @@ class SessionConfig:
         except ConfigError as exc:
             raise RpcError(E.INVALID_PARAMS, f"Invalid params: {exc}") from None
 
-    async def resolve_session_config(self, conn: Connection, params: dict[str, Any]) -> Any:
+    async def resolve_session_config(self, peer: Peer, params: dict[str, Any]) -> Any:
         schema, values = await self.schema(params)
         result: dict[str, Any] = {"schema": schema, "values": values}
-        durable = self.sessions.durable  # offers importable conversations
-        return await durable.offer_imports(params, result) if durable is not None else result
+        offer = self.offer_imports  # importable conversations of the durable catalog
+        return await offer(params, result) if offer is not None else result
 
-    async def session_config_completions(self, conn: Connection, params: dict[str, Any]) -> Any:
+    async def session_config_completions(self, peer: Peer, params: dict[str, Any]) -> Any:
         schema, _ = await self.schema(params)
         items = complete_setting(schema, params["property"], params.get("query") or "")
         if items is None:
@@ -147,75 +152,3 @@ class SessionConfig:
         schema, values = await self.schema(lookup)
         dropped = {k: v for k, v in given.items() if values.get(k) != v}
         return {"schema": schema, "values": values}, settings_of(values), dropped
-
-    # -- session/configChanged -----------------------------------------------------------------
-
-    def client_changed(
-        self,
-        conn: Connection,
-        session: Session,
-        action: dict[str, Any],
-        origin: dict[str, Any],
-        sent: dict[str, Any],
-    ) -> None:
-        hub = self.sessions.hub
-        state = hub.store.state(session.uri).get("config")
-        chat = self._default_chat(session)
-        if not isinstance(state, dict) or chat is None:
-            hub.reject(conn, session.uri, sent, origin, "this session has no settings yet")
-            return
-        busy = chat.translator.active_turn_id is not None
-        try:
-            change = change_settings(
-                state,
-                action.get("config") or {},
-                replace=bool(action.get("replace")),
-                models=chat.entry.models,
-                busy=busy,
-            )
-        except ConfigError as exc:
-            hub.reject(conn, session.uri, sent, origin, str(exc))
-            return
-        previous = dict(state.get("values") or {})
-        calls = []
-        if change.set_model is not None:
-            model, effort, size = change.set_model
-            calls.append(lambda c: c.set_model(model, effort, size))
-        if change.select_agent is not None:
-            agent = change.select_agent
-
-            async def select(c: agentapi.Conversation) -> None:
-                if not isinstance(c, agentapi.AgentSelector):
-                    raise agentapi.Unsupported("this provider cannot select custom agents")
-                await c.select_agent(agent)
-
-            calls.append(select)
-
-        def failed(exc: Exception) -> None:
-            log.info("setting not applied", session=session.uri, error=type(exc).__name__)
-            session.settings = settings_of(previous)  # the next reopen asks for what holds
-            if hub.store.has(session.uri):
-                back = {
-                    "type": ActionType.SESSION_CONFIG_CHANGED,
-                    "config": previous,
-                    "replace": True,
-                }
-                hub.apply(session.uri, back)
-
-        if calls and not chat.enqueue_calls(calls, failed):
-            hub.reject(conn, session.uri, sent, origin, chat.queue_full())
-            return
-        hub.apply(session.uri, action, origin)
-        after = hub.store.state(session.uri).get("config", {}).get("values")
-        if after != change.values:  # what the change implies besides (a new model's defaults)
-            fixed = {
-                "type": ActionType.SESSION_CONFIG_CHANGED,
-                "config": change.values,
-                "replace": True,
-            }
-            hub.apply(session.uri, fixed)
-        session.settings = settings_of(change.values)
-
-    def _default_chat(self, session: Session) -> Any:
-        default = self.sessions.hub.store.state(session.uri).get("defaultChat")
-        return session.chats.get(default) if isinstance(default, str) else None

@@ -27,80 +27,47 @@ notification: its peers learn it from `root/agentsChanged`). `authenticate` then
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 import trio
 
 from ahp_bridge import agentapi
-from ahp_bridge.host.hub import Subscriber, notify_each
-from ahp_bridge.host.timeouts import gave_up
+from ahp_bridge.engine.jobs import ShellJob
+from ahp_bridge.engine.peers import Peer
+from ahp_bridge.engine.providers import GITHUB_RESOURCE, ProviderInfo, protected_resources
+from ahp_bridge.host.runtime.providers import Providers
+from ahp_bridge.host.runtime.timeouts import gave_up
+from ahp_bridge.host.shell import Shell
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.notifications import AUTH_REQUIRED
 from ahp_bridge.protocol.uris import ROOT
 
-if TYPE_CHECKING:
-    from ahp_bridge.host.connection import Connection
-    from ahp_bridge.host.sessions import ProviderEntry, SessionManager
+__all__ = ["CHECK", "GITHUB_RESOURCE", "LOST_SIGN_IN", "SignIn", "SignInWatch"]
 
 log = structlog.get_logger(__name__)
 
-GITHUB_RESOURCE = "https://api.github.com"
-
 #: Why a runtime is signed out when neither it nor the failure says so.
 LOST_SIGN_IN = "the runtime's sign-in expired or was revoked"
-
-
-def can_sign_in(entry: ProviderEntry) -> bool:
-    return entry.capabilities.account and isinstance(entry.provider, agentapi.AccountManager)
-
-
-def protected_resources(entry: ProviderEntry) -> list[dict[str, Any]]:
-    """The agent's `protectedResources`: GitHub while its runtime is signed out, else none."""
-    if not entry.signed_out:
-        return []
-    return [
-        {
-            "resource": GITHUB_RESOURCE,
-            "resource_name": entry.provider.display_name(),
-            "authorization_servers": ["https://github.com/login/oauth"],
-            "scopes_supported": ["read:user", "user:email"],
-            "required": True,
-        }
-    ]
-
-
-def agent_fields(entry: ProviderEntry) -> dict[str, Any]:
-    """What sign-in adds to an agent's `AgentInfo`."""
-    resources = protected_resources(entry)
-    return {"protectedResources": resources} if resources else {}
-
-
-def require_signed_in(entry: ProviderEntry) -> None:
-    """`-32007 AuthRequired` for an agent that cannot work until it is signed in."""
-    if entry.signed_out:
-        raise RpcError(
-            E.AUTH_REQUIRED,
-            f"Authentication required for {entry.provider.display_name()}: {entry.signed_out}",
-            {"resources": protected_resources(entry)},
-        )
+#: The shell job the engine asks for when a runtime may have lost its sign-in.
+CHECK = "auth.check"
 
 
 class SignIn:
     """The `authenticate` request."""
 
-    def __init__(self, sessions: SessionManager) -> None:
-        self.sessions = sessions
+    def __init__(self, shell: Shell, providers: Providers) -> None:
+        self.shell = shell
+        self.providers = providers
 
-    async def authenticate(self, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    async def authenticate(self, peer: Peer, params: dict[str, Any]) -> dict[str, Any]:
         resource = params["resource"]
         token = params["token"]
         entries = [
             e
-            for e in self.sessions.providers.values()
-            if (resource == GITHUB_RESOURCE and can_sign_in(e))
+            for e in self.providers.infos.values()
+            if (resource == GITHUB_RESOURCE and e.can_sign_in)
             or any(r["resource"] == resource for r in protected_resources(e))
         ]
         if not entries:
@@ -115,19 +82,21 @@ class SignIn:
                 await self._sign_in(entry, token.strip())
         return {}
 
-    async def _sign_in(self, entry: ProviderEntry, token: str) -> None:
-        name = entry.provider.display_name()
+    async def _sign_in(self, entry: ProviderInfo, token: str) -> None:
+        name = entry.display_name
         data = {"resources": protected_resources(entry)}
-        if not can_sign_in(entry):
+        if not entry.can_sign_in:
             raise RpcError(
                 E.AUTH_REQUIRED,
                 f"{name} cannot be signed in from a client: {entry.signed_out}",
                 data,
             )
-        assert isinstance(entry.provider, agentapi.AccountManager)
+        provider = self.providers.providers[entry.name]
+        assert isinstance(provider, agentapi.AccountManager)
+        timeouts = self.providers.timeouts
         try:
-            with trio.fail_after(self.sessions.timeouts.sign_in):
-                account = await entry.provider.sign_in(token)
+            with trio.fail_after(timeouts.sign_in):
+                account = await provider.sign_in(token)
         except agentapi.SignInRejected as exc:
             log.warning("sign-in refused", provider=entry.name)
             raise RpcError(
@@ -141,72 +110,75 @@ class SignIn:
             raise RpcError(
                 E.AUTH_REQUIRED,
                 f"{name} did not finish signing in within "
-                f"{self.sessions.timeouts.sign_in:g} s (timeouts.sign_in); try again",
+                f"{timeouts.sign_in:g} s (timeouts.sign_in); try again",
                 data,
             ) from None
         except agentapi.AgentAPIError as exc:
             raise RpcError(E.AUTH_REQUIRED, f"{name} could not sign in: {exc}", data) from None
         log.info("signed in", provider=entry.name, login=account.login or None)
-        await self.sessions.refresh_agent(entry)
+        await self.providers.read_models(entry.name)
+        self.shell.settle_with(lambda engine: engine.sessions.announce_agents())
 
 
 class SignInWatch:
     """Notices a runtime that lost its sign-in while the bridge runs (see the module docstring).
 
-    `peers` are the host's initialized connections (the RPC handler hands them over).
+    The engine asks for a check (`auth.check`) when a turn failed or a call raised `SignedOut`;
+    one check runs per provider at a time, and a suspicion meanwhile makes one more after it.
     """
 
-    def __init__(self, sessions: SessionManager) -> None:
-        self.sessions = sessions
-        self.peers: Collection[Subscriber] = ()
+    def __init__(self, shell: Shell, providers: Providers) -> None:
+        self.shell = shell
+        self.providers = providers
         self._checking: set[str] = set()
         #: Providers suspected again while their check ran: checked once more after it.
         self._again: set[str] = set()
 
-    def suspect(self, entry: ProviderEntry) -> None:
-        """A turn failed, or a call raised `SignedOut`: check the runtime's sign-in, unless it
-        is known lost or not the runtime's to manage (no AccountManager). One check runs per
-        provider at a time; a suspicion meanwhile makes one more check after it."""
-        if entry.signed_out or not can_sign_in(entry):
+    async def check(self, job: ShellJob) -> None:
+        name = str(job.data)
+        entry = self.providers.infos.get(name)
+        if entry is None or entry.signed_out or not entry.can_sign_in:
             return
-        if entry.name in self._checking:
-            self._again.add(entry.name)
+        if name in self._checking:
+            self._again.add(name)
             return
-        self._checking.add(entry.name)
-        self.sessions.nursery.start_soon(self._check, entry)
-
-    async def _check(self, entry: ProviderEntry) -> None:
+        self._checking.add(name)
         try:
             reason = await self._lost(entry)
-            while reason is None and entry.name in self._again and not entry.signed_out:
-                self._again.discard(entry.name)
+            while reason is None and name in self._again and not entry.signed_out:
+                self._again.discard(name)
                 reason = await self._lost(entry)
         finally:
-            self._checking.discard(entry.name)
-            self._again.discard(entry.name)
+            self._checking.discard(name)
+            self._again.discard(name)
         if reason is None or entry.signed_out:
             return
         entry.signed_out = reason
-        log.warning("provider lost its sign-in", provider=entry.name, fix=reason)
-        self.sessions.announce_agents()
+        log.warning("provider lost its sign-in", provider=name, fix=reason)
         params = {"channel": ROOT, "resource": protected_resources(entry)[0], "reason": "expired"}
-        notify_each(tuple(self.peers), AUTH_REQUIRED, params)
 
-    async def _lost(self, entry: ProviderEntry) -> str | None:
+        def lost(engine: Any) -> None:
+            engine.sessions.announce_agents()
+            engine.fanout.notify_each(tuple(engine.peers), AUTH_REQUIRED, params)
+
+        self.shell.settle_with(lost)
+
+    async def _lost(self, entry: ProviderInfo) -> str | None:
         """Why the runtime is signed out now, or None: still signed in, working without a
         sign-in (its own model), or it could not say in time."""
-        provider = entry.provider
+        provider = self.providers.providers[entry.name]
         assert isinstance(provider, agentapi.AccountManager)
+        timeouts = self.providers.timeouts
         try:
-            with trio.fail_after(self.sessions.timeouts.provider_read):
+            with trio.fail_after(timeouts.provider_read):
                 account = await provider.account()
                 if account.signed_in:
                     return None
                 try:
-                    await entry.provider.check()
+                    await provider.check()
                 except agentapi.SignedOut as exc:
                     return str(exc) or account.message or LOST_SIGN_IN
         except Exception as exc:
-            error = gave_up(exc, self.sessions.timeouts, "provider_read")
+            error = gave_up(exc, timeouts, "provider_read")
             log.debug("sign-in check failed", provider=entry.name, error=error)
         return None

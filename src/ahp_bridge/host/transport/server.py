@@ -23,9 +23,9 @@ import structlog
 import trio
 from trio_websocket import WebSocketRequest, WebSocketServer, serve_websocket
 
-from ahp_bridge.host.connection import Connection
-from ahp_bridge.host.rpc import RpcHandler
-from ahp_bridge.host.wirelog import WireLog
+from ahp_bridge.host.shell import Shell
+from ahp_bridge.host.transport.connection import Connection
+from ahp_bridge.host.transport.wirelog import WireLog
 from ahp_bridge.origins import origin_allowed, parse_origin_pattern
 
 log = structlog.get_logger(__name__)
@@ -133,7 +133,7 @@ def _listen_error(host: str, port: int, exc: OSError) -> ListenError:
 
 
 async def serve(
-    rpc: RpcHandler,
+    shell: Shell,
     options: ServerOptions,
     *,
     task_status: trio.TaskStatus[WebSocketServer] = trio.TASK_STATUS_IGNORED,
@@ -151,14 +151,7 @@ async def serve(
             return
         ws = await request.accept()
         conn = Connection(
-            ws,
-            rpc,
-            queue_size=options.outbound_queue,
-            max_subscriptions=options.max_subscriptions,
-            remembered_ids=options.remembered_request_ids,
-            max_json_depth=options.max_json_depth,
-            abandon_grace=options.slow_client_grace,
-            wire_log=options.wire_log,
+            ws, shell, abandon_grace=options.slow_client_grace, wire_log=options.wire_log
         )
         log.info("client connected", conn=conn.number, remote=str(request.remote))
         await conn.run()
