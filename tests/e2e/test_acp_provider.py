@@ -366,12 +366,12 @@ async def test_busy_and_closed(tmp_path: Path, workdir: Path) -> None:
         conv, sink = await open_conv(provider, workdir)
         start = len(sink)
         await conv.send(Prompt(text="long"))
-        with pytest.raises(Busy):
+        with pytest.raises(Busy, match=r"^a turn is still running; send again when it has ended$"):
             await conv.send(Prompt(text="answer"))
         await conv.close()
         states = [e.turn.state for e in sink.events[start:] if e.turn is not None]
         assert states == [TurnState.WORKING, TurnState.CANCELLED]
-        with pytest.raises(Closed):
+        with pytest.raises(Closed, match=r"^the conversation is closed$"):
             await conv.send(Prompt(text="answer"))
 
 
@@ -416,7 +416,7 @@ async def test_the_agent_dying_mid_turn_is_an_exit_and_reopen_restarts_and_reloa
         exit_event = tail[-1]
         assert exit_event.kind is EventKind.EXIT and "exited with code 3" in exit_event.error
         assert [e.turn.state for e in tail if e.turn] == [TurnState.WORKING, TurnState.FAILED]
-        with pytest.raises(Closed):
+        with pytest.raises(Closed, match=r"^the ACP agent 'python[0-9.]*' exited with code 3$"):
             await conv.send(Prompt(text="answer"))
         assert "test agent: exiting on purpose" in provider.stderr_tail()
         assert provider.starts == 1
@@ -473,7 +473,7 @@ async def test_read_history_loads_a_session_another_process_recorded(
             (ItemKind.USER, "answer"),
             (ItemKind.ASSISTANT, "Hello from the test agent."),
         ]
-        with pytest.raises(ConversationNotFound):
+        with pytest.raises(ConversationNotFound, match=r"^the ACP agent has no session 'nope'$"):
             await second.read_history(ReadRequest(conversation_id="nope", workdir=str(workdir)))
         # Read once, the session is reattached on open: the same record, no second load.
         again, sink2 = await open_conv(second, workdir, conversation_id)
@@ -504,7 +504,9 @@ async def test_previous_lists_the_agents_sessions_for_a_workdir(
 
 async def test_reopen_of_an_unknown_session_is_not_found(tmp_path: Path, workdir: Path) -> None:
     async with started(tmp_path) as provider:
-        with pytest.raises(ConversationNotFound):
+        with pytest.raises(
+            ConversationNotFound, match=r"^the ACP agent has no session 'no-such-session'$"
+        ):
             await open_conv(provider, workdir, "no-such-session")
 
 

@@ -6,8 +6,12 @@ no examples). Prompts pick the behaviour (the first word):
 - ``answer``: a thought and a streamed answer; ``long``: streams, then waits for session/cancel;
 - ``stream N``: N four-character chunks as fast as they go (for bench/acp.py);
 - ``permission``: a tool call that asks permission, completed or failed by the answer;
-- ``write PATH TEXT`` / ``read PATH``: fs/write_text_file / fs/read_text_file through the client;
-- ``terminal CMD...``: terminal/create, wait_for_exit, output, release, shown on a tool call;
+- ``write PATH TEXT`` / ``read PATH [LINE [LIMIT]]``: fs/write_text_file / fs/read_text_file
+  through the client (a refusal is said as ``refused CODE: DATA``);
+- ``terminal [cwd=DIR] CMD...``: terminal/create (in DIR), wait_for_exit, output, release, shown
+  on a tool call;
+- ``spawn N CMD...``: N terminals of CMD left running; says JSON ``{"started": [the first line
+  of each one's output], "refused": {"code", "data"} or null}`` (the first refusal stops it);
 - ``plan``, ``plans``, ``title``, ``usage``, ``mode``: a plan (and the unstable plan_update and
   plan_removed), a session title, usage, a mode change;
 - ``garbage``: malformed lines on stdout before answering; ``exit``: the process dies mid-turn;
@@ -330,10 +334,15 @@ class TestAgent:
         return PromptResponse(stop_reason="end_turn")
 
     async def _do_read(self, sid: str, args: list[str], cancelled: asyncio.Event, say: Any) -> Any:
+        numbers = [int(a) for a in args[1:3]]
+        line = numbers[0] if numbers else None
+        limit = numbers[1] if len(numbers) > 1 else None
         try:
-            got = await self._conn.read_text_file(session_id=sid, path=args[0])
+            got = await self._conn.read_text_file(
+                session_id=sid, path=args[0], line=line, limit=limit
+            )
         except RequestError as exc:
-            await say(f"refused: {json.dumps(exc.data)}")
+            await say(f"refused {exc.code}: {json.dumps(exc.data)}")
             return PromptResponse(stop_reason="end_turn")
         await say(f"content: {got.content}")
         return PromptResponse(stop_reason="end_turn")
@@ -341,17 +350,20 @@ class TestAgent:
     async def _do_terminal(
         self, sid: str, args: list[str], cancelled: asyncio.Event, say: Any
     ) -> Any:
+        cwd = None
+        if args and args[0].startswith("cwd="):
+            cwd, args = args[0].removeprefix("cwd="), args[1:]
         call_id = f"term-{uuid.uuid4().hex[:8]}"
         await self._conn.session_update(
             sid, start_tool_call(call_id, " ".join(args), kind="execute", status="pending")
         )
         try:
             term = await self._conn.create_terminal(
-                command=" ".join(args), session_id=sid, output_byte_limit=4096
+                command=" ".join(args), session_id=sid, cwd=cwd, output_byte_limit=4096
             )
         except RequestError as exc:
             await self._conn.session_update(sid, update_tool_call(call_id, status="failed"))
-            await say(f"refused: {json.dumps(exc.data)}")
+            await say(f"refused {exc.code}: {json.dumps(exc.data)}")
             return PromptResponse(stop_reason="end_turn")
         await self._conn.session_update(
             sid,
@@ -380,6 +392,29 @@ class TestAgent:
             return PromptResponse(stop_reason="cancelled")
         code = output.exit_status.exit_code if output.exit_status else None
         await say(f"exit {code}: {output.output.strip()}")
+        return PromptResponse(stop_reason="end_turn")
+
+    async def _do_spawn(self, sid: str, args: list[str], cancelled: asyncio.Event, say: Any) -> Any:
+        """``spawn N CMD...``: N terminals left running, each reported by its first output line."""
+        ids: list[str] = []
+        refused: dict[str, Any] | None = None
+        for _ in range(int(args[0])):
+            try:
+                term = await self._conn.create_terminal(command=" ".join(args[1:]), session_id=sid)
+            except RequestError as exc:
+                refused = {"code": exc.code, "data": exc.data}
+                break
+            ids.append(term.terminal_id)
+        started = []
+        for terminal_id in ids:
+            # The agent's side has no event for output: it asks until a whole line is there.
+            for _ in range(1000):
+                out = await self._conn.terminal_output(session_id=sid, terminal_id=terminal_id)
+                if "\n" in out.output:
+                    break
+                await asyncio.sleep(0.01)
+            started.append(out.output.split("\n")[0])
+        await say(json.dumps({"started": started, "refused": refused}))
         return PromptResponse(stop_reason="end_turn")
 
     async def _do_plans(self, sid: str, args: list[str], cancelled: asyncio.Event, say: Any) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -101,14 +102,21 @@ def test_workspace_resolves_only_inside(tmp_path: Path) -> None:
     ws = Workspace([str(root)], max_bytes=100)
     assert ws.resolve(str(root / "sub" / "f")) == root / "sub" / "f"
     assert ws.resolve(str(root / "ok" / "f")) == root / "sub" / "f"
-    for bad in ("rel.txt", f"{root}/sub/../sub/f", str(root / "escape" / "f"), str(outside)):
-        with pytest.raises(RequestError):
+    for bad, why in (
+        ("rel.txt", "is not absolute"),
+        (f"{root}/sub/../sub/f", "contains '..'"),
+        (str(root / "escape" / "f"), "is outside the session's working directories"),
+        (str(outside), "is outside the session's working directories"),
+    ):
+        with pytest.raises(RequestError, match=f"^the path {re.escape(repr(bad))} {why}") as exc:
             ws.resolve(bad)
+        assert (exc.value.code, exc.value.data) == (-32602, {"reason": str(exc.value)})
     write = ws.write(str(root / "new" / "deep.txt"), "hi")
     assert (write.before, (root / "new" / "deep.txt").read_text()) == (None, "hi")
     assert ws.write(str(root / "new" / "deep.txt"), "again").before == "hi"
-    with pytest.raises(RequestError, match="max_file_bytes"):
+    with pytest.raises(RequestError, match="has 101 bytes, more than the bridge's max_file_bytes"):
         ws.write(str(root / "big.txt"), "x" * 101)
+    assert not (root / "big.txt").exists()
     (root / "lines.txt").write_text("a\nb\nc\n")
     assert ws.read(str(root / "lines.txt"), 2, 1) == "b\n"
 
