@@ -44,7 +44,7 @@ from _common import (
 )
 
 from ahp_bridge.agentapi import FileDiff
-from ahp_bridge.host.content import ContentStore
+from ahp_bridge.host.workspace.content import ContentStore
 from ahp_bridge.translate.changes import changeset_file, snapshot, turn_files
 
 

@@ -47,8 +47,8 @@ from _common import (
     write_config,
 )
 
-from ahp_bridge.host.mention_rank import Entries, rank
-from ahp_bridge.host.mentions import scan
+from ahp_bridge.host.workspace.mention_rank import Entries, rank
+from ahp_bridge.host.workspace.mentions import scan
 
 WORDS = tuple(
     [

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, 
 
 from ahp_bridge.config import Settings
 from ahp_bridge.host.app import run_bridge
-from ahp_bridge.host.catalog import AsyncCatalog, Catalog, ChatRecord, SessionRecord
+from ahp_bridge.host.durable.catalog import AsyncCatalog, Catalog, ChatRecord, SessionRecord
 from tests.support.ahp_client import AhpClient, open_client
 
 ROOT = "ahp-root://"

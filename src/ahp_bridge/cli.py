@@ -325,7 +325,7 @@ def check_providers(names: Sequence[str], settings: Settings) -> None:
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    from ahp_bridge.host import connect
+    from ahp_bridge.host.transport import connect
 
     if args.provider:
         settings.bridge.providers = list(dict.fromkeys(args.provider))
@@ -378,7 +378,7 @@ def _failed(exc: BaseException) -> int:
 
 def _banner(settings: Settings, port: int, source: Any) -> None:
     """The connect lines on stdout; the first is `ahp-bridge listening on URL`."""
-    from ahp_bridge.host import connect
+    from ahp_bridge.host.transport import connect
 
     server = settings.server
     hosts = connect.reachable_hosts(server.host)
@@ -480,7 +480,7 @@ def _serve_provider(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _sessions(args: argparse.Namespace, settings: Settings) -> int:
-    from ahp_bridge.host.catalog_cli import run_sessions_command
+    from ahp_bridge.host.durable.catalog_cli import run_sessions_command
 
     return run_sessions_command(args, settings)
 

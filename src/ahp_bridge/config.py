@@ -27,7 +27,7 @@ from pydantic_settings import (
 )
 from pydantic_settings.exceptions import SettingsError
 
-from ahp_bridge.host.timeouts import Timeouts
+from ahp_bridge.host.runtime.timeouts import Timeouts
 from ahp_bridge.state.limits import Limits
 
 ENV_PREFIX = "AHP_BRIDGE__"

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import trio
 
-from ahp_bridge.host.catalog import Catalog, SessionRecord
+from ahp_bridge.host.durable.catalog import Catalog, SessionRecord
 from ahp_bridge.protocol.models import wire_adapter
 from ahp_bridge.state import status as st
 from tests.e2e.test_copilot_bridge import (

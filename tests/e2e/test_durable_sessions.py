@@ -23,10 +23,11 @@ from ahp_bridge_fake.transcript import Transcript
 
 from ahp_bridge import agentapi, providers
 from ahp_bridge.config import Settings, TimeoutSettings
-from ahp_bridge.host import durable_sessions as durable
+from ahp_bridge.engine.sessions import Sessions
+from ahp_bridge.host.durable import sessions as durable
 from ahp_bridge.host.app import run_bridge
-from ahp_bridge.host.catalog import Catalog, CatalogError
-from ahp_bridge.host.catalog_cli import run_sessions_command
+from ahp_bridge.host.durable.catalog import Catalog, CatalogError
+from ahp_bridge.host.durable.catalog_cli import run_sessions_command
 from ahp_bridge.protocol.models import wire_adapter
 from tests.support.ahp_client import AhpClient, RpcFailure, open_client
 
@@ -307,9 +308,9 @@ async def test_a_session_that_cannot_be_restored_stays_listed_with_the_reason(
             raise RuntimeError("unexpected")
         return real(self, record)
 
-    real = durable.SessionCatalog._unrestorable
+    real = Sessions.restore_problem
     monkeypatch.setattr(durable, "read_history", unreadable)
-    monkeypatch.setattr(durable.SessionCatalog, "_unrestorable", broken)
+    monkeypatch.setattr(Sessions, "restore_problem", broken)
     async with bridge(settings) as running:
         client = await running.client()
         one = (await client.subscribe(first))["state"]

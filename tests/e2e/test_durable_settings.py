@@ -22,7 +22,7 @@ from ahp_bridge_fake.conversation import FakeConversation
 
 from ahp_bridge.config import Settings
 from ahp_bridge.host.app import run_bridge
-from ahp_bridge.host.catalog import DB_NAME, Catalog
+from ahp_bridge.host.durable.catalog import DB_NAME, Catalog
 from tests.e2e.conftest import record_provider_calls
 from tests.e2e.test_commands import turn_reply
 from tests.support.ahp_client import AhpClient, open_client

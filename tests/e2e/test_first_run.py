@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from ahp_bridge.host.catalog import Catalog, SessionRecord
+from ahp_bridge.host.durable.catalog import Catalog, SessionRecord
 from tests.e2e.test_cli import start_cli, stop
 from tests.support.ahp_client import RpcFailure, open_client
 

@@ -20,7 +20,7 @@ from trio_websocket import (
     serve_websocket,
 )
 
-from ahp_bridge.host.connection import CLOSE_TOO_SLOW, Connection
+from ahp_bridge.host.transport.connection import CLOSE_TOO_SLOW, Connection
 from tests.e2e.conftest import StartBridge
 
 ROOT = "ahp-root://"

@@ -22,7 +22,7 @@ from ahp_bridge_fake.conversation import FakeConversation
 from ahp_bridge import agentapi, providers
 from ahp_bridge.agentapi import ConfigurationCatalog, OpenRequest
 from ahp_bridge.config import LimitSettings, Settings
-from ahp_bridge.host.catalog import Catalog
+from ahp_bridge.host.durable.catalog import Catalog
 from ahp_bridge.state.limits import size_of
 from tests.e2e.conftest import Bridge, StartBridge
 from tests.e2e.test_client_tools import USAGES, ToolSession

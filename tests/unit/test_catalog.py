@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from ahp_bridge.config import Settings
-from ahp_bridge.host.catalog import (
+from ahp_bridge.host.durable.catalog import (
     DB_NAME,
     FAILED,
     MIGRATIONS,
@@ -29,7 +29,7 @@ from ahp_bridge.host.catalog import (
     open_catalog,
     retention_cutoff,
 )
-from ahp_bridge.host.catalog_cli import format_sessions, run_sessions_command
+from ahp_bridge.host.durable.catalog_cli import format_sessions, run_sessions_command
 
 T0 = "2026-01-01T00:00:00.000Z"
 T1 = "2026-02-01T00:00:00.000Z"
@@ -157,7 +157,7 @@ def test_a_version_3_catalog_gets_settings_and_its_sessions_read_as_having_none(
 def test_client_lines_are_kept_newest_and_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ahp_bridge.host.catalog as module
+    import ahp_bridge.host.durable.catalog as module
 
     monkeypatch.setattr(module, "CLIENTS_KEPT", 3)
     catalog = Catalog.open(tmp_path)

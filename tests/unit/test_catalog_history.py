@@ -17,7 +17,7 @@ from ahp_bridge.agentapi import (
     ToolStatus,
     WindowRequest,
 )
-from ahp_bridge.host.durable_sessions import read_history
+from ahp_bridge.host.durable.sessions import read_history
 from ahp_bridge.protocol import wire07
 from ahp_bridge.protocol.models import wire_adapter
 from ahp_bridge.translate.history import INTERRUPTED, mark_interrupted, turns_from_history

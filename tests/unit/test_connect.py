@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 from ahp_bridge.config import Settings
-from ahp_bridge.host.connect import (
+from ahp_bridge.host.transport.connect import (
     TOKEN_FILE,
     connect_url,
     ensure_token,

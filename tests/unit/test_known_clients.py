@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ahp_bridge.host.clients import KnownClients
+from ahp_bridge.engine.clients import KnownClients
 
 
 def test_a_client_keeps_its_line_and_an_unknown_one_is_0_7() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ahp_bridge.host.mention_rank import (
+from ahp_bridge.host.workspace.mention_rank import (
     Entries,
     Mention,
     index_to_utf16,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ahp_bridge.host.mentions import scan
+from ahp_bridge.host.workspace.mentions import scan
 
 
 def make(root: Path, files: dict[str, str]) -> None:

@@ -18,7 +18,7 @@ import trio
 import trio.testing
 
 from ahp_bridge import agentapi
-from ahp_bridge.host import auth
+from ahp_bridge.host.runtime import auth
 from ahp_bridge.host.hub import Hub
 from ahp_bridge.host.sessions import SessionManager
 from ahp_bridge.protocol import errors as E

@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ahp_bridge.host.wirelog import REDACTED, WireLog, wire_line
+from ahp_bridge.host.transport.wirelog import REDACTED, WireLog, wire_line
 
 NOW = datetime(2026, 5, 11, 17, 11, 14, 356000, tzinfo=UTC)
 

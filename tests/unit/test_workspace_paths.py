@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ahp_bridge.host.workspace_paths import (
+from ahp_bridge.host.workspace.paths import (
     UriRefused,
     content_type,
     is_within,

@@ -124,12 +124,12 @@ class ChatHost(Protocol):
     def subagent_chat_added(self, chat: Chat, uri: str) -> None: ...
 
 
-@dataclass
-class SessionRef:
-    """What a chat knows of its session."""
+class SessionRef(Protocol):
+    """What a chat knows of its session (`engine.sessions.Session`)."""
 
     uri: str
     workdir: str
+    working_directories: list[str]
 
 
 class Chat:
@@ -808,7 +808,7 @@ class Chat:
         )
 
 
-def effects_of(resolved: Iterable[Resolve]) -> list[Effect]:
+def effects_of(resolved: Iterable[Resolve]) -> list[ResolveHostTool]:
     return [ResolveHostTool(waiter, result) for waiter, result in resolved]
 
 

@@ -15,6 +15,7 @@ a client action), `sessions` and `chats` (their lifecycles, each chat's turns an
 from __future__ import annotations
 
 import itertools
+from functools import partial
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ from ahp_bridge.engine.chats import Chat, effects_of
 from ahp_bridge.engine.client_tools import ClientToolLimits, Resolve
 from ahp_bridge.engine.clients import KnownClients
 from ahp_bridge.engine.customizations import Customizations
+from ahp_bridge.engine.durable import DurableRecords
 from ahp_bridge.engine.effects import Effect, Log, Restore, Run, Serve, SetTimer
 from ahp_bridge.engine.fanout import Fanout, HostAction
 from ahp_bridge.engine.gate import DEFERRED, Gate
@@ -45,12 +47,14 @@ from ahp_bridge.engine.jobs import Job, Persist, ShellJob
 from ahp_bridge.engine.peers import Peer
 from ahp_bridge.engine.providers import ProviderInfo
 from ahp_bridge.engine.sessions import NewSession, Session, Sessions
+from ahp_bridge.engine.settings import SessionSettings
 from ahp_bridge.engine.timeouts import Timeouts
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.actions_v1 import AUTOMATION_TYPES, CANVAS_TYPES
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.jsonrpc import RequestId
 from ahp_bridge.protocol.params import AUTOMATION_METHODS
+from ahp_bridge.protocol.uris import ROOT
 from ahp_bridge.state.limits import Limits
 from ahp_bridge.state.store import Store
 from ahp_bridge.translate import iso_from_ms
@@ -113,6 +117,7 @@ class Engine:
         *,
         now_ms: Callable[[], int],
         new_id: Callable[[], str],
+        directory_uri: Callable[[str], str] = lambda path: path,
     ) -> None:
         self.config = config
         self.store = store
@@ -122,7 +127,6 @@ class Engine:
         self._now_ms = now_ms
         self._new_id = new_id
         self.fanout = Fanout(store, outbound_queue=config.outbound_queue, clock=self.now_iso)
-        self.fanout.lost = self._lost
         self.gate = Gate(
             self.fanout,
             max_json_depth=config.max_json_depth,
@@ -133,7 +137,15 @@ class Engine:
         self.sessions = Sessions(
             self, providers=providers, workdir=config.workdir, durable=config.durable
         )
-        self.customizations = Customizations(self)
+        # The features' observers, in the order they have always run.
+        self.durable = DurableRecords(self.fanout, self.sessions, self.now_iso)
+        self.sessions.observe()
+        self.settings = SessionSettings(self.fanout, self.sessions)
+        self.customizations = Customizations(
+            self.fanout, self.sessions, directory_uri=directory_uri
+        )
+        #: Channels made only once asked for (a turn's changeset): True when one was made.
+        self.materializers: list[Callable[[str], bool]] = []
         self._tickets = itertools.count(1)
         self._jobs: dict[int, Callable[[Any, BaseException | None], None]] = {}
         self._waiters: dict[int, Chat] = {}
@@ -156,6 +168,35 @@ class Engine:
 
     def new_id(self) -> str:
         return self._new_id()
+
+    def start(self) -> None:
+        """The root channel, with every agent as the providers are now."""
+        self.store.create(ROOT, "root", {"agents": self.sessions.agents(), "activeSessions": 0})
+
+    # -- what the handshake reads --------------------------------------------------------------
+
+    @property
+    def max_subscriptions(self) -> int:
+        return self.config.max_subscriptions
+
+    @property
+    def default_directory(self) -> str | None:
+        return self.config.default_directory
+
+    @property
+    def completion_triggers(self) -> tuple[str, ...]:
+        return self.config.completion_triggers
+
+    def capabilities(self) -> dict[str, Any]:
+        return self.sessions.capabilities()
+
+    def chat_provider(self, uri: str) -> str:
+        """The provider of a chat (live, opening, or a subagent's)."""
+        sessions = self.sessions
+        chat = sessions.chats.get(uri) or sessions.opening.get(uri) or sessions.subagent_chats.get(uri)
+        if chat is None:
+            raise KeyError(f"no chat {uri}")
+        return chat.provider.name
 
     # -- the interface -------------------------------------------------------------------------
 
@@ -264,7 +305,10 @@ class Engine:
         return ticket
 
     def run_job(self, chat: Chat, job: Job) -> int:
-        return self.run(job, lambda result, error: chat.job_done(ticket, result, error))
+        ticket = next(self._tickets)
+        self._jobs[ticket] = partial(chat.job_done, ticket)
+        self.fanout.effects.append(Run(job, ticket))
+        return ticket
 
     def persist(self, op: str, *args: Any, **fields: Any) -> None:
         if self.config.durable:
@@ -292,7 +336,7 @@ class Engine:
 
     def new_chat(self, session: Session, uri: str) -> Chat:
         info = self.sessions.providers[session.provider]
-        return Chat(self, session.ref(), uri, info, settings=lambda: session.settings)
+        return Chat(self, session, uri, info, settings=lambda: session.settings)
 
     def session_state(self, chat: Chat) -> dict[str, Any]:
         uri = chat.session.uri

@@ -179,9 +179,11 @@ class Customizations:
                     fanout.apply(session.uri, undo_action)
 
         reread = ReloadCustomizations(session.uri, mcp=kind != A.SESSION_CUSTOMIZATION_TOGGLED)
-        return Accepted(
-            session.uri, action, then=[lambda: chat.enqueue_calls([*calls, reread], failed)]
-        )
+
+        def then() -> None:
+            chat.enqueue_calls([*calls, reread], failed)
+
+        return Accepted(session.uri, action, then=[then])
 
     def _plan(self, chat: Chat, kind: Any, ident: str, action: dict[str, Any]) -> str | Plan:
         """(calls, how to put the state back) for a client action, or why it is refused."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ahp_bridge import agentapi
 
 if TYPE_CHECKING:
-    from ahp_bridge.engine.calls import Job
+    from ahp_bridge.engine.jobs import Job
     from ahp_bridge.engine.peers import Peer
 
 

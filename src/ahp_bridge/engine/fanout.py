@@ -23,7 +23,7 @@ from ahp_bridge.protocol.jsonrpc import notification_frame
 from ahp_bridge.state.envelope import Envelope
 from ahp_bridge.state.store import Store
 
-__all__ = ["CLOSE_TOO_SLOW", "Fanout", "HostAction", "Observer", "Reaction"]
+__all__ = ["CLOSE_TOO_SLOW", "Fanout", "HostAction", "Later", "Observer", "Reaction"]
 
 #: RFC 6455 1008, policy violation: the client fell behind.
 CLOSE_TOO_SLOW = 1008
@@ -38,7 +38,15 @@ class HostAction:
     action: dict[str, Any]
 
 
-Reaction = HostAction | Effect
+@dataclass(frozen=True, slots=True)
+class Later:
+    """Work an observer leaves for after every observer of the envelope has spoken (a chat
+    told its session's active clients changed, a channel disposed once it was cleared)."""
+
+    work: Callable[[], None]
+
+
+Reaction = HostAction | Later | Effect
 Observer = Callable[[Envelope], Iterable[Reaction]]
 
 
@@ -166,6 +174,8 @@ class Fanout:
             if isinstance(reaction, HostAction):
                 if self.store.has(reaction.channel):
                     self.apply(reaction.channel, reaction.action)
+            elif isinstance(reaction, Later):
+                reaction.work()
             else:
                 self.effects.append(reaction)
 

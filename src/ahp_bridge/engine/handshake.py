@@ -35,7 +35,7 @@ class HandshakeHost(Protocol):
     store: Store
     clients: KnownClients
     #: Channels made only once asked for (a turn's changeset): True when one was made.
-    materializers: Sequence[Callable[[str], bool]]
+    materializers: list[Callable[[str], bool]]
 
     @property
     def max_subscriptions(self) -> int: ...

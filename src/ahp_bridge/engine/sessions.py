@@ -12,15 +12,16 @@ the shell's (`effects.Serve`), and what each finished job means is decided here.
 from __future__ import annotations
 
 import base64
+from functools import partial
 from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
 
-from ahp_bridge.engine.chats import Chat, SessionRef, Step
+from ahp_bridge.engine.chats import Chat, Step
 from ahp_bridge.engine.effects import Log
-from ahp_bridge.engine.fanout import Fanout, HostAction, Reaction
+from ahp_bridge.engine.fanout import Fanout, HostAction, Later, Reaction
 from ahp_bridge.engine.peers import Peer
 from ahp_bridge.engine.providers import ProviderInfo, agent_info
 from ahp_bridge.engine.records import FAILED, READY, ChatRecord, SessionRecord
@@ -66,8 +67,6 @@ class Session:
     #: The client id that created it in this run (limits.max_sessions_per_client).
     created_by: str | None = None
 
-    def ref(self) -> SessionRef:
-        return SessionRef(self.uri, self.workdir)
 
 
 @dataclass(frozen=True)
@@ -163,9 +162,11 @@ class Sessions:
         self.creating: dict[str, NewSession] = {}
         #: Chats whose conversation is opening (reserved; counted against the session's limit).
         self.opening: dict[str, Chat] = {}
-        fanout = self.fanout
-        fanout.observe(self._chat_entry_sync, None)
-        fanout.observe(self._session_news, None)
+
+    def observe(self) -> None:
+        """Follow every envelope: chat entries and the session list stay in step."""
+        self.fanout.observe(self._chat_entry_sync, None)
+        self.fanout.observe(self._session_news, None)
 
     # -- agents --------------------------------------------------------------------------------
 
@@ -622,11 +623,12 @@ class Sessions:
         session = self.sessions.get(envelope.channel)
         if session is None:
             return ()
+        reactions: list[Reaction] = []
         if envelope.action.get("type") in ACTIVE_CLIENT_ACTIONS:
             active = self.store.state(session.uri).get("activeClients") or []
             ids = {str(c.get("clientId")) for c in active if isinstance(c, dict)}
             for chat in list(session.chats.values()):
-                chat.clients_changed(ids)
+                reactions.append(Later(partial(chat.clients_changed, ids)))
         current = self.summary(session)
         changes = {
             k: current[k]
@@ -635,12 +637,11 @@ class Sessions:
         }
         if changes:
             session.announced = current
-            self.fanout.notify(
-                ROOT,
-                "root/sessionSummaryChanged",
-                {"channel": ROOT, "session": session.uri, "changes": changes},
+            params = {"channel": ROOT, "session": session.uri, "changes": changes}
+            reactions.append(
+                Later(lambda: self.fanout.notify(ROOT, "root/sessionSummaryChanged", params))
             )
-        return ()
+        return reactions
 
     # -- sessions of an earlier run ------------------------------------------------------------
 

@@ -1,33 +1,69 @@
-"""Composition root: the store, hub, session manager and WebSocket server of one bridge."""
+"""Composition root: the engine, the shell around it and the rooms of one bridge."""
 
 from __future__ import annotations
 
+import time
+import uuid
 from pathlib import Path
 
 import structlog
 import trio
 
 from ahp_bridge.config import Settings
-from ahp_bridge.host import content as content_scheme
-from ahp_bridge.host.catalog import AsyncCatalog, open_catalog
-from ahp_bridge.host.changesets import Changesets
-from ahp_bridge.host.chat import HostClock
-from ahp_bridge.host.client_tools import ClientToolLimits
-from ahp_bridge.host.clients import KnownClients
-from ahp_bridge.host.completions import Completions, MentionSource
-from ahp_bridge.host.customizations import Customizations
-from ahp_bridge.host.hub import Hub
-from ahp_bridge.host.rpc import RpcHandler
-from ahp_bridge.host.server import ServerOptions, check_bind, is_loopback, serve
-from ahp_bridge.host.session_config import SessionConfig
-from ahp_bridge.host.sessions import SessionManager
-from ahp_bridge.host.slash import CommandSource
-from ahp_bridge.host.wirelog import WireLog
-from ahp_bridge.host.workspace import Workspace
-from ahp_bridge.host.workspace_paths import uri_of_path
+from ahp_bridge.engine.core import Engine, EngineConfig
+from ahp_bridge.engine.client_tools import ClientToolLimits
+from ahp_bridge.host.durable.catalog import AsyncCatalog, open_catalog
+from ahp_bridge.host.durable.sessions import DurableSessions
+from ahp_bridge.host.features.changesets import Changesets
+from ahp_bridge.host.features.completions import Completions, MentionSource
+from ahp_bridge.host.features.customizations import CustomizationReads
+from ahp_bridge.host.features.session_config import SessionConfig
+from ahp_bridge.host.features.slash import CommandSource
+from ahp_bridge.host.runtime.auth import CHECK, SignIn, SignInWatch
+from ahp_bridge.host.runtime.providers import Providers
+from ahp_bridge.host.runtime.sessions import SessionCreation
+from ahp_bridge.host.runtime.workers import Workers
+from ahp_bridge.host.shell import Shell
+from ahp_bridge.host.transport.server import ServerOptions, check_bind, is_loopback, serve
+from ahp_bridge.host.transport.wirelog import WireLog
+from ahp_bridge.host.workspace import content as content_scheme
+from ahp_bridge.host.workspace.paths import directory_uri, uri_of_path
+from ahp_bridge.host.workspace.service import Workspace
 from ahp_bridge.state.store import Store
+from ahp_bridge.translate import iso_from_ms
 
 log = structlog.get_logger(__name__)
+
+#: The methods the shell answers (they need files, the provider or the catalog).
+SERVED = frozenset(
+    {
+        "resourceRead",
+        "resourceWrite",
+        "resourceList",
+        "resourceCopy",
+        "resourceDelete",
+        "resourceMove",
+        "resourceResolve",
+        "resourceMkdir",
+        "resourceRequest",
+        "createResourceWatch",
+        "completions",
+        "resolveSessionConfig",
+        "sessionConfigCompletions",
+        "authenticate",
+        "invokeChangesetOperation",
+    }
+)
+
+
+class HostClock:
+    """Wall-clock time for the shell (the engine only ever receives it)."""
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+    def now_iso(self) -> str:
+        return iso_from_ms(self.now_ms())
 
 
 def server_options(settings: Settings, wire_log: WireLog | None = None) -> ServerOptions:
@@ -81,6 +117,25 @@ async def run_bridge(
             wire.close()
 
 
+def engine_config(settings: Settings, *, workdir: str, durable: bool) -> EngineConfig:
+    s = settings.server
+    return EngineConfig(
+        outbound_queue=s.outbound_queue,
+        max_subscriptions=s.max_subscriptions,
+        remembered_request_ids=s.remembered_request_ids,
+        max_json_depth=s.max_json_depth,
+        limits=settings.limits.limits(),
+        timeouts=settings.timeouts.timeouts(),
+        client_tools=ClientToolLimits(**settings.client_tools.model_dump()),
+        active_client_grace=settings.bridge.active_client_grace,
+        workdir=workdir,
+        default_directory=uri_of_path(workdir),
+        completion_triggers=("@", "#", "/"),
+        durable=durable,
+        served=SERVED,
+    )
+
+
 async def _run(
     settings: Settings, options: ServerOptions, task_status: trio.TaskStatus[int]
 ) -> None:
@@ -94,77 +149,105 @@ async def _run(
     catalog = await open_catalog(
         settings.data_dir(), retention_days=settings.bridge.retention_days, now_ms=clock.now_ms()
     )
+    workdir = str((settings.bridge.workdir or Path.cwd()).resolve())
+    timeouts = settings.timeouts.timeouts()
+    providers = Providers(settings.bridge.providers, provider_options(settings), timeouts=timeouts)
+    async with trio.open_nursery() as keeper:
+        await keeper.start(_keep_catalog, catalog)
+        try:
+            async with providers.running(), trio.open_nursery() as nursery:
+                await _serve(settings, options, clock, catalog, providers, workdir, nursery, task_status)
+        finally:
+            catalog.close()  # the writer finishes what is queued, then ends
+
+
+async def _serve(
+    settings: Settings,
+    options: ServerOptions,
+    clock: HostClock,
+    catalog: AsyncCatalog,
+    providers: Providers,
+    workdir: str,
+    nursery: trio.Nursery,
+    task_status: trio.TaskStatus[int],
+) -> None:
     store = Store(
         log_limit=settings.server.replay_log,
         log_bytes=settings.server.replay_log_bytes,
         first_seq=catalog.first_seq,
     )
-    hub = Hub(store, clock=clock.now_iso)
-    sessions = SessionManager(
-        hub,
-        provider_names=settings.bridge.providers,
-        provider_options=provider_options(settings),
-        workdir=settings.bridge.workdir,
-        clock=clock,
-        active_client_grace=settings.bridge.active_client_grace,
-        catalog=catalog,
-        client_tools=ClientToolLimits(**settings.client_tools.model_dump()),
-        limits=settings.limits.limits(),
-        timeouts=settings.timeouts.timeouts(),
-        allowed_directories=settings.bridge.allowed_directories,
+    engine = Engine(
+        store,
+        providers.infos,
+        engine_config(settings, workdir=workdir, durable=True),
+        now_ms=clock.now_ms,
+        new_id=lambda: str(uuid.uuid4()),
+        directory_uri=directory_uri,
     )
-    workdir = sessions.workdir
-    durable = sessions.durable
-    clients = KnownClients(persist=durable.remember_client if durable is not None else None)
-    workspace = Workspace(hub, sessions, settings.workspace, default_directory=workdir)
+    shell = Shell(engine, nursery)
+    workers = Workers(
+        shell,
+        providers.providers,
+        engine.chat_provider,
+        timeouts=providers.timeouts,
+        lane_size=settings.limits.limits().max_pending_calls + 8,
+    )
+    shell.chat_jobs = workers.submit
+    config = SessionConfig(providers, workdir=workdir)
+    durable = DurableSessions(catalog, shell, providers, workers, config)
+    config.offer_imports = durable.offer_imports
+    shell.persist = durable.persist
+    shell.restore = durable.restore
+    workers.record = durable.chat_opened
+    workspace = Workspace(shell, engine.sessions, settings.workspace, default_directory=workdir)
     content = content_scheme.ContentStore(
         max_bytes=settings.changes.max_content_bytes,
         wait_seconds=settings.changes.content_wait_seconds,
     )
     workspace.add_reader(content_scheme.SCHEME, content.read)
     changes = Changesets(
-        hub,
-        sessions,
+        shell,
+        workers,
         content,
         diff_timeout=settings.changes.diff_timeout_seconds,
         max_read_bytes=settings.workspace.max_read_bytes,
     )
-    sessions.changes = changes
-    config = SessionConfig(sessions)
-    sessions.config = config
-    customizations = Customizations(sessions)
-    sessions.customizations = customizations
-    commands = CommandSource(hub, sessions)
-    customizations.changed.append(commands.session_changed)
-    completions = Completions(sessions, [MentionSource(workspace), commands])
-    rpc = RpcHandler(
-        hub,
-        sessions,
-        default_directory=uri_of_path(workdir),
-        clients=clients,
-        handlers={
+    engine.materializers.append(changes.materialize)
+    reads = CustomizationReads(shell, providers, workers)
+    commands = CommandSource(shell, workers)
+    reads.changed.append(commands.session_changed)
+    completions = Completions(engine.sessions, [MentionSource(workspace), commands])
+    creation = SessionCreation(
+        shell,
+        workdir=workdir,
+        allowed_directories=[str(p) for p in settings.bridge.allowed_directories],
+        config=config,
+    )
+    creation.record = durable.session_created
+    sign_in = SignIn(shell, providers)
+    watch = SignInWatch(shell, providers)
+    shell.jobs[CHECK] = watch.check
+    shell.answers["createSession"] = creation.create
+    shell.serve_with(
+        {
             **workspace.handlers(),
             **completions.handlers(),
             **config.handlers(),
             "invokeChangesetOperation": changes.invoke,
-        },
-        completion_triggers=completions.triggers,
-        materializers=[changes.materialize],
+            "authenticate": sign_in.authenticate,
+        }
     )
-    async with trio.open_nursery() as keeper:
-        await keeper.start(_keep_catalog, catalog)
+    engine.start()
+    shell.settle()
+    async with workspace.running():
+        engine.clients.load(await durable.load())
         try:
-            async with sessions.running(), workspace.running(), trio.open_nursery() as nursery:
-                if durable is not None:
-                    clients.load(await durable.client_lines())
-                server = await nursery.start(serve, rpc, options)
-                port = server.port
-                log.info(
-                    "serving",
-                    host=settings.server.host,
-                    port=port,
-                    providers=settings.bridge.providers,
-                )
-                task_status.started(port)
+            server = await nursery.start(serve, shell, options)
+            port = server.port
+            log.info(
+                "serving", host=settings.server.host, port=port, providers=settings.bridge.providers
+            )
+            task_status.started(port)
+            await trio.sleep_forever()
         finally:
-            catalog.close()  # the writer finishes what is queued, then ends
+            workers.detach_all()

@@ -44,8 +44,9 @@ class Who:
 
 Rule = Callable[[JSON, JSON, Who], "str | None"]
 
-#: The one wording of "a turn runs already" (a start, a resume).
-BUSY = "a turn is already running: cancel it or wait until it ends"
+def busy(turn_id: object) -> str:
+    """The one wording of "a turn runs already" (a start, a resume)."""
+    return f"turn {turn_id} is still running: cancel it or wait until it ends"
 
 _PREFIX = {
     "root": "root/",
@@ -96,16 +97,21 @@ def reject_reason(
     return rule(state, action, Who(client_id, running_turn)) if rule else None
 
 
-def _running(state: JSON, who: Who) -> bool:
-    return isinstance(state.get("activeTurn"), dict) or who.running_turn is not None
+def _running(state: JSON, who: Who) -> str | None:
+    """The running turn's id (None: no turn runs)."""
+    active = state.get("activeTurn")
+    if isinstance(active, dict):
+        return str(active.get("id"))
+    return who.running_turn
 
 
 # ── turns ─────────────────────────────────────────────────────────────────
 
 
 def _turn_started(state: JSON, action: JSON, who: Who) -> str | None:
-    if _running(state, who):
-        return BUSY
+    running = _running(state, who)
+    if running is not None:
+        return busy(running)
     if known_turn(state, action.get("turnId")):  # idempotent in 1.0; 0.7 would restart it
         return f"turn {action.get('turnId')} already exists: start a turn with a new id"
     if not isinstance(action.get("turnId"), str) or not action["turnId"]:
@@ -118,8 +124,9 @@ def _turn_started(state: JSON, action: JSON, who: Who) -> str | None:
 
 
 def _turn_resume(state: JSON, action: JSON, who: Who) -> str | None:
-    if _running(state, who):
-        return BUSY
+    running = _running(state, who)
+    if running is not None:
+        return busy(running)
     turns = state.get("turns") or []
     last = turns[-1] if turns else None
     if not isinstance(last, dict) or last.get("id") != action.get("turnId"):
@@ -270,7 +277,7 @@ def _pending_set(state: JSON, action: JSON, who: Who) -> str | None:
     origin = message.get("origin") if isinstance(message, dict) else None
     if not isinstance(origin, dict) or origin.get("kind") != "user":
         return "clients may only queue user messages"
-    if action.get("kind") == "steering" and not _running(state, who):
+    if action.get("kind") == "steering" and _running(state, who) is None:
         return "no turn is running to steer"
     return None
 

@@ -25,7 +25,7 @@ import trio
 
 from ahp_bridge import agentapi, providers
 from ahp_bridge.config import Settings
-from ahp_bridge.host.catalog import READY, Catalog, CatalogError, ChatRecord, SessionRecord
+from ahp_bridge.host.durable.catalog import READY, Catalog, CatalogError, ChatRecord, SessionRecord
 from ahp_bridge.translate._wire import clean_line, iso_from_ms
 
 

@@ -36,18 +36,27 @@ from __future__ import annotations
 import os
 import stat
 import uuid
+from functools import partial
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 import structlog
 import trio
 
 from ahp_bridge import agentapi
-from ahp_bridge.host.content import ContentStore
-from ahp_bridge.host.workspace_io import READ_FLAGS, fd_path, read_all, text_of
-from ahp_bridge.host.workspace_paths import uri_of_path, within_any
+from ahp_bridge.engine.chats import Chat
+from ahp_bridge.engine.effects import Run
+from ahp_bridge.engine.fanout import HostAction, Later, Reaction
+from ahp_bridge.engine.jobs import ShellJob
+from ahp_bridge.engine.peers import Peer
+from ahp_bridge.host.runtime.workers import Workers
+from ahp_bridge.host.shell import Shell
+from ahp_bridge.host.workspace.content import ContentStore
+from ahp_bridge.host.workspace.io import READ_FLAGS, fd_path, read_all, text_of
+from ahp_bridge.host.workspace.paths import uri_of_path, within_any
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.protocol.errors import RpcError
@@ -66,18 +75,16 @@ from ahp_bridge.translate.changes import (
     turn_files,
 )
 
-if TYPE_CHECKING:
-    from ahp_bridge.host.chat import ChatRuntime
-    from ahp_bridge.host.connection import Connection
-    from ahp_bridge.host.hub import Hub
-    from ahp_bridge.host.sessions import SessionManager
-
-__all__ = ["UNDO", "Changesets"]
+__all__ = ["REFRESH", "UNDO", "Changesets"]
 
 log = structlog.get_logger(__name__)
 
 #: The one changeset operation offered: undo a turn (and every later one) with its files.
 UNDO = "undo"
+#: The shell job that reads a chat's record of changes (again).
+REFRESH = "changes.refresh"
+#: The shell job that fills a tool edit's "after" from the file on disk.
+FROM_DISK = "changes.from_disk"
 _PREFIX = "ahp-changeset:/"
 _TURN_ENDS = frozenset(
     {ActionType.CHAT_TURN_COMPLETE, ActionType.CHAT_TURN_CANCELLED, ActionType.CHAT_ERROR}
@@ -105,7 +112,7 @@ class _Turn:
 
 @dataclass
 class _Chat:
-    runtime: ChatRuntime
+    runtime: Chat
     key: str
     snapshot: dict[str, FileState] = field(default_factory=dict)
     turn: str | None = None
@@ -142,45 +149,51 @@ class _Session:
 class Changesets:
     def __init__(
         self,
-        hub: Hub,
-        sessions: SessionManager,
+        shell: Shell,
+        workers: Workers,
         content: ContentStore,
         *,
         diff_timeout: float,
         max_read_bytes: int,
     ) -> None:
-        self.hub = hub
-        self.sessions = sessions
+        self.shell = shell
+        self.engine = shell.engine
+        self.store = shell.engine.store
+        self.workers = workers
         self.content = content
         self.diff_timeout = diff_timeout
         #: Largest file read from disk when the provider's record has no text (workspace's).
         self.max_read_bytes = max_read_bytes
         self._sessions: dict[str, _Session] = {}
         self._by_key: dict[str, _Session] = {}
-        hub.observers.append(self._observe)
-
-    @property
-    def _nursery(self) -> trio.Nursery | None:
-        """The session manager's nursery (readings run there, and end with it)."""
-        try:
-            return self.sessions.nursery
-        except AssertionError:
-            return None
+        shell.observe(
+            self._observe,
+            [
+                ActionType.ROOT_ACTIVE_SESSIONS_CHANGED,
+                ActionType.SESSION_CHAT_ADDED,
+                ActionType.SESSION_CHAT_REMOVED,
+                ActionType.CHAT_TURN_STARTED,
+                *_TURN_ENDS,
+            ],
+        )
+        shell.jobs[REFRESH] = self._refresh_job
+        shell.jobs[FROM_DISK] = self._from_disk_job
+        shell.engine.file_edit_hook = self.tool_edits
 
     # -- who offers what -----------------------------------------------------------------------
 
-    def _diffs(self, runtime: ChatRuntime) -> bool:
-        return runtime.entry.capabilities.session_diff
+    def _diffs(self, runtime: Chat) -> bool:
+        return runtime.provider.capabilities.session_diff
 
-    def _can_undo(self, runtime: ChatRuntime) -> bool:
-        return runtime.entry.capabilities.rewind and isinstance(
-            runtime.conversation, agentapi.HistoryRewinder
+    def _can_undo(self, runtime: Chat) -> bool:
+        return runtime.provider.capabilities.rewind and isinstance(
+            self.workers.conversation(runtime.uri), agentapi.HistoryRewinder
         )
 
     # -- the translator's hook: a tool call's edits --------------------------------------------
 
     def tool_edits(
-        self, runtime: ChatRuntime, turn_id: str, edits: list[agentapi.FileEdit]
+        self, runtime: Chat, turn_id: str, edits: list[agentapi.FileEdit]
     ) -> list[dict[str, Any]]:
         """The `fileEdit` contents of a completed tool call's edits (their texts follow)."""
         chat = self._chat(runtime)
@@ -199,57 +212,58 @@ class Changesets:
                 content[side] = {"uri": uri, "content": ref}
                 if chat is not None:
                     chat.pending.append(_Pending(ref_uri, path, side))
-                elif side == "after" and self._nursery is not None:
+                elif side == "after":
                     # No record of changes: the file as it is now is the best "after".
-                    self._nursery.start_soon(self._fill_from_disk, ref_uri, path, runtime)
+                    data = (ref_uri, path, runtime.session.workdir)
+                    self.engine.fanout.effects.append(Run(ShellJob(FROM_DISK, data=data)))
                 else:
                     self.content.fill(ref_uri, None, "the provider keeps no earlier content")
             if edit.diff_status == "available":
                 content["diff"] = {"added": edit.additions, "removed": edit.deletions}
             out.append(content)
         if chat is not None and edits:
-            self._request(chat)
+            self.engine.fanout.effects.append(Run(ShellJob(REFRESH, runtime.uri)))
         return out
 
     # -- state observation ---------------------------------------------------------------------
 
-    def _observe(self, envelope: Envelope) -> None:
+    def _observe(self, envelope: Envelope) -> Iterable[Reaction]:
         kind = envelope.action.get("type")
         channel = envelope.channel
         if channel == ROOT and kind == ActionType.ROOT_ACTIVE_SESSIONS_CHANGED:
-            self._sessions_changed()
-            return
+            return self._sessions_changed()
+        chats = self.engine.sessions.chats
         if kind == ActionType.SESSION_CHAT_ADDED:
-            runtime = self.sessions.chats.get(envelope.action.get("summary", {}).get("resource"))
+            runtime = chats.get(envelope.action.get("summary", {}).get("resource"))
             if runtime is not None and runtime.session.uri == channel:
-                self._chat_added(runtime)
-            return
+                return self._chat_added(runtime)
+            return ()
         if kind == ActionType.SESSION_CHAT_REMOVED:
             session = self._sessions.get(channel)
             if session is not None:
                 session.chats.pop(str(envelope.action.get("chat")), None)
-            return
-        if kind == ActionType.CHAT_TURN_STARTED or kind in _TURN_ENDS:
-            runtime = self.sessions.chats.get(channel)
-            chat = self._chat(runtime) if runtime is not None else None
-            if chat is None:
-                return
-            turn_id = str(envelope.action.get("turnId", ""))
-            if kind == ActionType.CHAT_TURN_STARTED:
-                self._turn_started(chat, turn_id)
-            else:
-                self._turn_ended(chat, turn_id)
+            return ()
+        runtime = chats.get(channel)
+        chat = self._chat(runtime) if runtime is not None else None
+        if chat is None:
+            return ()
+        turn_id = str(envelope.action.get("turnId", ""))
+        if kind == ActionType.CHAT_TURN_STARTED:
+            self._turn_started(chat, turn_id)
+            return ()
+        return self._turn_ended(chat, turn_id)
 
-    def _session(self, runtime: ChatRuntime) -> _Session | None:
+    def _session(self, runtime: Chat) -> _Session | None:
         return self._sessions.get(runtime.session.uri)
 
-    def _chat(self, runtime: ChatRuntime) -> _Chat | None:
+    def _chat(self, runtime: Chat) -> _Chat | None:
         session = self._session(runtime)
         return session.chats.get(runtime.uri) if session is not None else None
 
-    def _chat_added(self, runtime: ChatRuntime) -> None:
+    def _chat_added(self, runtime: Chat) -> list[Reaction]:
         if not self._diffs(runtime):
-            return
+            return []
+        reactions: list[Reaction] = []
         session = self._sessions.get(runtime.session.uri)
         if session is None:
             key = str(uuid.uuid4())
@@ -271,9 +285,8 @@ class Changesets:
                     "The files one turn changed",
                 ),
             ]
-            self.hub.apply(
-                session.uri, {"type": ActionType.SESSION_CHANGESETS_CHANGED, "changesets": catalog}
-            )
+            update = {"type": ActionType.SESSION_CHANGESETS_CHANGED, "changesets": catalog}
+            reactions.append(HostAction(session.uri, update))
         chat = _Chat(runtime, quote(runtime.uri.split(":/", 1)[-1], safe=""))
         session.chats[runtime.uri] = chat
         self._create(session, session.chat_channel(chat), "computing", [])
@@ -281,10 +294,10 @@ class Changesets:
             catalog_entry("Chat changes", session.chat_channel(chat), "chat"),
             catalog_entry("Turn changes", session.turn_template, "turn"),
         ]
-        self.hub.apply(
-            runtime.uri, {"type": ActionType.CHAT_CHANGESETS_CHANGED, "changesets": chat_catalog}
-        )
-        self._request(chat)  # the baseline
+        update = {"type": ActionType.CHAT_CHANGESETS_CHANGED, "changesets": chat_catalog}
+        reactions.append(HostAction(runtime.uri, update))
+        reactions.append(Run(ShellJob(REFRESH, runtime.uri)))  # the baseline
+        return reactions
 
     def _turn_started(self, chat: _Chat, turn_id: str) -> None:
         session = self._session(chat.runtime)
@@ -298,39 +311,55 @@ class Changesets:
         else:
             turn.start = dict(chat.snapshot)
 
-    def _turn_ended(self, chat: _Chat, turn_id: str) -> None:
+    def _turn_ended(self, chat: _Chat, turn_id: str) -> list[Reaction]:
         session = self._session(chat.runtime)
         turn = session.turns.get(turn_id) if session is not None else None
         if turn is None or not turn.running:
-            return
+            return []
         if chat.turn == turn_id:
             chat.turn = None
         chat.end_waiting.append(turn_id)
-        self._request(chat)
+        return [Run(ShellJob(REFRESH, chat.runtime.uri))]
 
-    def _sessions_changed(self) -> None:
-        for uri in [u for u in self._sessions if u not in self.sessions.sessions]:
+    def _sessions_changed(self) -> list[Reaction]:
+        reactions: list[Reaction] = []
+        live = self.engine.sessions.sessions
+        for uri in [u for u in self._sessions if u not in live]:
             session = self._sessions.pop(uri)
             self._by_key.pop(session.key, None)
             for channel in session.channels:
-                if self.hub.store.has(channel):
-                    self.hub.apply(channel, {"type": ActionType.CHANGESET_CLEARED})
-                    self.hub.store.dispose(channel)
-                self.hub.forget_channel(channel)
+                if self.store.has(channel):
+                    reactions.append(HostAction(channel, {"type": ActionType.CHANGESET_CLEARED}))
+                reactions.append(Later(partial(self._dispose, channel)))
             for chat in session.chats.values():
                 for pending in chat.pending:
                     self.content.fill(pending.uri, None, "the session is gone")
+        return reactions
+
+    def _dispose(self, channel: str) -> None:
+        if self.store.has(channel):
+            self.store.dispose(channel)
+        self.engine.fanout.forget_channel(channel)
 
     # -- reading the provider's record ---------------------------------------------------------
+
+    async def _refresh_job(self, job: ShellJob) -> None:
+        runtime = self.engine.sessions.chats.get(job.channel)
+        chat = self._chat(runtime) if runtime is not None else None
+        if chat is not None:
+            self._request(chat)
+
+    async def _from_disk_job(self, job: ShellJob) -> None:
+        uri, path, workdir = job.data
+        text, why = await self._read_confined(path, workdir)
+        self.content.fill(uri, text, why)
 
     def _request(self, chat: _Chat) -> None:
         if chat.refreshing:
             chat.again = True
             return
-        if self._nursery is None:
-            return
         chat.refreshing = True
-        self._nursery.start_soon(self._refresh_loop, chat)
+        self.shell.nursery.start_soon(self._refresh_loop, chat)
 
     async def _refresh_loop(self, chat: _Chat) -> None:
         try:
@@ -379,9 +408,9 @@ class Changesets:
             if live is not None and live.start is not None:
                 self._publish_turn(session, chat, live, after)
 
-    async def _read(self, runtime: ChatRuntime) -> tuple[dict[str, FileState] | None, str]:
+    async def _read(self, runtime: Chat) -> tuple[dict[str, FileState] | None, str]:
         """The chat's record now, or (None, why it could not be read)."""
-        conversation = runtime.conversation
+        conversation = self.workers.conversation(runtime.uri)
         if conversation is None or not self._diffs(runtime):
             return None, "the provider keeps no record of its changes"
         try:
@@ -425,7 +454,7 @@ class Changesets:
 
     async def _fill(
         self,
-        runtime: ChatRuntime,
+        runtime: Chat,
         pending: list[_Pending],
         before: dict[str, FileState],
         after: dict[str, FileState],
@@ -452,10 +481,6 @@ class Changesets:
             elif item.side == "after":
                 text, why = await self._read_confined(item.path, runtime.session.workdir)
             self.content.fill(item.uri, text, why)
-
-    async def _fill_from_disk(self, uri: str, path: str, runtime: ChatRuntime) -> None:
-        text, why = await self._read_confined(path, runtime.session.workdir)
-        self.content.fill(uri, text, why)
 
     async def _read_confined(self, path: str, workdir: str) -> tuple[str | None, str]:
         """A file's text from disk, only inside the conversation's working directory."""
@@ -508,7 +533,7 @@ class Changesets:
         state: dict[str, Any] = {"status": status, "files": files}
         if operations:
             state["operations"] = operations
-        self.hub.store.create(channel, "changeset", state)
+        self.store.create(channel, "changeset", state)
         session.channels.add(channel)
 
     def _set(
@@ -519,27 +544,27 @@ class Changesets:
         files: list[dict[str, Any]],
         operations: list[dict[str, Any]] | None = None,
     ) -> None:
-        store = self.hub.store
+        store = self.store
         if not store.has(channel):
             self._create(session, channel, status, files, operations)
             return
         state = store.state(channel)
         if state.get("files") != files:
-            self.hub.apply(channel, {"type": ActionType.CHANGESET_CONTENT_CHANGED, "files": files})
+            self.shell.apply(channel, {"type": ActionType.CHANGESET_CONTENT_CHANGED, "files": files})
         if (state.get("operations") or None) != (operations or None):
-            self.hub.apply(
+            self.shell.apply(
                 channel,
                 {"type": ActionType.CHANGESET_OPERATIONS_CHANGED, "operations": operations or []},
             )
         if state.get("status") != status:
-            self.hub.apply(channel, {"type": ActionType.CHANGESET_STATUS_CHANGED, "status": status})
+            self.shell.apply(channel, {"type": ActionType.CHANGESET_STATUS_CHANGED, "status": status})
 
     def _publish_totals(self, session: _Session) -> None:
         merged: dict[str, FileState] = {}
         for chat in session.chats.values():
             for path, state in chat.snapshot.items():
                 merged.setdefault(path, state)
-            if self.hub.store.has(session.chat_channel(chat)):
+            if self.store.has(session.chat_channel(chat)):
                 files = self._files(snapshot_files(chat.snapshot))
                 self._set(session, session.chat_channel(chat), "ready", files)
         self._set(session, session.session_channel, "ready", self._files(snapshot_files(merged)))
@@ -594,12 +619,12 @@ class Changesets:
 
     # -- invokeChangesetOperation --------------------------------------------------------------
 
-    async def invoke(self, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    async def invoke(self, peer: Peer, params: dict[str, Any]) -> dict[str, Any]:
         channel = params["channel"]
         parsed = _turn_of(channel)
         session = self._by_key.get(parsed[0]) if parsed is not None else None
-        if not self.hub.store.has(channel) or session is None or channel not in session.channels:
-            if self.hub.store.has(channel) and self.hub.store.kind(channel) == "changeset":
+        if not self.store.has(channel) or session is None or channel not in session.channels:
+            if self.store.has(channel) and self.store.kind(channel) == "changeset":
                 raise RpcError(
                     E.INVALID_PARAMS,
                     f"Invalid params: operationId: {params['operationId']!r} is not an "
@@ -607,7 +632,7 @@ class Changesets:
                 )
             raise RpcError(E.NOT_FOUND, f"No such changeset: {channel}")
         assert parsed is not None
-        operations = self.hub.store.state(channel).get("operations") or []
+        operations = self.store.state(channel).get("operations") or []
         operation_id = params["operationId"]
         if not any(op.get("id") == operation_id for op in operations):
             offered = ", ".join(op.get("id", "") for op in operations) or "none"
@@ -624,20 +649,20 @@ class Changesets:
                 "leave target out",
             )
         turn = session.turns.get(parsed[1])
-        runtime = self.sessions.chats.get(turn.chat) if turn is not None else None
+        runtime = self.engine.sessions.chats.get(turn.chat) if turn is not None else None
         if turn is None or runtime is None:
             raise RpcError(E.NOT_FOUND, f"No such changeset: {channel} (its chat is gone)")
         return await self._undo(session, runtime, turn, channel)
 
     async def _undo(
-        self, session: _Session, runtime: ChatRuntime, turn: _Turn, channel: str
+        self, session: _Session, runtime: Chat, turn: _Turn, channel: str
     ) -> dict[str, Any]:
         if runtime.translator.active_turn_id is not None:
             raise RpcError(
                 E.TURN_IN_PROGRESS,
                 "A turn is running in this chat: undo a turn when the chat is idle",
             )
-        turns = self.hub.store.state(runtime.uri).get("turns") or []
+        turns = self.store.state(runtime.uri).get("turns") or []
         index = next((i for i, t in enumerate(turns) if t.get("id") == turn.id), None)
         item_id = runtime.translator.user_items.get(turn.id) or (
             turn.id if index is not None else None
@@ -647,13 +672,13 @@ class Changesets:
                 E.NOT_FOUND,
                 f"Not found: turn {turn.id} is no longer in its chat, so it cannot be undone",
             )
-        conversation = runtime.conversation
+        conversation = self.workers.conversation(runtime.uri)
         if conversation is None or not isinstance(conversation, agentapi.HistoryRewinder):
             raise RpcError(
                 E.PERMISSION_DENIED, "Permission denied: the conversation cannot rewind now"
             )
         running = {"type": ActionType.CHANGESET_OPERATION_STATUS_CHANGED, "operationId": UNDO}
-        self.hub.apply(channel, {**running, "status": "running"})
+        self.shell.apply(channel, {**running, "status": "running"})
         try:
             with trio.fail_after(self.diff_timeout):
                 result = await conversation.rewind(item_id, agentapi.REWIND_CONVERSATION_AND_FILES)
@@ -665,20 +690,20 @@ class Changesets:
                 else str(exc) or type(exc).__name__
             )
             error = {"errorType": type(exc).__name__, "message": message}
-            if self.hub.store.has(channel):
-                self.hub.apply(channel, {**running, "status": "error", "error": error})
+            if self.store.has(channel):
+                self.shell.apply(channel, {**running, "status": "error", "error": error})
             raise RpcError(E.INTERNAL_ERROR, f"The turn could not be undone: {message}") from None
         # The chat loses the turn and every later one, as the conversation did.
         truncate: dict[str, Any] = {"type": ActionType.CHAT_TRUNCATED}
         if index > 0:
             truncate["turnId"] = turns[index - 1]["id"]
-        self.hub.apply(runtime.uri, truncate)
+        self.shell.apply(runtime.uri, truncate)
         discarded = [t.get("id") for t in turns[index:]]
         for turn_id in discarded:
             gone = session.turns.pop(str(turn_id), None)
-            if gone is not None and gone.channel is not None and self.hub.store.has(gone.channel):
-                self.hub.apply(gone.channel, {"type": ActionType.CHANGESET_CLEARED})
-                self.hub.apply(
+            if gone is not None and gone.channel is not None and self.store.has(gone.channel):
+                self.shell.apply(gone.channel, {"type": ActionType.CHANGESET_CLEARED})
+                self.shell.apply(
                     gone.channel,
                     {"type": ActionType.CHANGESET_OPERATIONS_CHANGED, "operations": []},
                 )

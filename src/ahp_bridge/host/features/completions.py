@@ -13,17 +13,16 @@ clients know when to ask.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from ahp_bridge.host.mention_rank import SIGILS, mention_at
+from ahp_bridge.engine.chats import Chat
+from ahp_bridge.engine.peers import Peer
+from ahp_bridge.engine.sessions import Sessions
+from ahp_bridge.host.shell import Handler
+from ahp_bridge.host.workspace.mention_rank import SIGILS, mention_at
+from ahp_bridge.host.workspace.service import Workspace
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
-
-if TYPE_CHECKING:
-    from ahp_bridge.host.chat import ChatRuntime
-    from ahp_bridge.host.connection import Connection
-    from ahp_bridge.host.sessions import SessionManager
-    from ahp_bridge.host.workspace import Handler, Workspace
 
 __all__ = ["CompletionSource", "Completions", "MentionSource"]
 
@@ -34,7 +33,7 @@ class CompletionSource(Protocol):
     #: Characters that should make a client ask (`completionTriggerCharacters`).
     triggers: tuple[str, ...]
 
-    async def complete(self, chat: ChatRuntime, text: str, offset: int) -> list[dict[str, Any]]:
+    async def complete(self, chat: Chat, text: str, offset: int) -> list[dict[str, Any]]:
         """Items for the cursor at UTF-16 `offset` in `text`, or [] when not this source's."""
         ...
 
@@ -47,7 +46,7 @@ class MentionSource:
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
-    async def complete(self, chat: ChatRuntime, text: str, offset: int) -> list[dict[str, Any]]:
+    async def complete(self, chat: Chat, text: str, offset: int) -> list[dict[str, Any]]:
         mention = mention_at(text, offset)
         if mention is None:
             return []
@@ -55,7 +54,7 @@ class MentionSource:
 
 
 class Completions:
-    def __init__(self, sessions: SessionManager, sources: list[CompletionSource]) -> None:
+    def __init__(self, sessions: Sessions, sources: list[CompletionSource]) -> None:
         self.sessions = sessions
         self.sources = sources
 
@@ -66,7 +65,7 @@ class Completions:
     def handlers(self) -> dict[str, Handler]:
         return {"completions": self.completions}
 
-    async def completions(self, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    async def completions(self, peer: Peer, params: dict[str, Any]) -> dict[str, Any]:
         uri = params["channel"]
         chat = self.sessions.chats.get(uri) or self.sessions.subagent_chats.get(uri)
         if chat is None:

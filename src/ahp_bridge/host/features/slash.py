@@ -8,29 +8,32 @@ starts its turn with `RunCommand` instead of `Send` (`translate/commands.py`).
 
 Each chat's commands are read when the chat is added, when the session's customizations change
 (a skill turned on or off) and when a completion finds them older than `MAX_AGE` seconds;
-`ChatRuntime.command_names` keeps the names (and aliases) the planner matches a message against.
+`Chat.command_names` keeps the names (and aliases) the planner matches a message against.
 A provider without commands (`Unsupported`) offers none.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any
 
 import structlog
 import trio
 
 from ahp_bridge import agentapi
-from ahp_bridge.host.mention_rank import index_to_utf16, utf16_to_index
-from ahp_bridge.host.timeouts import gave_up
+from ahp_bridge.engine.chats import Chat
+from ahp_bridge.engine.effects import Run
+from ahp_bridge.engine.fanout import Reaction
+from ahp_bridge.engine.jobs import ShellJob
+from ahp_bridge.engine.sessions import Session
+from ahp_bridge.host.runtime.timeouts import gave_up
+from ahp_bridge.host.runtime.workers import Workers
+from ahp_bridge.host.shell import Shell
+from ahp_bridge.host.workspace.mention_rank import index_to_utf16, utf16_to_index
 from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.state.store import Envelope
 from ahp_bridge.translate.commands import COMMAND_META
-
-if TYPE_CHECKING:
-    from ahp_bridge.host.chat import ChatRuntime
-    from ahp_bridge.host.hub import Hub
-    from ahp_bridge.host.sessions import Session, SessionManager
 
 __all__ = ["CommandSource"]
 
@@ -40,50 +43,77 @@ log = structlog.get_logger(__name__)
 MAX_AGE = 10.0
 #: Most commands offered for one `/word`.
 RESULTS = 50
+#: The shell job that reads a chat's commands again.
+READ = "commands.read"
 
 
 class CommandSource:
     triggers: tuple[str, ...] = ("/",)
 
-    def __init__(self, hub: Hub, sessions: SessionManager) -> None:
-        self.sessions = sessions
+    def __init__(self, shell: Shell, workers: Workers) -> None:
+        self.shell = shell
+        self.sessions = shell.engine.sessions
+        self.workers = workers
+        self.timeouts = shell.engine.timeouts
         self._lists: dict[str, tuple[float, list[agentapi.Command]]] = {}
-        hub.observers.append(self._observe)
+        shell.observe(
+            self._observe,
+            [
+                ActionType.SESSION_CHAT_ADDED,
+                ActionType.SESSION_CHAT_REMOVED,
+                ActionType.SESSION_CUSTOMIZATIONS_CHANGED,
+            ],
+        )
+        shell.jobs[READ] = self._read_job
 
-    def _observe(self, envelope: Envelope) -> None:
+    def _observe(self, envelope: Envelope) -> Iterable[Reaction]:
         kind = envelope.action.get("type")
         if kind == ActionType.SESSION_CHAT_ADDED:
-            chat = self.sessions.chats.get(envelope.action.get("summary", {}).get("resource"))
-            if chat is not None:
-                self.sessions.nursery.start_soon(self.commands, chat, True)
+            uri = envelope.action.get("summary", {}).get("resource")
+            if uri in self.sessions.chats:
+                return (Run(ShellJob(READ, uri)),)
         elif kind == ActionType.SESSION_CHAT_REMOVED:
             self._lists.pop(str(envelope.action.get("chat")), None)
         elif kind == ActionType.SESSION_CUSTOMIZATIONS_CHANGED:
             session = self.sessions.sessions.get(envelope.channel)
             if session is not None:
-                self.session_changed(session)
+                return self._session_changed(session)
+        return ()
 
-    def session_changed(self, session: Session) -> None:
+    def _session_changed(self, session: Session) -> list[Reaction]:
         """Skills come and go with the session's customizations: read the commands again."""
+        reactions: list[Reaction] = []
         for chat in session.chats.values():
             self._lists.pop(chat.uri, None)
-            self.sessions.nursery.start_soon(self.commands, chat, True)
+            reactions.append(Run(ShellJob(READ, chat.uri)))
+        return reactions
 
-    async def commands(self, chat: ChatRuntime, fresh: bool = False) -> list[agentapi.Command]:
+    def session_changed(self, session: Session) -> None:
+        """A client's change reached the provider: its commands may have changed with it."""
+        for chat in session.chats.values():
+            self._lists.pop(chat.uri, None)
+            self.shell.nursery.start_soon(self.commands, chat, True)
+
+    async def _read_job(self, job: ShellJob) -> None:
+        chat = self.sessions.chats.get(job.channel)
+        if chat is not None:
+            await self.commands(chat, True)
+
+    async def commands(self, chat: Chat, fresh: bool = False) -> list[agentapi.Command]:
         """The chat's commands, read again when older than MAX_AGE (or when `fresh`)."""
         cached = self._lists.get(chat.uri)
         if cached is not None and not fresh and time.monotonic() - cached[0] < MAX_AGE:
             return cached[1]
-        conversation = chat.conversation
+        conversation = self.workers.conversation(chat.uri)
         if conversation is None:
             return cached[1] if cached is not None else []
         try:
-            with trio.fail_after(self.sessions.timeouts.provider_read):
+            with trio.fail_after(self.timeouts.provider_read):
                 listed = list(await conversation.commands())
         except agentapi.Unsupported:
             listed = []
         except Exception as exc:
-            error = gave_up(exc, self.sessions.timeouts, "provider_read")
+            error = gave_up(exc, self.timeouts, "provider_read")
             log.info("commands failed", chat=chat.uri, error=error)
             return cached[1] if cached is not None else []
         self._lists[chat.uri] = (time.monotonic(), listed)
@@ -94,10 +124,10 @@ class CommandSource:
             for alias in command.aliases:
                 names.setdefault(alias, command.name)
             names[command.name] = command.name
-        chat.command_names = names
+        chat.command_names = names  # the planner matches messages against them
         return listed
 
-    async def complete(self, chat: ChatRuntime, text: str, offset: int) -> list[dict[str, Any]]:
+    async def complete(self, chat: Chat, text: str, offset: int) -> list[dict[str, Any]]:
         cursor = utf16_to_index(text, offset)
         start = cursor
         while start > 0 and not text[start - 1].isspace():

@@ -98,21 +98,19 @@ class ChatWorker:
 
     # -- the conversation ----------------------------------------------------------------------
 
-    def _deliver(self, sink: ChatSink) -> Callable[[list[agentapi.Event]], None]:
-        def deliver(events: list[agentapi.Event]) -> None:
-            self.shell.feed(inputs.ProviderEvents(self.uri, events))
-            if any(e.kind == agentapi.EventKind.EXIT for e in events) and self.sink is sink:
-                # The contract: after Exit the conversation is closed; the engine reopens it.
-                sink.close()
-                self.conversation = None
-
-        return deliver
+    def _deliver(self, sink: ChatSink, events: list[agentapi.Event]) -> None:
+        self.shell.feed(inputs.ProviderEvents(self.uri, events))
+        if any(e.kind == agentapi.EventKind.EXIT for e in events) and self.sink is sink:
+            # The contract: after Exit the conversation is closed; the engine reopens it.
+            sink.close()
+            self.conversation = None
 
     async def open(self, job: OpenConversation) -> Opened:
         if job.replacing:
             await self.let_go("close before reopening")
-        sink = ChatSink(lambda events: None, self.workers.token)
-        sink.deliver = self._deliver(sink)
+        holder: list[ChatSink] = []
+        sink = ChatSink(lambda events: self._deliver(holder[0], events), self.workers.token)
+        holder.append(sink)
         request = job.request.model_copy(
             update={
                 "events": sink,
@@ -227,20 +225,24 @@ class Workers:
     def get(self, uri: str) -> ChatWorker | None:
         return self._workers.get(uri)
 
+    def worker(self, uri: str, provider: str) -> ChatWorker:
+        """The chat's worker, started now if it has none."""
+        worker = self._workers.get(uri)
+        if worker is None:
+            worker = self._workers[uri] = ChatWorker(self, uri, self.providers[provider])
+            self.shell.nursery.start_soon(worker.run)
+        return worker
+
     def conversation(self, uri: str) -> agentapi.Conversation | None:
         worker = self._workers.get(uri)
         return worker.conversation if worker is not None else None
 
     def submit(self, job: Job, ticket: int | None) -> None:
         assert isinstance(job, CallChat | OpenConversation | CloseConversation)
-        worker = self._workers.get(job.chat)
-        if worker is None:
-            if isinstance(job, CloseConversation):
-                self.shell.done(ticket)
-                return
-            provider = self.providers[self.provider_of(job.chat)]
-            worker = self._workers[job.chat] = ChatWorker(self, job.chat, provider)
-            self.shell.nursery.start_soon(worker.run)
+        if isinstance(job, CloseConversation) and job.chat not in self._workers:
+            self.shell.done(ticket)
+            return
+        worker = self._workers.get(job.chat) or self.worker(job.chat, self.provider_of(job.chat))
         worker.submit(job, ticket)
 
     def forget(self, worker: ChatWorker) -> None:

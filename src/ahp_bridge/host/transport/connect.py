@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ahp_bridge.config import Settings
-from ahp_bridge.host.server import has_token, is_loopback
+from ahp_bridge.host.transport.server import has_token, is_loopback
 
 TOKEN_FILE = "connection-token"
 

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import trio
 
-from ahp_bridge.host.workspace_paths import content_type
+from ahp_bridge.host.workspace.paths import content_type
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
 

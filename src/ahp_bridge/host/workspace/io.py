@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
-from ahp_bridge.host.workspace_paths import (
+from ahp_bridge.host.workspace.paths import (
     SNIFF_BYTES,
     UriRefused,
     content_type,

@@ -22,8 +22,8 @@ import pathspec
 import structlog
 import trio
 
-from ahp_bridge.host.mention_rank import Entries, Mention, rank
-from ahp_bridge.host.workspace_paths import content_type, is_within, uri_of_path
+from ahp_bridge.host.workspace.mention_rank import Entries, Mention, rank
+from ahp_bridge.host.workspace.paths import content_type, is_within, uri_of_path
 
 __all__ = ["MentionIndexes", "completion_item", "scan"]
 

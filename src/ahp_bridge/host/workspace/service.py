@@ -20,40 +20,45 @@ Other URI schemes (the content references of tool results, say) plug in with
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import structlog
 import trio
 
 from ahp_bridge.config import WorkspaceSettings
-from ahp_bridge.host import workspace_io as io
-from ahp_bridge.host import workspace_writes as writes
-from ahp_bridge.host.hub import Hub
-from ahp_bridge.host.mention_rank import Mention
-from ahp_bridge.host.mentions import MentionIndexes
-from ahp_bridge.host.watches import ResourceWatches
-from ahp_bridge.host.workspace_paths import UriRefused, root_path
+from ahp_bridge.engine.chats import SessionRef
+from ahp_bridge.engine.effects import Run
+from ahp_bridge.engine.fanout import Reaction
+from ahp_bridge.engine.jobs import ShellJob
+from ahp_bridge.engine.peers import Peer
+from ahp_bridge.engine.sessions import Sessions
+from ahp_bridge.host.shell import Handler, Shell
+from ahp_bridge.host.workspace import io
+from ahp_bridge.host.workspace import writes
+from ahp_bridge.host.workspace.mention_rank import Mention
+from ahp_bridge.host.workspace.mentions import MentionIndexes
+from ahp_bridge.host.workspace.paths import UriRefused, root_path
+from ahp_bridge.host.workspace.watches import ResourceWatches
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.uris import ROOT
 from ahp_bridge.state.store import Envelope
 
-if TYPE_CHECKING:
-    from ahp_bridge.host.connection import Connection
-    from ahp_bridge.host.sessions import Session, SessionManager
+__all__ = ["Workspace"]
 
-__all__ = ["Handler", "Workspace"]
+#: The shell jobs of this room.
+SESSIONS_CHANGED = "workspace.sessions_changed"
+PREWARM = "workspace.prewarm"
 
 log = structlog.get_logger(__name__)
 
 #: Worker threads for file work at once (reads, scans, watch batches).
 THREADS = 4
 
-Handler = Callable[["Connection", dict[str, Any]], Awaitable[Any]]
 ReadHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 T = TypeVar("T")
 
@@ -63,13 +68,13 @@ _WRITES = ("resourceWrite", "resourceMkdir", "resourceMove", "resourceCopy", "re
 class Workspace:
     def __init__(
         self,
-        hub: Hub,
-        sessions: SessionManager,
+        shell: Shell,
+        sessions: Sessions,
         settings: WorkspaceSettings,
         *,
         default_directory: str,
     ) -> None:
-        self.hub = hub
+        self.shell = shell
         self.sessions = sessions
         self.settings = settings
         self.default_directory = default_directory
@@ -81,7 +86,7 @@ class Workspace:
             limiter=self.limiter,
         )
         self.watches = ResourceWatches(
-            hub,
+            shell,
             max_watches=settings.max_watches,
             debounce_ms=settings.watch_debounce_ms,
             limiter=self.limiter,
@@ -89,7 +94,11 @@ class Workspace:
         )
         self._readers: dict[str, ReadHandler] = {}
         self._nursery: trio.Nursery | None = None
-        hub.observers.append(self._observe)
+        shell.observe(
+            self._observe, [ActionType.ROOT_ACTIVE_SESSIONS_CHANGED, ActionType.SESSION_READY]
+        )
+        shell.jobs[SESSIONS_CHANGED] = lambda job: self._sessions_changed()
+        shell.jobs[PREWARM] = self._prewarm_job
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Workspace]:
@@ -126,7 +135,7 @@ class Workspace:
     # -- roots ---------------------------------------------------------------------------------
 
     @staticmethod
-    def session_directories(session: Session) -> list[str]:
+    def session_directories(session: SessionRef) -> list[str]:
         """A session's working directories as paths (its workdir when it named none)."""
         paths: list[str] = []
         for directory in session.working_directories:
@@ -153,33 +162,37 @@ class Workspace:
         """The real paths of every directory served."""
         return await self.thread(io.real_roots, self.candidates())
 
-    async def session_roots(self, session: Session) -> list[tuple[str, str]]:
+    async def session_roots(self, session: SessionRef) -> list[tuple[str, str]]:
         """(as the session names it, real path) of each of a session's directories that exist."""
         return await self.thread(_pairs, self.session_directories(session))
 
-    def _observe(self, envelope: Envelope) -> None:
+    def _observe(self, envelope: Envelope) -> Iterable[Reaction]:
         if self._nursery is None:
-            return
+            return ()
         kind = envelope.action.get("type")
         if envelope.channel == ROOT and kind == ActionType.ROOT_ACTIVE_SESSIONS_CHANGED:
-            self._nursery.start_soon(self._sessions_changed)
-        elif kind == ActionType.SESSION_READY:
-            session = self.sessions.sessions.get(envelope.channel)
-            if session is not None:
-                self._nursery.start_soon(self._prewarm, session)
+            return (Run(ShellJob(SESSIONS_CHANGED)),)
+        if kind == ActionType.SESSION_READY and envelope.channel in self.sessions.sessions:
+            return (Run(ShellJob(PREWARM, envelope.channel)),)
+        return ()
+
+    async def _prewarm_job(self, job: ShellJob) -> None:
+        session = self.sessions.sessions.get(job.channel)
+        if session is not None:
+            await self._prewarm(session)
 
     async def _sessions_changed(self) -> None:
         roots = await self.roots()
         self.watches.release_outside(roots)
         self.mentions.keep_only(roots)
 
-    async def _prewarm(self, session: Session) -> None:
+    async def _prewarm(self, session: SessionRef) -> None:
         pairs = await self.session_roots(session)
         self.mentions.prewarm(real for _, real in pairs)
 
     # -- reading -------------------------------------------------------------------------------
 
-    async def resource_read(self, conn: Connection, params: dict[str, Any]) -> Any:
+    async def resource_read(self, peer: Peer, params: dict[str, Any]) -> Any:
         reader = self._readers.get(urlsplit(params["uri"]).scheme.lower())
         if reader is not None:
             return await reader(params)
@@ -188,18 +201,18 @@ class Workspace:
             io.read_file, params["uri"], roots, params.get("encoding"), self.settings.max_read_bytes
         )
 
-    async def resource_list(self, conn: Connection, params: dict[str, Any]) -> Any:
+    async def resource_list(self, peer: Peer, params: dict[str, Any]) -> Any:
         roots = await self.roots()
         return await self.thread(
             io.list_directory, params["uri"], roots, self.settings.max_list_entries
         )
 
-    async def resource_resolve(self, conn: Connection, params: dict[str, Any]) -> Any:
+    async def resource_resolve(self, peer: Peer, params: dict[str, Any]) -> Any:
         roots = await self.roots()
         follow = params.get("followSymlinks")
         return await self.thread(io.resolve, params["uri"], roots, follow is not False)
 
-    async def resource_request(self, conn: Connection, params: dict[str, Any]) -> Any:
+    async def resource_request(self, peer: Peer, params: dict[str, Any]) -> Any:
         """Grant what is already allowed; there is no further access to negotiate."""
         roots = await self.roots()
         await self.thread(io.confine, params["uri"], roots)
@@ -207,7 +220,7 @@ class Workspace:
             self._writes_off("resourceRequest")
         return {}
 
-    async def create_resource_watch(self, conn: Connection, params: dict[str, Any]) -> Any:
+    async def create_resource_watch(self, peer: Peer, params: dict[str, Any]) -> Any:
         return await self.watches.create(params, await self.roots())
 
     # -- writing -------------------------------------------------------------------------------
@@ -224,7 +237,7 @@ class Workspace:
             self._writes_off(method)
         return await self.roots()
 
-    async def resource_write(self, conn: Connection, params: dict[str, Any]) -> Any:
+    async def resource_write(self, peer: Peer, params: dict[str, Any]) -> Any:
         roots = await self._writable_roots("resourceWrite")
         data = writes.decode_data(params["data"], params["encoding"])
         position = params.get("position") or 0
@@ -243,24 +256,24 @@ class Workspace:
         )
         return {}
 
-    async def resource_mkdir(self, conn: Connection, params: dict[str, Any]) -> Any:
+    async def resource_mkdir(self, peer: Peer, params: dict[str, Any]) -> Any:
         roots = await self._writable_roots("resourceMkdir")
         await self.thread(writes.mkdir, params["uri"], roots)
         return {}
 
-    async def resource_delete(self, conn: Connection, params: dict[str, Any]) -> Any:
+    async def resource_delete(self, peer: Peer, params: dict[str, Any]) -> Any:
         roots = await self._writable_roots("resourceDelete")
         await self.thread(_delete, params["uri"], roots, bool(params.get("recursive")))
         return {}
 
-    async def resource_move(self, conn: Connection, params: dict[str, Any]) -> Any:
+    async def resource_move(self, peer: Peer, params: dict[str, Any]) -> Any:
         roots = await self._writable_roots("resourceMove")
         await self.thread(
             _move, params["source"], params["destination"], roots, bool(params.get("failIfExists"))
         )
         return {}
 
-    async def resource_copy(self, conn: Connection, params: dict[str, Any]) -> Any:
+    async def resource_copy(self, peer: Peer, params: dict[str, Any]) -> Any:
         roots = await self._writable_roots("resourceCopy")
         await self.thread(
             _copy, params["source"], params["destination"], roots, bool(params.get("failIfExists"))
@@ -269,7 +282,7 @@ class Workspace:
 
     # -- mentions ------------------------------------------------------------------------------
 
-    async def mention_items(self, session: Session, mention: Mention) -> list[dict[str, object]]:
+    async def mention_items(self, session: SessionRef, mention: Mention) -> list[dict[str, object]]:
         """Completion items for an `@` mention over the session's working directories."""
         return await self.mentions.complete(mention, await self.session_roots(session))
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,9 +38,12 @@ import trio
 from watchfiles import Change
 from watchfiles._rust_notify import RustNotify
 
-from ahp_bridge.host.hub import Hub
-from ahp_bridge.host.workspace_io import confine, os_errors
-from ahp_bridge.host.workspace_paths import uri_of_path, within_any
+from ahp_bridge.engine.effects import Run
+from ahp_bridge.engine.fanout import Reaction
+from ahp_bridge.engine.jobs import ShellJob
+from ahp_bridge.host.shell import Shell
+from ahp_bridge.host.workspace.io import confine, os_errors
+from ahp_bridge.host.workspace.paths import uri_of_path, within_any
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.protocol.errors import RpcError
@@ -86,19 +89,25 @@ def _spec(value: Any) -> pathspec.GitIgnoreSpec | None:
     return pathspec.GitIgnoreSpec.from_lines(patterns) if patterns else None
 
 
+#: The shell job that releases a watch whose last subscriber left.
+RELEASE = "watches.release"
+
+
 class ResourceWatches:
     """Every open watch, by channel URI."""
 
     def __init__(
         self,
-        hub: Hub,
+        shell: Shell,
         *,
         max_watches: int,
         debounce_ms: int,
         limiter: trio.CapacityLimiter,
         touched: Callable[[list[str]], None] = lambda paths: None,
     ) -> None:
-        self.hub = hub
+        self.shell = shell
+        self.store = shell.engine.store
+        self.fanout = shell.engine.fanout
         self.max_watches = max_watches
         self.debounce_ms = debounce_ms
         self._limiter = limiter
@@ -109,7 +118,8 @@ class ResourceWatches:
         #: Watches being opened (in a thread), counted against the limit already.
         self._opening = 0
         self._nursery: trio.Nursery | None = None
-        hub.unsubscribed.append(self._last_subscriber_left)
+        self.fanout.unsubscribed.append(self._last_subscriber_left)
+        shell.jobs[RELEASE] = self._release_job
 
     def start(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
@@ -154,20 +164,24 @@ class ResourceWatches:
             includes=_spec(params.get("includes")),
             excludes=_spec(params.get("excludes")),
         )
-        self.hub.store.create(channel, "resourceWatch", state)
+        self.store.create(channel, "resourceWatch", state)
         self._watches[channel] = watch
         self._nursery.start_soon(self._run, watch, notify)
         self._nursery.start_soon(self._expire_unsubscribed, channel)
         log.info("resource watch created", channel=channel, recursive=recursive)
         return {"channel": channel}
 
-    def _last_subscriber_left(self, channel: str) -> None:
+    def _last_subscriber_left(self, channel: str) -> Iterable[Reaction]:
         if channel in self._watches:
-            self.release(channel)
+            return (Run(ShellJob(RELEASE, channel)),)
+        return ()
+
+    async def _release_job(self, job: ShellJob) -> None:
+        self.release(job.channel)
 
     async def _expire_unsubscribed(self, channel: str) -> None:
         await trio.sleep(UNSUBSCRIBED_GRACE)
-        if channel in self._watches and not self.hub.subscribers(channel):
+        if channel in self._watches and not self.fanout.subscribers(channel):
             self.release(channel)
 
     def release(self, channel: str) -> None:
@@ -177,9 +191,9 @@ class ResourceWatches:
             return
         watch.stop.set()
         watch.scope.cancel()
-        if self.hub.store.has(channel):
-            self.hub.store.dispose(channel)
-        self.hub.forget_channel(channel)
+        if self.store.has(channel):
+            self.store.dispose(channel)
+        self.fanout.forget_channel(channel)
         log.info("resource watch released", channel=channel)
 
     def release_outside(self, roots: list[str]) -> None:
@@ -228,7 +242,7 @@ class ResourceWatches:
         items = [{"uri": uri, "type": kind} for uri, kind, _ in changes]
         for start in range(0, len(items), CHANGES_PER_ACTION):
             chunk = items[start : start + CHANGES_PER_ACTION]
-            self.hub.apply(
+            self.shell.apply(
                 watch.channel,
                 {"type": ActionType.RESOURCE_WATCH_CHANGED, "changes": {"items": chunk}},
             )

@@ -19,7 +19,7 @@ import shutil
 import stat
 from typing import NoReturn
 
-from ahp_bridge.host.workspace_io import (
+from ahp_bridge.host.workspace.io import (
     Target,
     check_open_fd,
     confine,
