@@ -578,7 +578,11 @@ class SessionManager:
             after = _decode_cursor(cursor)
             ordered = [s for s in ordered if (s["modifiedAt"], s["resource"]) < after]
         limit = params.get("limit")
-        page_size = min(int(limit), 500) if isinstance(limit, int | float) and limit > 0 else 100
+        # `limit` is a JSON number: the page is the whole items within it, but at least one (a
+        # page of none has no last item to name in a cursor: paging would stop or never move).
+        page_size = 100
+        if isinstance(limit, int | float) and limit > 0:
+            page_size = min(max(int(limit), 1), 500)
         page = ordered[:page_size]
         result: dict[str, Any] = {"items": page}
         if len(ordered) > page_size:
