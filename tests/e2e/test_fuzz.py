@@ -30,6 +30,7 @@ import sys
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +93,10 @@ class Target:
         return self.session + ANNOTATIONS_SUFFIX
 
 
-@pytest.fixture(scope="module")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
-    """One real bridge process for the module."""
-    base = tmp_path_factory.mktemp("fuzz")
+@contextmanager
+def bridge_process(base: Path, *, log: Path | None = None) -> Iterator[str]:
+    """The real CLI (`serve`, the fake provider) in its own process on 127.0.0.1, its files
+    under `base`; yields its URL. Its log (JSON lines, errors only) goes to `log`, or nowhere."""
     config = base / "bridge.toml"
     config.write_text(
         "\n".join(
@@ -120,38 +121,50 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
         for k, v in os.environ.items()
         if not k.startswith("AHP_BRIDGE__") and k != "PYTHONTRACEMALLOC"
     }
-    env["PYTHONPATH"] = str(REPO)
+    # This checkout's code, not whichever copy the environment has installed.
+    env["PYTHONPATH"] = os.pathsep.join(str(REPO / d) for d in ("src", "adapters", "."))
     argv = [sys.executable, "-m", "ahp_bridge.cli", "serve", "--config", str(config)]
-    proc = subprocess.Popen(
-        [*argv, "--log-level", "error"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
-        env=env,
-    )
+    with ExitStack() as stack:
+        stderr = stack.enter_context(log.open("wb")) if log is not None else subprocess.DEVNULL
+        proc = subprocess.Popen(
+            [*argv, "--log-level", "error", "--log-format", "json"],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+        try:
+            assert proc.stdout is not None
+            ready, _, _ = select.select([proc.stdout], [], [], 30)
+            assert ready, "the bridge did not start listening within 30 s"
+            line = proc.stdout.readline().decode().strip()
+            assert line.startswith("ahp-bridge listening on "), line
+            yield line.rsplit(" ", 1)[1].rstrip("/") + "/"
+            assert proc.poll() is None, "the bridge died during the fuzzing"
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    """One real bridge process for the module."""
     try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 30)
-        assert ready, "the bridge did not start listening within 30 s"
-        line = proc.stdout.readline().decode().strip()
-        assert line.startswith("ahp-bridge listening on "), line
-        yield Target(line.rsplit(" ", 1)[1].rstrip("/") + "/")
-        assert proc.poll() is None, "the bridge died during the fuzzing"
+        with bridge_process(tmp_path_factory.mktemp("fuzz")) as url:
+            yield Target(url)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
         for name, counts in OUTCOMES.items():
             print(f"\nfuzz {name}: {sum(counts.values())} total, {dict(sorted(counts.items()))}")
 
 
-async def _new_session(client: AhpClient, found: Target) -> None:
+async def new_session(client: AhpClient, found: Target) -> None:
     found.session = f"ahp-session:/{uuid.uuid4()}"
     await client.request("createSession", {"channel": found.session})
     await client.subscribe(found.session)
@@ -171,9 +184,23 @@ async def still_serving(url: str) -> None:
 # -- strategies --------------------------------------------------------------------------------
 
 
-def _defs(version: str) -> dict[str, Any]:
+def schema_defs(version: str) -> dict[str, Any]:
+    """The version's `$defs`, their descriptions dropped (annotations, which draw nothing, but
+    long: canonicalising a def's schema costs about twice as much with them)."""
     schema = json.loads((REPO / "proto" / "ahp" / version / "ahp.schema.json").read_text())
-    return schema["$defs"]  # type: ignore[no-any-return]
+    return _lean(schema["$defs"])  # type: ignore[no-any-return]
+
+
+def _lean(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            k: _lean(v)
+            for k, v in node.items()
+            if not (k == "description" and isinstance(v, str))  # not a property named so
+        }
+    if isinstance(node, list):
+        return [_lean(v) for v in node]
+    return node
 
 
 def _action_defs(defs: dict[str, Any], dispatchable: frozenset[str]) -> dict[str, str]:
@@ -208,14 +235,14 @@ def _with_a_field_swapped(action: dict[str, Any]) -> st.SearchStrategy[dict[str,
 
 def actions_for(version: str) -> st.SearchStrategy[dict[str, Any]]:
     dispatchable = CLIENT_DISPATCHABLE if version == "0.7.0" else CLIENT_DISPATCHABLE_1_0
-    defs = _defs(version)
+    defs = schema_defs(version)
     valid = st.one_of(
-        [_from_def(defs, name) for _, name in sorted(_action_defs(defs, dispatchable).items())]
+        [from_def(defs, name) for _, name in sorted(_action_defs(defs, dispatchable).items())]
     )
-    return (valid | valid.flatmap(_with_a_field_swapped)).map(_in_64_bits)
+    return (valid | valid.flatmap(_with_a_field_swapped)).map(in_64_bits)
 
 
-def _in_64_bits(value: Any) -> Any:
+def in_64_bits(value: Any) -> Any:
     """Integers clamped to what one JSON encoder sends (frames past that are the frame
     fuzzer's business: the host answers them with a parse error)."""
     if isinstance(value, bool):
@@ -223,9 +250,9 @@ def _in_64_bits(value: Any) -> Any:
     if isinstance(value, int):
         return max(-(2**63), min(2**63 - 1, value))
     if isinstance(value, list):
-        return [_in_64_bits(v) for v in value]
+        return [in_64_bits(v) for v in value]
     if isinstance(value, dict):
-        return {k: _in_64_bits(v) for k, v in value.items()}
+        return {k: in_64_bits(v) for k, v in value.items()}
     return value
 
 
@@ -264,10 +291,10 @@ def _params_strategy(defs: dict[str, Any], method: str) -> st.SearchStrategy[Any
     name = method[0].upper() + method[1:] + "Params"
     if name not in defs or method in _RECURSIVE_PARAMS:
         return JSON_VALUES
-    return _from_def(defs, name) | JSON_VALUES
+    return from_def(defs, name) | JSON_VALUES
 
 
-def _from_def(defs: dict[str, Any], name: str) -> st.SearchStrategy[Any]:
+def from_def(defs: dict[str, Any], name: str) -> st.SearchStrategy[Any]:
     """hypothesis-jsonschema's strategy for one def, given only the defs it reaches (the whole
     map makes it canonicalise every def for every schema: several times slower)."""
     reached: set[str] = set()
@@ -308,7 +335,7 @@ Frame = str | bytes | Oversize
 
 
 def frames_for(version: str) -> st.SearchStrategy[Frame]:
-    defs = _defs(version)
+    defs = schema_defs(version)
     ids = st.integers(min_value=1, max_value=50) | st.text(min_size=1, max_size=6)
 
     def request(method: str) -> st.SearchStrategy[str]:
@@ -469,7 +496,7 @@ async def _actions_example(
         watcher = await open_client(nursery, url, f"watch-{uuid.uuid4()}", versions=other)
         try:
             await client.initialize([ROOT])
-            await _new_session(client, target)
+            await new_session(client, target)
             channels = [target.session, target.chat, target.annotations]
             await watcher.initialize([ROOT])
             for peer in (client, watcher):

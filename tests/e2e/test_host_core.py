@@ -388,6 +388,25 @@ async def test_list_sessions_pages_newest_first(bridge: Bridge) -> None:
     assert err.value.code == -32602
 
 
+async def test_list_sessions_with_a_limit_below_one_pages_one_at_a_time(bridge: Bridge) -> None:
+    """`limit` is a JSON number (PaginatedParams): a fraction is valid, and the page is the
+    largest whole number of items within it, but never empty, so paging always progresses
+    (a page of none could carry no cursor to go on from)."""
+    client = await bridge.client()
+    created = [(await ready_session(client))[0] for _ in range(3)]
+    with structlog.testing.capture_logs() as logged:
+        first = await client.request("listSessions", {"channel": ROOT, "limit": 0.5})
+        rest = await client.request(
+            "listSessions", {"channel": ROOT, "limit": 2.7, "cursor": first["nextCursor"]}
+        )
+        tiny = await client.request("listSessions", {"channel": ROOT, "limit": 1e-9})
+    assert (len(first["items"]), len(rest["items"])) == (1, 2)
+    assert sorted(s["resource"] for s in first["items"] + rest["items"]) == sorted(created)
+    assert "nextCursor" not in rest
+    assert len(tiny["items"]) == 1 and "nextCursor" in tiny
+    assert [e for e in logged if e["event"] == "request failed"] == []
+
+
 async def test_dispose_session_removes_it_everywhere(bridge: Bridge) -> None:
     watcher = await bridge.client("watcher")
     client = await bridge.client()

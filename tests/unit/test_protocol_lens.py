@@ -2,17 +2,26 @@
 
 The property, for every wire line: a client that starts from the host's snapshot in its
 version and reduces the envelopes it is sent (with its version's reducers: `reduce_07` for 0.7,
-the canonical ones for 0.9 and 1.0) ends where the host's snapshot in its version is. It is
-checked on every reducer fixture we hold, run as canonical sequences (our 1.0 set as is; the
-0.7.0 sets, ours and the release's, lifted as a 0.7 peer's actions are), and on hand-made
-sequences of the actions whose older forms are rebuilt (turnResume, workingDirectoryReplaced,
-chatsReordered) or need the 0.7 view of a session's status. Every action sent validates,
-strictly, against its version's schema.
+the canonical ones for 0.9 and 1.0) ends where the host's snapshot in its version is, its 0.7
+`modifiedAt` included (the host dates each action with its own clock, a distinct time per
+action here, and 0.7 shows the time of the last one the 0.7.0 reducer stamps). Consistency
+alone would pass a lens that drops a field from snapshots and actions alike, so each line's
+final state is also checked against the canonical one: it holds every canonical field except
+those the line is declared to omit (`OMITTED`), with the canonical value except where the line
+is declared to reshape it (`RESHAPED`); and a fixture of a line's own version gives that line's
+expected state outright. It is checked on every reducer fixture we hold, run as canonical
+sequences (our 1.0 set as is; the 0.7.0 sets, ours and the release's, lifted as a 0.7 peer's
+actions are; the `chat/turnsLoaded` ones as the store pages turns in, see
+`converge_paged`), and on hand-made sequences of the actions whose older forms are rebuilt
+(turnResume, workingDirectoryReplaced, chatsReordered) or need the 0.7 view of a session's
+status. Every action sent validates, strictly, against its version's schema.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -20,8 +29,8 @@ import pytest
 from ahp_bridge.protocol import wire07
 from ahp_bridge.protocol.actions import ACTION_TYPES
 from ahp_bridge.protocol.actions_v1 import ACTIONS_09
-from ahp_bridge.protocol.lens import WIRES, Wire
-from ahp_bridge.protocol.versions import V07, V09, V10
+from ahp_bridge.protocol.lens import WIRES, Legacy07, Wire
+from ahp_bridge.protocol.versions import V07, V09, V10, Line
 from ahp_bridge.state.reduce07 import reduce_07
 from ahp_bridge.state.reducers import reduce
 from ahp_bridge.state.store import Store
@@ -29,6 +38,9 @@ from tests.support.paths import FIXTURES
 from tests.support.wire_schema import ours_0_7, release_0_7, v1_0
 
 NOW = "2026-12-01T00:00:00.000Z"
+#: The 0.7.0 fixtures' mocked reducer clock (their README): an expected `modifiedAt` of this
+#: value says the 0.7.0 reducer stamped.
+FIXTURE_CLOCK_07 = "1970-01-01T00:00:09.999Z"
 URIS = {
     "chat": "ahp-chat:/c",
     "session": "copilot:/s",
@@ -39,6 +51,43 @@ URIS = {
     "resourceWatch": "ahp-resource-watch:/w",
 }
 
+#: The canonical state fields each line leaves out, by kind (what that line's schema lacks, or,
+#: for 0.9, what only 1.0-only actions maintain: `wire09`'s table).
+OMITTED: dict[Line, dict[str, frozenset[str]]] = {
+    V10: {},
+    V09: {"chat": frozenset({"backgroundWork", "changesets", "movable", "canvases"})},
+    V07: {
+        "chat": frozenset({"changes", "movable", "changesets", "backgroundWork", "canvases"}),
+        "session": frozenset({"origin"}),
+        "terminal": frozenset({"lifecycle"}),
+    },
+}
+#: The fields each line carries in a shape of its own, by kind: every other field it holds has
+#: the canonical value.
+RESHAPED: dict[Line, dict[str, frozenset[str]]] = {
+    V10: {"session": frozenset({"_meta"})},  # the background tasks' key is 0.7's and 0.9's
+    V09: {"chat": frozenset({"status"}), "session": frozenset({"customizations"})},
+    V07: {
+        "chat": frozenset({"status", "turns", "activeTurn", "modifiedAt"}),
+        "session": frozenset({"status", "lifecycle", "chats", "customizations", "activeClients"}),
+        "terminal": frozenset({"claim", "exitCode"}),  # the exited lifecycle's exitCode
+        "annotations": frozenset({"annotations"}),
+        "root": frozenset({"terminals"}),
+        "changeset": frozenset({"status"}),
+    },
+}
+
+_EPOCH = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def host_time(index: int) -> str:
+    """The host's clock when it applies the `index`th action: a distinct time per action."""
+    return (_EPOCH + timedelta(seconds=index + 1)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def clock(at: str) -> Callable[[], str]:
+    return lambda: at
+
 
 def strip_none(value: Any) -> Any:
     if isinstance(value, dict):
@@ -48,15 +97,9 @@ def strip_none(value: Any) -> Any:
     return value
 
 
-def comparable(state: dict[str, Any]) -> Any:
-    out = strip_none(state)
-    out.pop("modifiedAt", None)
-    return out
-
-
-def reduce_as(wire: Wire, kind: str, uri: str, state: Any, action: Any) -> Any:
+def reduce_as(wire: Wire, kind: str, uri: str, state: Any, action: Any, now: str) -> Any:
     if wire.line == V07:
-        return reduce_07(kind, state, action, now=NOW, channel=uri)
+        return reduce_07(kind, state, action, now=now, channel=uri)
     return reduce(kind, state, action)
 
 
@@ -73,40 +116,125 @@ def check_action(wire: Wire, action: dict[str, Any], *, strict: bool) -> None:
             v1_0().check("StateAction", action)
 
 
+def carried(line: Line, kind: str, canonical: dict[str, Any], shown: dict[str, Any]) -> None:
+    """`shown` (a line's state) holds what the canonical state holds, as `OMITTED`/`RESHAPED`
+    say: a field a lens loses from snapshots and actions alike shows up here."""
+    canonical, shown = strip_none(canonical), strip_none(shown)
+    omitted = OMITTED[line].get(kind, frozenset())
+    reshaped = RESHAPED[line].get(kind, frozenset())
+    assert not sorted(set(canonical) - omitted - set(shown)), f"{line} {kind} lacks these"
+    assert not sorted(omitted & set(shown)), f"{line} {kind} holds fields it omits"
+    assert not sorted(set(shown) - set(canonical) - reshaped), f"{line} {kind} holds extra"
+    differ = [k for k in set(canonical) & set(shown) - reshaped if shown[k] != canonical[k]]
+    assert not differ, f"{line} {kind} changed {differ}"
+
+
+Sent = list[tuple[Any, str]]  # (envelope, the host time it was applied at)
+
+
+def check_lines(
+    store: Store,
+    uri: str,
+    start: dict[Line, Any],
+    sent: Sent,
+    snapshot: Callable[[Wire | None], dict[str, Any]],
+    *,
+    strict: bool,
+) -> dict[Line, Any]:
+    """Every line's client, from its `start`, reduces what it is `sent` to the line's
+    `snapshot`, which carries the canonical state's fields; return what each line holds."""
+    kind = store.kind(uri)
+    assert kind is not None
+    canonical = snapshot(None)
+    held: dict[Line, Any] = {}
+    for line, wire in WIRES.items():
+        local = start[line]
+        for env, at in sent:
+            for params in env.wires(wire):
+                check_action(wire, params["action"], strict=strict)
+                local = reduce_as(wire, kind, uri, local, params["action"], at)
+        final = snapshot(wire)
+        assert strip_none(local) == strip_none(final), line
+        legacy = Legacy07(store.status07(uri), store.active_at(uri))
+        assert final == wire.state(kind, canonical, legacy), line
+        carried(line, kind, canonical, final)
+        held[line] = final
+    return held
+
+
 def converge(
     kind: str, initial: dict[str, Any], actions: list[dict[str, Any]], *, strict: bool = False
-) -> dict[str, Any]:
+) -> dict[Line, Any]:
     """Apply canonical `actions`; assert every line converges; return what each line holds."""
     uri = URIS[kind]
     store = Store()
     store.create(uri, kind, initial)
     start = {line: store.snapshot(uri, wire=wire)["state"] for line, wire in WIRES.items()}
-    envelopes = [store.apply(uri, a, at=lambda: NOW) for a in actions]
-    held: dict[str, Any] = {}
-    for line, wire in WIRES.items():
-        local = start[line]
-        for env in envelopes:
-            for sent in env.wires(wire):
-                check_action(wire, sent["action"], strict=strict)
-                local = reduce_as(wire, kind, uri, local, sent["action"])
-        final = store.snapshot(uri, wire=wire)["state"]
-        assert comparable(local) == comparable(final), line
-        held[line] = final
+    sent = [
+        (store.apply(uri, a, at=clock(host_time(i))), host_time(i)) for i, a in enumerate(actions)
+    ]
+    expected = initial
+    for action in actions:
+        expected = reduce(kind, expected, action)
+    assert store.state(uri) == expected  # the store holds what the reducers make
+
+    def snapshot(wire: Wire | None) -> dict[str, Any]:
+        return store.snapshot(uri, wire=wire)["state"]
+
+    return check_lines(store, uri, start, sent, snapshot, strict=strict)
+
+
+def converge_paged(initial: dict[str, Any], page: dict[str, Any]) -> dict[Line, Any]:
+    """A fixture's `chat/turnsLoaded` as the host pages turns in, every line converging.
+
+    The store holds every turn and a client sees a window of them (`initial`'s turns, behind
+    the store's own cursor); the page is the store's (`load_older_turns`, applied by the store)
+    and brings the turns of `page` the window lacks; a cursor on `page` means older turns remain,
+    so the store holds one more. Each line then holds the store's window, through its lens.
+    """
+    uri = URIS["chat"]
+    window = initial["turns"]
+    shown = {t["id"] for t in window}
+    brought = [t for t in page["turns"] if t["id"] not in shown]
+    assert brought, "a page that brings no turn the window lacks is no page the host sends"
+    older = [{**brought[0], "id": "older"}] if "turnsNextCursor" in page else []
+    full = {k: v for k, v in initial.items() if k != "turnsNextCursor"}
+    full["turns"] = older + brought + window
+    store = Store(turns_page_size=len(brought))
+    store.create(uri, "chat", full)
+
+    def snapshot(wire: Wire | None) -> dict[str, Any]:
+        return store.snapshot(uri, last_turns=len(window), wire=wire)["state"]
+
+    start = {line: snapshot(wire) for line, wire in WIRES.items()}
+    loaded = store.load_older_turns(uri, start[V10]["turnsNextCursor"])
+    assert loaded["turns"] == brought
+    sent = [(store.apply(uri, loaded, at=clock(host_time(0))), host_time(0))]
+    held = check_lines(store, uri, start, sent, snapshot, strict=False)
+    assert [t["id"] for t in held[V10]["turns"]] == [t["id"] for t in brought + window]
+    assert ("turnsNextCursor" in held[V10]) == bool(older)
     return held
 
 
-def _fixtures(folder: str, lift: bool) -> list[tuple[str, str, dict[str, Any], list[Any]]]:
+Case = tuple[str, str, dict[str, Any], list[Any], Line, dict[str, Any], dict[str, Any]]
+
+
+def _fixtures(folder: str, lift: bool) -> list[Case]:
+    """(name, kind, canonical initial, canonical actions, the fixture's line, its initial and
+    expected state in that line's shapes)."""
     out = []
     for path in sorted((FIXTURES / folder).glob("*.json")):
         fixture = json.loads(path.read_text())
         kind = fixture["reducer"]
-        initial = strip_none(fixture["initial"])
+        initial = own_initial = strip_none(fixture["initial"])
         actions = [strip_none(a) for a in fixture["actions"]]
         if lift:
             uri = URIS[kind]
             initial = wire07.up_state(kind, initial, channel=uri)
             actions = [wire07.up_action(kind, a, channel=uri) for a in actions]
-        out.append((f"{folder}/{path.name}", kind, initial, actions))
+        own = V07 if lift else V10
+        expected = strip_none(fixture["expected"])
+        out.append((f"{folder}/{path.name}", kind, initial, actions, own, own_initial, expected))
     return out
 
 
@@ -120,20 +248,29 @@ CORPUS = (
 
 def test_the_corpus_is_every_fixture() -> None:
     assert len(CORPUS) == 33 + 239 + 6 + 247
+    assert sum(any(a["type"] == "chat/turnsLoaded" for a in c[3]) for c in CORPUS) == 4
 
 
-@pytest.mark.parametrize(("name", "kind", "initial", "actions"), CORPUS, ids=[c[0] for c in CORPUS])
-def test_every_line_converges_on_every_fixture(
-    name: str, kind: str, initial: dict[str, Any], actions: list[dict[str, Any]]
-) -> None:
+@pytest.mark.parametrize("case", CORPUS, ids=[c[0] for c in CORPUS])
+def test_every_line_converges_on_every_fixture(case: Case) -> None:
+    name, kind, initial, actions, own, own_initial, expected = case
     if kind == "chat" and not isinstance(initial.get("turns"), list):
         pytest.fail(f"{name}: a chat fixture without turns")
     if any(a.get("type") == "chat/turnsLoaded" for a in actions):
-        # The store holds every turn and keeps turn windows itself (state/turn_window.py), so
-        # a turnsLoaded applied to it from outside is the store's business, not the lens's;
-        # tests/e2e/test_wire_versions.py pages turns in through each version instead.
+        if len(actions) != 1:
+            pytest.fail(f"{name}: the paging model takes one chat/turnsLoaded and nothing else")
+        held = converge_paged(initial, actions[0])
+        # The window's cursor is the store's own; the turns are the fixture's.
+        assert held[own]["turns"] == expected["turns"]
+        assert ("turnsNextCursor" in held[own]) == ("turnsNextCursor" in expected)
         return
-    converge(kind, initial, actions)
+    held = converge(kind, initial, actions)
+    state = strip_none(held[own])
+    stamped = expected.get("modifiedAt") == FIXTURE_CLOCK_07 != own_initial.get("modifiedAt")
+    if own == V07 and kind == "chat" and stamped:  # the 0.7.0 reducer stamped its clock
+        assert state.pop("modifiedAt") in {host_time(i) for i in range(len(actions))}
+        expected = {k: v for k, v in expected.items() if k != "modifiedAt"}
+    assert state == expected, name
 
 
 # -- hand-made sequences: the rebuilt forms, checked strictly ----------------------------------
@@ -197,7 +334,9 @@ def test_a_resumed_turn_in_every_version() -> None:
         "markdown",
     ]
     assert held[V10]["modifiedAt"] == "2026-12-01T00:01:00.900Z"  # startedAt + duration
-    assert held[V07]["modifiedAt"] == NOW  # the host's time, as 0.7 always saw
+    # The host's time, as 0.7 always saw: of the turnComplete, the last action 0.7.0 stamps (the
+    # retried start after it changes nothing and reaches no 0.7 peer).
+    assert held[V07]["modifiedAt"] == host_time(len(actions) - 2)
 
 
 def test_the_first_turn_resumed_truncates_everything_for_0_7() -> None:

@@ -25,13 +25,17 @@ from .reducers.chat_input import find_open_request
 __all__ = ["reduce_07", "stamps_07"]
 
 
-def stamps_07(state: dict[str, Any], action: dict[str, Any]) -> bool:
-    """Whether the 0.7.0 chat reducer's branch for ``action`` applies (and so stamps the clock)."""
+def stamps_07(state: dict[str, Any], action: dict[str, Any], *, changed: bool = True) -> bool:
+    """Whether the 0.7.0 chat reducer's branch for ``action`` applies (and so stamps the clock).
+
+    ``changed``: whether the canonical reducer changed the state. A turnStarted or turnResume
+    it ignores (1.0's no-ops) reaches no 0.7 peer (``wire07.down_actions``), so stamps nothing.
+    """
     match action.get("type"):
         case "chat/turnStarted":
-            return True
+            return changed
         case "chat/turnResume":  # reaches a 0.7 peer as chat/truncated + chat/turnStarted
-            return not state.get("activeTurn")
+            return changed and not state.get("activeTurn")
         case "chat/turnComplete" | "chat/turnCancelled" | "chat/error":
             return matching_turn(state, action.get("turnId")) is not None
         case "chat/truncated":

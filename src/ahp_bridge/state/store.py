@@ -140,7 +140,7 @@ class Store:
             # A field of the wrong JSON type; nothing was changed or sequenced.
             raise ValueError(f"malformed {action['type']} action for {channel}: {exc}") from exc
         if kind == "chat":
-            if at is not None and stamps_07(state, action):
+            if at is not None and stamps_07(state, action, changed=new_state is not state):
                 self._active_at[channel] = at()
             new_state = self._track_window(channel, state, new_state, action)
         elif kind == "session":
