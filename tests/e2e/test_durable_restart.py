@@ -79,7 +79,7 @@ def bridge_env(tmp_path: Path) -> dict[str, str]:
     script.write_text(SCRIPT)
     env = dict(os.environ)
     env["AHP_BRIDGE__PROVIDERS__FAKE__SCRIPT"] = str(script)
-    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONPATH"] = os.pathsep.join(str(REPO / d) for d in ("src", "adapters", "."))
     env.pop("AHP_BRIDGE__BRIDGE__DATA_DIR", None)
     return env
 

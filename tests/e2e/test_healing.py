@@ -69,7 +69,7 @@ async def process(argv: list[str], prefix: str, env: dict[str, str]) -> AsyncIte
 
 def env() -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith("AHP_BRIDGE__")}
-    out["PYTHONPATH"] = str(REPO)
+    out["PYTHONPATH"] = os.pathsep.join(str(REPO / d) for d in ("src", "adapters", "."))
     return out
 
 

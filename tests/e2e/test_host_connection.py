@@ -1,8 +1,9 @@
 """One client connection's limits over real WebSockets on 127.0.0.1.
 
 The cut-off of a client that stopped reading is exact only seen from the connection itself: the
-test below drives a `Connection` directly (a real server socket, a real client that never reads)
-and offers it frames one by one, so it knows which frame found the queue full. The memory of
+test below drives a `Connection` directly (a real server socket, a real client that never reads,
+a real engine and shell with nothing else in them) and offers it frames one by one through the
+engine's fan-out, so it knows which frame found the outbox full. The memory of
 request ids is tested through the whole bridge, set by its config key (the grace a client that
 fell behind gets is in test_host_core.py).
 """
@@ -20,7 +21,11 @@ from trio_websocket import (
     serve_websocket,
 )
 
-from ahp_bridge.host.transport.connection import CLOSE_TOO_SLOW, Connection
+from ahp_bridge.engine.core import Engine, EngineConfig
+from ahp_bridge.engine.fanout import CLOSE_TOO_SLOW
+from ahp_bridge.host.shell import Shell
+from ahp_bridge.host.transport.connection import Connection
+from ahp_bridge.state.store import Store
 from tests.e2e.conftest import StartBridge
 
 ROOT = "ahp-root://"
@@ -28,32 +33,28 @@ QUEUE = 8
 PAD = "x" * 60_000  # big frames fill the socket buffers in a few hundred sends
 
 
-class LostOnly:
-    """The one thing a connection tells its host when nothing is asked of it: that it is gone."""
-
-    def __init__(self) -> None:
-        self.lost: list[Connection] = []
-
-    def connection_lost(self, conn: Connection) -> None:
-        self.lost.append(conn)
-
-    async def handle_request(self, conn: Connection, msg: Any) -> None:
-        raise AssertionError("the client sends nothing")
-
-    async def handle_notification(self, conn: Connection, msg: Any) -> None:
-        raise AssertionError("the client sends nothing")
+def bare_shell(nursery: trio.Nursery) -> Shell:
+    """An engine with no providers and an outbox of QUEUE frames, in its shell."""
+    engine = Engine(
+        Store(), {}, EngineConfig(outbound_queue=QUEUE), now_ms=lambda: 0, new_id=lambda: "x"
+    )
+    return Shell(engine, nursery)
 
 
 async def test_a_client_that_fell_behind_gets_nothing_that_was_queued_for_it(
     nursery: trio.Nursery,
 ) -> None:
-    host = LostOnly()
+    shell = bare_shell(nursery)
     accepted: list[Connection] = []
 
     async def handler(request: WebSocketRequest) -> None:
-        conn = Connection(await request.accept(), host, queue_size=QUEUE)  # type: ignore[arg-type]
+        conn = Connection(await request.accept(), shell)
         accepted.append(conn)
         await conn.run()
+
+    def offer(conn: Connection, n: int) -> None:
+        shell.engine.fanout.send(conn.peer, orjson.dumps({"n": n, "pad": PAD}).decode())
+        shell.settle()
 
     server = await nursery.start(serve_websocket, handler, "127.0.0.1", 0, None)
     url = f"ws://127.0.0.1:{server.port}/"
@@ -69,11 +70,11 @@ async def test_a_client_that_fell_behind_gets_nothing_that_was_queued_for_it(
         offered = 0
         with trio.fail_after(30):
             while not conn.closed:
-                conn.send(orjson.dumps({"n": offered, "pad": PAD}).decode())
+                offer(conn, offered)
                 offered += 1
                 await trio.sleep(0)
         cut = offered - 1
-        conn.send(orjson.dumps({"n": offered, "pad": PAD}).decode())  # after the cut-off: dropped
+        offer(conn, offered)  # after the cut-off: dropped
 
         received: list[int] = []
         with trio.fail_after(10):
@@ -84,11 +85,11 @@ async def test_a_client_that_fell_behind_gets_nothing_that_was_queued_for_it(
                 reason = closed.reason
         assert reason is not None and reason.code == CLOSE_TOO_SLOW
         assert "too slow" in (reason.reason or "")
-        # At the cut-off the writer was in the middle of frame cut-QUEUE-1 and the queue held the
+        # At the cut-off the writer was in the middle of frame cut-QUEUE-1 and the outbox held the
         # QUEUE frames after it. The client gets the frame in flight, then the close: none of the
         # queued frames, nor the one that overflowed, nor any offered later.
         assert received == list(range(cut - QUEUE)), (cut, received[-3:])
-        assert host.lost == [conn]
+        assert conn.peer.closed and not conn.peer.outbox
     finally:
         await trio.aclose_forcefully(ws._stream)
 
