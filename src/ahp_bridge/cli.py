@@ -426,8 +426,8 @@ async def _stop_on_signals(scope: trio.CancelScope) -> None:
 
 
 def _doctor(args: argparse.Namespace, settings: Settings) -> int:
+    from ahp_bridge.config import provider_options
     from ahp_bridge.doctor import run_doctor
-    from ahp_bridge.host.app import provider_options
 
     try:
         check_providers([args.provider], settings)

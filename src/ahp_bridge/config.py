@@ -27,7 +27,7 @@ from pydantic_settings import (
 )
 from pydantic_settings.exceptions import SettingsError
 
-from ahp_bridge.host.runtime.timeouts import Timeouts
+from ahp_bridge.engine.timeouts import Timeouts
 from ahp_bridge.state.limits import Limits
 
 ENV_PREFIX = "AHP_BRIDGE__"
@@ -364,3 +364,14 @@ def _env_parse_problem() -> str:
         f"environment variables {ENV_PREFIX}…: a list or table value could not be read; "
         "write lists and tables as JSON"
     )
+
+
+def provider_options(settings: Settings) -> dict[str, dict[str, object]]:
+    """Per-provider options, with a data directory under the bridge's unless one is set."""
+    data_dir = settings.data_dir()
+    options: dict[str, dict[str, object]] = {}
+    for name in settings.bridge.providers:
+        opts = dict(settings.providers.get(name, {}))
+        opts.setdefault("data_dir", str(Path(data_dir) / "providers" / name))
+        options[name] = opts
+    return options

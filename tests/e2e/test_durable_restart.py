@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import trio
 
-from ahp_bridge.host.durable.catalog import Catalog
 from ahp_bridge.engine.chats import NOTICE
+from ahp_bridge.host.durable.catalog import Catalog
 from ahp_bridge.protocol.models import wire_adapter
 from tests.support.ahp_client import AhpClient, open_client
 

@@ -24,8 +24,8 @@ from ahp_bridge_fake.transcript import Transcript
 from ahp_bridge import agentapi, providers
 from ahp_bridge.config import Settings, TimeoutSettings
 from ahp_bridge.engine.sessions import Sessions
-from ahp_bridge.host.durable import sessions as durable
 from ahp_bridge.host.app import run_bridge
+from ahp_bridge.host.durable import sessions as durable
 from ahp_bridge.host.durable.catalog import Catalog, CatalogError
 from ahp_bridge.host.durable.catalog_cli import run_sessions_command
 from ahp_bridge.protocol.models import wire_adapter

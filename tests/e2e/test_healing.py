@@ -26,8 +26,8 @@ from ahp_bridge_fake import CONFORMANCE_SCRIPT
 
 from ahp_bridge import agentapi, providers
 from ahp_bridge.config import Settings
-from ahp_bridge.host.durable.catalog import Catalog
 from ahp_bridge.engine.chats import META_KEY, NOTICE
+from ahp_bridge.host.durable.catalog import Catalog
 from tests.e2e.conftest import Bridge, StartBridge
 from tests.e2e.test_remote_helpers import socket_address
 from tests.support.ahp_client import AhpClient, open_client, strip_none

@@ -142,7 +142,8 @@ def test_queued_messages_stop_at_max_queued_messages() -> None:
     assert reason is not None and "limits.max_queued_messages" in reason
     # replacing one that is queued, or steering, still works on a full queue
     assert check("chat", full, {**action, "id": "q2"}) is None
-    assert check("chat", full, {**action, "kind": "steering"}) is None
+    running = {**full, "activeTurn": {"id": "t", "responseParts": []}}
+    assert check("chat", running, {**action, "kind": "steering"}) is None
 
 
 def annotation(i: int, entries: int = 0) -> dict[str, Any]:

@@ -1,9 +1,11 @@
-"""host/auth.py `SignInWatch`: noticing a runtime that lost its sign-in while the bridge runs.
+"""host/runtime/auth.py `SignInWatch`: noticing a runtime that lost its sign-in while the bridge
+runs.
 
 Small recording providers stand in for runtimes here (the real path, a fake runtime whose
 sign-in expires mid-turn over real WebSockets, is tests/e2e/test_sign_in.py): they count
-`account()` and `check()` calls and answer what each case needs, and the peers are recording
-stand-ins of connections with a real `Wire` of each line.
+`account()` and `check()` calls and answer what each case needs. The engine and the shell are
+real (no sockets): a suspicion is the engine's (`suspect_sign_in`, as after a failed turn), the
+check is the shell's job, and the peers are the engine's own records, one per wire line.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ import trio
 import trio.testing
 
 from ahp_bridge import agentapi
+from ahp_bridge.engine.core import Engine, EngineConfig
+from ahp_bridge.engine.peers import Peer
+from ahp_bridge.engine.timeouts import Timeouts
 from ahp_bridge.host.runtime import auth
-from ahp_bridge.host.hub import Hub
-from ahp_bridge.host.sessions import SessionManager
+from ahp_bridge.host.runtime.providers import Providers
+from ahp_bridge.host.shell import Shell
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
-from ahp_bridge.protocol.lens import WIRES, Wire
+from ahp_bridge.protocol.lens import WIRES
 from ahp_bridge.protocol.uris import ROOT
 from ahp_bridge.protocol.versions import V07, V09, V10
 from ahp_bridge.state.store import Store
@@ -107,30 +112,48 @@ class AccountRecording(Recording):
         return agentapi.Account(signed_in=False)
 
 
-class Peer:
-    """A connection as the watch sees one: its wire line and what it was sent."""
+class Host:
+    """A running engine and shell with the one provider, and the watch under test."""
 
-    def __init__(self, wire: Wire) -> None:
-        self.wire = wire
-        self.frames: list[dict[str, Any]] = []
+    def __init__(self, providers: Providers, nursery: trio.Nursery) -> None:
+        self.providers = providers
+        self.engine = Engine(
+            Store(), providers.infos, EngineConfig(), now_ms=lambda: 0, new_id=lambda: "x"
+        )
+        self.engine.start()
+        self.shell = Shell(self.engine, nursery)
+        self.watch = auth.SignInWatch(self.shell, providers)
+        self.shell.jobs[auth.CHECK] = self.watch.check
+        self.timeouts = providers.timeouts
+        self.store = self.engine.store
 
-    def send(self, frame: str) -> None:
-        self.frames.append(orjson.loads(frame))
+    def suspect(self) -> None:
+        """What a failed turn does: the engine asks for a check."""
+        self.engine.suspect_sign_in("rec")
+        self.shell.settle()
+
+    def peer(self, line: Any) -> Peer:
+        peer = self.engine.open_peer(0)
+        peer.client_id, peer.wire = f"client-{line}", WIRES[line]
+        self.engine.connected(peer)
+        return peer
+
+
+def frames(peer: Peer) -> list[dict[str, Any]]:
+    return [orjson.loads(frame) for frame in peer.outbox]
 
 
 @pytest.fixture
-async def managed(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-    """(provider, session manager, its entry), running."""
+async def managed(request: pytest.FixtureRequest, nursery: trio.Nursery) -> AsyncIterator[Any]:
+    """(provider, host, its info), running."""
     provider = request.param
-    sessions = SessionManager(
-        Hub(Store()), provider_names=["rec"], provider_instances={"rec": provider}
-    )
-    async with sessions.running():
-        yield provider, sessions, sessions.providers["rec"]
+    providers = Providers(["rec"], {}, instances={"rec": provider}, timeouts=Timeouts())
+    async with providers.running():
+        yield provider, Host(providers, nursery), providers.infos["rec"]
 
 
-def _agents(sessions: SessionManager) -> list[dict[str, Any]]:
-    agents: list[dict[str, Any]] = sessions.hub.store.state(ROOT)["agents"]
+def _agents(host: Host) -> list[dict[str, Any]]:
+    agents: list[dict[str, Any]] = host.store.state(ROOT)["agents"]
     return agents
 
 
@@ -144,7 +167,7 @@ async def test_a_provider_that_cannot_be_signed_in_is_never_asked(managed: Any) 
     provider, sessions, entry = managed
     provider.signed_in = False  # it would say signed out, if it were asked
     for _ in range(3):
-        sessions.sign_in_watch.suspect(entry)
+        sessions.suspect()
     await trio.testing.wait_all_tasks_blocked()
     assert (provider.account_calls, provider.check_calls) == (0, 0)
     assert entry.signed_out == ""
@@ -154,11 +177,11 @@ async def test_a_provider_that_cannot_be_signed_in_is_never_asked(managed: Any) 
 @pytest.mark.parametrize("managed", [AccountRecording()], indirect=True)
 async def test_a_runtime_still_signed_in_changes_nothing(managed: Any) -> None:
     provider, sessions, entry = managed
-    seq = sessions.hub.store.server_seq
-    sessions.sign_in_watch.suspect(entry)
+    seq = sessions.store.server_seq
+    sessions.suspect()
     await trio.testing.wait_all_tasks_blocked()
     assert (provider.account_calls, provider.check_calls) == (1, 0)
-    assert entry.signed_out == "" and sessions.hub.store.server_seq == seq
+    assert entry.signed_out == "" and sessions.store.server_seq == seq
 
 
 @pytest.mark.parametrize("managed", [AccountRecording()], indirect=True)
@@ -166,10 +189,9 @@ async def test_a_lost_sign_in_is_announced_and_each_line_hears_it_in_its_shape(
     managed: Any,
 ) -> None:
     provider, sessions, entry = managed
-    peers = {line: Peer(WIRES[line]) for line in (V10, V09, V07)}
-    sessions.sign_in_watch.peers = set(peers.values())
+    peers = {line: sessions.peer(line) for line in (V10, V09, V07)}
     provider.signed_in = False
-    sessions.sign_in_watch.suspect(entry)
+    sessions.suspect()
     await trio.testing.wait_all_tasks_blocked()
     # The check() sentence says what to do, as the startup warning would.
     assert entry.signed_out == HINT
@@ -187,14 +209,14 @@ async def test_a_lost_sign_in_is_announced_and_each_line_hears_it_in_its_shape(
         "method": "auth/required",
         "params": {"channel": ROOT, "resource": resource, "reason": "expired"},
     }
-    assert peers[V10].frames == [expected]
-    assert peers[V09].frames == [expected]
+    assert frames(peers[V10]) == [expected]
+    assert frames(peers[V09]) == [expected]
     wire_schema.v1_0().check("AuthRequiredParams", expected["params"])
-    assert peers[V07].frames == []  # our 0.7.0 defines no auth/required
+    assert frames(peers[V07]) == []  # our 0.7.0 defines no auth/required
     # Known lost: later failures ask nothing and send nothing until a sign-in clears it.
-    sessions.sign_in_watch.suspect(entry)
+    sessions.suspect()
     await trio.testing.wait_all_tasks_blocked()
-    assert provider.account_calls == 1 and len(peers[V10].frames) == 1
+    assert provider.account_calls == 1 and len(frames(peers[V10])) == 1
 
 
 @pytest.mark.parametrize("managed", [AccountRecording()], indirect=True)
@@ -203,7 +225,7 @@ async def test_signed_out_but_working_without_a_sign_in_is_not_marked(managed: A
     provider, sessions, entry = managed
     provider.signed_in = False
     provider.check_signed_out = False
-    sessions.sign_in_watch.suspect(entry)
+    sessions.suspect()
     await trio.testing.wait_all_tasks_blocked()
     assert (provider.account_calls, provider.check_calls) == (1, 1)
     assert entry.signed_out == ""
@@ -214,7 +236,7 @@ async def test_one_check_at_a_time_and_one_more_when_suspected_meanwhile(managed
     provider, sessions, entry = managed
     provider.hang = True
     for _ in range(5):
-        sessions.sign_in_watch.suspect(entry)
+        sessions.suspect()
     await trio.testing.wait_all_tasks_blocked()
     assert provider.account_calls == 1  # the others wait for this one
     provider.signed_in = False  # lost while the first check was out: its answer is stale
@@ -232,19 +254,19 @@ async def test_a_check_that_fails_or_hangs_changes_nothing(
     provider, sessions, entry = managed
     provider.signed_in = False
     provider.account_error = agentapi.AgentAPIError("could not read the sign-in state")
-    sessions.sign_in_watch.suspect(entry)
+    sessions.suspect()
     await trio.testing.wait_all_tasks_blocked()
     assert provider.account_calls == 1 and entry.signed_out == ""
     provider.account_error = None
     provider.hang = True
     started = trio.current_time()
-    sessions.sign_in_watch.suspect(entry)
+    sessions.suspect()
     await trio.sleep(sessions.timeouts.provider_read + 1)
     assert provider.account_calls == 2 and entry.signed_out == ""
     assert trio.current_time() - started >= sessions.timeouts.provider_read
     # The timed-out check is over: the next failure asks again.
     provider.hang = False
-    sessions.sign_in_watch.suspect(entry)
+    sessions.suspect()
     await trio.testing.wait_all_tasks_blocked()
     assert provider.account_calls == 3 and entry.signed_out == HINT
 
@@ -258,8 +280,8 @@ async def test_a_sign_in_that_takes_too_long_names_the_timeout_to_raise(
     provider.hang = True
     started = trio.current_time()
     with pytest.raises(RpcError) as caught:
-        await auth.SignIn(sessions).authenticate(
-            Peer(Wire()), {"resource": auth.GITHUB_RESOURCE, "token": "t0ken"}
+        await auth.SignIn(sessions.shell, sessions.providers).authenticate(
+            sessions.peer(V10), {"resource": auth.GITHUB_RESOURCE, "token": "t0ken"}
         )
     assert trio.current_time() - started == pytest.approx(sessions.timeouts.sign_in)
     assert caught.value.code == E.AUTH_REQUIRED

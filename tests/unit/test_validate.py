@@ -164,7 +164,7 @@ CASES: list[tuple[str, str, dict[str, Any], Any, str | None]] = [
     ("unvalidated-ok", "chat", CHAT, {"type": "chat/draftChanged", "draft": user()}, None),
     ("terminal-ok", "terminal", {}, {"type": "terminal/input", "data": "ls"}, None),
     # turnStarted
-    ("start-while-active", "chat", CHAT, START, "still active"),
+    ("start-while-active", "chat", CHAT, START, "turn turn-1 is still running"),
     ("start-idle", "chat", IDLE_CHAT, START, None),
     (
         "start-agent-message",
@@ -505,3 +505,23 @@ def test_client_dispatchable_set_is_the_protocol_one() -> None:
         and "session/defaultChatChanged" in CLIENT_DISPATCHABLE
     )
     assert not {"chat/delta", "chat/turnsLoaded", "session/inputNeededSet"} & CLIENT_DISPATCHABLE
+
+
+def test_the_turn_lifecycles_running_turn_is_the_one_answer_to_is_a_turn_running() -> None:
+    """A provider-started turn runs before its `chat/turnStarted` is in the state: the chat's
+    turn lifecycle says so (`running_turn`), and every rule that asks reads it, in one wording."""
+    start = {**START, "turnId": "mine"}
+    assert reject_reason("chat", IDLE_CHAT, start, client_id=ME) is None
+    busy = reject_reason("chat", IDLE_CHAT, start, client_id=ME, running_turn="theirs")
+    assert busy == "turn theirs is still running: cancel it or wait until it ends"
+    steer = {
+        "type": "chat/pendingMessageSet",
+        "kind": "steering",
+        "id": "p1",
+        "message": user(),
+    }
+    assert reject_reason("chat", IDLE_CHAT, steer, client_id=ME) == "no turn is running to steer"
+    assert reject_reason("chat", IDLE_CHAT, steer, client_id=ME, running_turn="theirs") is None
+    assert reject_reason("chat", {**IDLE_CHAT, "activeTurn": CHAT["activeTurn"]}, steer, client_id=ME) is None
+    queued = {**steer, "kind": "queued"}
+    assert reject_reason("chat", IDLE_CHAT, queued, client_id=ME) is None

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ahp_bridge.host.workspace import io, workspace_writes
 from ahp_bridge.host.transport.server import ServerOptions, check_upgrade
+from ahp_bridge.host.workspace import io as workspace_io
+from ahp_bridge.host.workspace import writes as workspace_writes
 from ahp_bridge.origins import origin_allowed
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError

@@ -34,10 +34,10 @@ from ahp_bridge.protocol.action_types import ActionType as A
 from ahp_bridge.protocol.actions import ActionError
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.known import known_fields
-from ahp_bridge.state.reducers.chat import known_turn
-from ahp_bridge.state.validate import reject_reason
 from ahp_bridge.state.limits import Limits
+from ahp_bridge.state.reducers.chat import known_turn
 from ahp_bridge.state.store import Store
+from ahp_bridge.state.validate import reject_reason
 from ahp_bridge.translate.commands import Rejection, plan_command
 
 if TYPE_CHECKING:
@@ -117,7 +117,9 @@ def dispatch(engine: AcceptHost, peer: Peer, params: Any) -> None:
         decision.chat.accepted(decision.action, decision.calls)
 
 
-def decide(engine: AcceptHost, peer: Peer, channel: str, action: dict[str, Any]) -> Accepted | Refused | None:
+def decide(
+    engine: AcceptHost, peer: Peer, channel: str, action: dict[str, Any]
+) -> Accepted | Refused | None:
     """Whether the host takes this client action (see the module docstring); None: ignored."""
     store = engine.store
     action_type = action.get("type")
@@ -169,7 +171,9 @@ def decide(engine: AcceptHost, peer: Peer, channel: str, action: dict[str, Any])
     return Accepted(channel, canonical)
 
 
-def _chat_action(engine: AcceptHost, chat: Chat, channel: str, action: dict[str, Any]) -> Accepted | Refused:
+def _chat_action(
+    engine: AcceptHost, chat: Chat, channel: str, action: dict[str, Any]
+) -> Accepted | Refused:
     """The provider's side of an action on a chat (or on its session, planned by that chat)."""
     if action.get("type") == A.CHAT_TURN_STARTED and known_turn(
         engine.store.state(chat.uri), action.get("turnId")

@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 from ahp_bridge import agentapi
 from ahp_bridge.engine.client_tools import ClientToolLimits, ClientTools, Resolve, tool_call_id
-from ahp_bridge.engine.effects import CancelTimer, Effect, Log, ResolveHostTool, Run, SetTimer
+from ahp_bridge.engine.effects import CancelTimer, Log, ResolveHostTool, Run, SetTimer
 from ahp_bridge.engine.fanout import Fanout
 from ahp_bridge.engine.jobs import (
     CallChat,
@@ -40,13 +40,13 @@ from ahp_bridge.engine.jobs import (
 )
 from ahp_bridge.engine.providers import ProviderInfo
 from ahp_bridge.engine.timeouts import Timeouts
+from ahp_bridge.protocol.action_types import ActionType as A
 from ahp_bridge.protocol.uris import session_id
 from ahp_bridge.state import status as st
 from ahp_bridge.state.limits import Limits
 from ahp_bridge.state.reducers.chat import resumable
 from ahp_bridge.translate import iso_from_ms, ms_from_iso
 from ahp_bridge.translate.coalesce import coalesce
-from ahp_bridge.protocol.action_types import ActionType as A
 from ahp_bridge.translate.commands import (
     Call,
     CommandContext,
@@ -257,7 +257,9 @@ class Chat:
         if not self.open:
             if not self.conversation_id:
                 raise agentapi.Closed("the conversation is closed")
-            self.host.fanout.effects.append(Log("info", "reopening conversation", {"chat": self.uri}))
+            self.host.fanout.effects.append(
+                Log("info", "reopening conversation", {"chat": self.uri})
+            )
             yield from self.opening(self.conversation_id)
 
     def _reopen(self) -> Generator[Step, Any, None]:
@@ -505,15 +507,11 @@ class Chat:
 
     def _tool_failed(self, tool_call: str, result: dict[str, Any]) -> None:
         self.apply_all(self.translator.client_call_failed(tool_call, result))
-        self.host.fanout.effects.append(
-            Log("info", "client tool call failed", {"chat": self.uri})
-        )
+        self.host.fanout.effects.append(Log("info", "client tool call failed", {"chat": self.uri}))
 
     def host_tool_called(self, waiter: int, call: agentapi.HostToolCall) -> None:
         """The provider called a client's tool (its events before the call were delivered)."""
-        problem, owner, answered = self.tools.called(
-            waiter, call, self.translator.active_turn_id
-        )
+        problem, owner, answered = self.tools.called(waiter, call, self.translator.active_turn_id)
         if answered or (problem is None and owner is None):
             self.host.resolve_tools(answered)
             return
@@ -794,7 +792,10 @@ class Chat:
                 Log(
                     "info",
                     "host turn refused",
-                    {"chat": self.uri, "reason": "clients may only start turns with a user message"},
+                    {
+                        "chat": self.uri,
+                        "reason": "clients may only start turns with a user message",
+                    },
                 )
             )
             return

@@ -15,9 +15,9 @@ a client action), `sessions` and `chats` (their lifecycles, each chat's turns an
 from __future__ import annotations
 
 import itertools
-from functools import partial
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ahp_bridge import agentapi
@@ -193,7 +193,9 @@ class Engine:
     def chat_provider(self, uri: str) -> str:
         """The provider of a chat (live, opening, or a subagent's)."""
         sessions = self.sessions
-        chat = sessions.chats.get(uri) or sessions.opening.get(uri) or sessions.subagent_chats.get(uri)
+        chat = (
+            sessions.chats.get(uri) or sessions.opening.get(uri) or sessions.subagent_chats.get(uri)
+        )
         if chat is None:
             raise KeyError(f"no chat {uri}")
         return chat.provider.name

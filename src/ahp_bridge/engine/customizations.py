@@ -107,7 +107,11 @@ class Customizations:
         if not store.has(session.uri) or session.disposed:
             return
         items = customizations(
-            catalogs, commands, self._mcp_items(session), workdir=session.workdir, file_uri=self._uri
+            catalogs,
+            commands,
+            self._mcp_items(session),
+            workdir=session.workdir,
+            file_uri=self._uri,
         )
         current = store.state(session.uri).get("customizations")
         if current != items and (items or current):

@@ -52,7 +52,9 @@ class DurableRecords:
                     "startedAt": action.get("startedAt"),
                     "text": (action.get("message") or {}).get("text", ""),
                 }
-                return self._chat_touched(chat.uri, chat.session.uri, active_turn=json.dumps(running))
+                return self._chat_touched(
+                    chat.uri, chat.session.uri, active_turn=json.dumps(running)
+                )
             if kind in _TURN_ENDS:
                 return self._chat_touched(chat.uri, chat.session.uri, active_turn="")
             return ()

@@ -108,6 +108,4 @@ class Log:
     exc: BaseException | None = None
 
 
-Effect = (
-    Flush | ClosePeer | Serve | Restore | Run | SetTimer | CancelTimer | ResolveHostTool | Log
-)
+Effect = Flush | ClosePeer | Serve | Restore | Run | SetTimer | CancelTimer | ResolveHostTool | Log

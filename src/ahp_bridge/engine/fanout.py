@@ -126,7 +126,7 @@ class Fanout:
         peer.closed = True
 
     def take_effects(self) -> list[Effect]:
-        """Everything decided since the last call, with one `Flush` for the peers that got frames."""
+        """Everything decided since the last call, and one `Flush` of the peers that got frames."""
         effects = self.effects
         if self._dirty:
             effects.append(Flush(tuple(self._dirty)))

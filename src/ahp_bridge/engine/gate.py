@@ -88,7 +88,9 @@ class Gate:
 
     def binary(self, peer: Peer) -> None:
         self.send_error(
-            peer, None, RpcError(E.INVALID_REQUEST, "Invalid request: binary frames are not accepted")
+            peer,
+            None,
+            RpcError(E.INVALID_REQUEST, "Invalid request: binary frames are not accepted"),
         )
 
     def parse(self, peer: Peer, text: str) -> jsonrpc.Message | None:
@@ -201,9 +203,7 @@ class Gate:
 
     # -- errors --------------------------------------------------------------------------------
 
-    def send_error(
-        self, peer: Peer, request_id: jsonrpc.RequestId | None, error: RpcError
-    ) -> None:
+    def send_error(self, peer: Peer, request_id: jsonrpc.RequestId | None, error: RpcError) -> None:
         """An error frame, its code as the peer's line knows it (1.0 has no ContentNotFound)."""
         code = peer.wire.error_code(error.code)
         if code != error.code:

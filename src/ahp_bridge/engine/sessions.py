@@ -12,9 +12,9 @@ the shell's (`effects.Serve`), and what each finished job means is decided here.
 from __future__ import annotations
 
 import base64
-from functools import partial
 from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 import orjson
@@ -66,7 +66,6 @@ class Session:
     settings: Settings = field(default_factory=Settings)
     #: The client id that created it in this run (limits.max_sessions_per_client).
     created_by: str | None = None
-
 
 
 @dataclass(frozen=True)
@@ -753,7 +752,11 @@ class Sessions:
         calls: list[Any] = [SetModel(chosen.model, chosen.effort, chosen.context_size)]
         if not chat.enqueue_calls(calls, failed):
             self.fanout.effects.append(
-                Log("warning", "default model not applied", {"chat": chat.uri, "error": "queue full"})
+                Log(
+                    "warning",
+                    "default model not applied",
+                    {"chat": chat.uri, "error": "queue full"},
+                )
             )
 
     def restore_broke(self, record: SessionRecord, exc: BaseException) -> None:

@@ -9,19 +9,19 @@ from pathlib import Path
 import structlog
 import trio
 
-from ahp_bridge.config import Settings
-from ahp_bridge.engine.core import Engine, EngineConfig
+from ahp_bridge.config import Settings, provider_options
 from ahp_bridge.engine.client_tools import ClientToolLimits
+from ahp_bridge.engine.core import Engine, EngineConfig
 from ahp_bridge.host.durable.catalog import AsyncCatalog, open_catalog
 from ahp_bridge.host.durable.sessions import DurableSessions
 from ahp_bridge.host.features.changesets import Changesets
 from ahp_bridge.host.features.completions import Completions, MentionSource
+from ahp_bridge.host.features.creation import SessionCreation
 from ahp_bridge.host.features.customizations import CustomizationReads
 from ahp_bridge.host.features.session_config import SessionConfig
 from ahp_bridge.host.features.slash import CommandSource
 from ahp_bridge.host.runtime.auth import CHECK, SignIn, SignInWatch
 from ahp_bridge.host.runtime.providers import Providers
-from ahp_bridge.host.runtime.sessions import SessionCreation
 from ahp_bridge.host.runtime.workers import Workers
 from ahp_bridge.host.shell import Shell
 from ahp_bridge.host.transport.server import ServerOptions, check_bind, is_loopback, serve
@@ -81,17 +81,6 @@ def server_options(settings: Settings, wire_log: WireLog | None = None) -> Serve
         remembered_request_ids=s.remembered_request_ids,
         max_json_depth=s.max_json_depth,
     )
-
-
-def provider_options(settings: Settings) -> dict[str, dict[str, object]]:
-    """Per-provider options, with a data directory under the bridge's unless one is set."""
-    data_dir = settings.data_dir()
-    options: dict[str, dict[str, object]] = {}
-    for name in settings.bridge.providers:
-        opts = dict(settings.providers.get(name, {}))
-        opts.setdefault("data_dir", str(Path(data_dir) / "providers" / name))
-        options[name] = opts
-    return options
 
 
 async def _keep_catalog(
@@ -156,7 +145,9 @@ async def _run(
         await keeper.start(_keep_catalog, catalog)
         try:
             async with providers.running(), trio.open_nursery() as nursery:
-                await _serve(settings, options, clock, catalog, providers, workdir, nursery, task_status)
+                await _serve(
+                    settings, options, clock, catalog, providers, workdir, nursery, task_status
+                )
         finally:
             catalog.close()  # the writer finishes what is queued, then ends
 

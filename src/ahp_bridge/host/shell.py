@@ -192,7 +192,9 @@ class Shell:
         if ticket is not None:
             self.feed(inputs.JobDone(ticket, result=result))
 
-    def done(self, ticket: int | None, result: Any = None, error: BaseException | None = None) -> None:
+    def done(
+        self, ticket: int | None, result: Any = None, error: BaseException | None = None
+    ) -> None:
         """A job with `ticket` finished (the workers report here)."""
         if ticket is not None:
             self.feed(inputs.JobDone(ticket, result=result, error=error))

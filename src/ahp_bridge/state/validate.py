@@ -44,9 +44,11 @@ class Who:
 
 Rule = Callable[[JSON, JSON, Who], "str | None"]
 
+
 def busy(turn_id: object) -> str:
     """The one wording of "a turn runs already" (a start, a resume)."""
     return f"turn {turn_id} is still running: cancel it or wait until it ends"
+
 
 _PREFIX = {
     "root": "root/",

@@ -27,15 +27,14 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import structlog
 import trio
 
-from ahp_bridge.engine.records import CREATING, FAILED, READY, ChatRecord, SessionRecord
-
+from ahp_bridge.engine.records import READY, ChatRecord, SessionRecord
 from ahp_bridge.translate._wire import iso_from_ms
 
 log = structlog.get_logger(__name__)

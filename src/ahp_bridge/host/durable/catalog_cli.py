@@ -98,7 +98,7 @@ def format_sessions(records: list[SessionRecord]) -> str:
 
 
 def _import(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
-    from ahp_bridge.host.app import provider_options
+    from ahp_bridge.config import provider_options
 
     name = args.provider
     settings.bridge.providers = [name]

@@ -17,6 +17,7 @@ creationFailed with the reason.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import structlog
@@ -26,7 +27,13 @@ from ahp_bridge import agentapi
 from ahp_bridge.engine.chats import Chat
 from ahp_bridge.engine.jobs import OpenConversation, Persist
 from ahp_bridge.engine.records import ChatRecord, SessionRecord
-from ahp_bridge.engine.sessions import IMPORT_CONFIG_KEY, NewSession, ReopenedChat, Session
+from ahp_bridge.engine.sessions import (
+    IMPORT_CONFIG_KEY,
+    NewSession,
+    ReopenedChat,
+    Session,
+    Sessions,
+)
 from ahp_bridge.host.durable.catalog import AsyncCatalog, Catalog
 from ahp_bridge.host.features.session_config import SessionConfig
 from ahp_bridge.host.runtime.providers import Providers
@@ -94,7 +101,11 @@ class DurableSessions:
         )
 
     async def chat_opened(
-        self, chat_uri: str, conversation_id: str, default: bool, conversation: agentapi.Conversation
+        self,
+        chat_uri: str,
+        conversation_id: str,
+        default: bool,
+        conversation: agentapi.Conversation,
     ) -> list[dict[str, Any]] | None:
         """Record a chat's conversation before it is published; for a conversation that
         already has a record (an imported one), also the turns it holds."""
@@ -171,7 +182,7 @@ class DurableSessions:
         done = self._restoring[uri] = trio.Event()
         try:
             await self._restore(record)
-        except Exception as exc:
+        except Exception:
             log.exception("session restore failed", session=uri)
             self.shell.settle_with(lambda engine: engine.sessions.restore_broke(record, exc))
         finally:
@@ -242,7 +253,9 @@ class DurableSessions:
             self.catalog.submit(Catalog.update_session, record.uri, settings=config["values"])
         return config, dropped
 
-    async def _open(self, session: Session, chat: Chat, conversation_id: str) -> agentapi.Conversation:
+    async def _open(
+        self, session: Session, chat: Chat, conversation_id: str
+    ) -> agentapi.Conversation:
         plan = chat.wanted_tools()
         job = OpenConversation(chat.uri, chat.open_request(conversation_id, plan))
         worker = self.workers.worker(chat.uri, chat.provider.name)

@@ -36,10 +36,9 @@ from __future__ import annotations
 import os
 import stat
 import uuid
-from functools import partial
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from collections.abc import Iterable
+from functools import partial
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
@@ -550,14 +549,18 @@ class Changesets:
             return
         state = store.state(channel)
         if state.get("files") != files:
-            self.shell.apply(channel, {"type": ActionType.CHANGESET_CONTENT_CHANGED, "files": files})
+            self.shell.apply(
+                channel, {"type": ActionType.CHANGESET_CONTENT_CHANGED, "files": files}
+            )
         if (state.get("operations") or None) != (operations or None):
             self.shell.apply(
                 channel,
                 {"type": ActionType.CHANGESET_OPERATIONS_CHANGED, "operations": operations or []},
             )
         if state.get("status") != status:
-            self.shell.apply(channel, {"type": ActionType.CHANGESET_STATUS_CHANGED, "status": status})
+            self.shell.apply(
+                channel, {"type": ActionType.CHANGESET_STATUS_CHANGED, "status": status}
+            )
 
     def _publish_totals(self, session: _Session) -> None:
         merged: dict[str, FileState] = {}

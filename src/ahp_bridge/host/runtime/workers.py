@@ -64,9 +64,7 @@ class ChatWorker:
         self.provider = provider
         self.conversation: agentapi.Conversation | None = None
         self.sink: ChatSink | None = None
-        self._send, self._recv = trio.open_memory_channel[tuple[Job, int | None]](
-            workers.lane_size
-        )
+        self._send, self._recv = trio.open_memory_channel[tuple[Job, int | None]](workers.lane_size)
         self.stopped = False
 
     def submit(self, job: Job, ticket: int | None) -> None:
@@ -125,7 +123,9 @@ class ChatWorker:
         self.sink, self.conversation = sink, conversation
         turns = None
         if job.record and self.workers.record is not None:
-            turns = await self.workers.record(self.uri, conversation.id(), job.default, conversation)
+            turns = await self.workers.record(
+                self.uri, conversation.id(), job.default, conversation
+            )
         return Opened(
             conversation.id(), turns, mcp=isinstance(conversation, agentapi.MCPController)
         )

@@ -36,8 +36,7 @@ from ahp_bridge.engine.jobs import ShellJob
 from ahp_bridge.engine.peers import Peer
 from ahp_bridge.engine.sessions import Sessions
 from ahp_bridge.host.shell import Handler, Shell
-from ahp_bridge.host.workspace import io
-from ahp_bridge.host.workspace import writes
+from ahp_bridge.host.workspace import io, writes
 from ahp_bridge.host.workspace.mention_rank import Mention
 from ahp_bridge.host.workspace.mentions import MentionIndexes
 from ahp_bridge.host.workspace.paths import UriRefused, root_path
