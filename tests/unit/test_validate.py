@@ -522,6 +522,7 @@ def test_the_turn_lifecycles_running_turn_is_the_one_answer_to_is_a_turn_running
     }
     assert reject_reason("chat", IDLE_CHAT, steer, client_id=ME) == "no turn is running to steer"
     assert reject_reason("chat", IDLE_CHAT, steer, client_id=ME, running_turn="theirs") is None
-    assert reject_reason("chat", {**IDLE_CHAT, "activeTurn": CHAT["activeTurn"]}, steer, client_id=ME) is None
+    running = {**IDLE_CHAT, "activeTurn": CHAT["activeTurn"]}
+    assert reject_reason("chat", running, steer, client_id=ME) is None
     queued = {**steer, "kind": "queued"}
     assert reject_reason("chat", IDLE_CHAT, queued, client_id=ME) is None

@@ -182,9 +182,10 @@ class DurableSessions:
         done = self._restoring[uri] = trio.Event()
         try:
             await self._restore(record)
-        except Exception:
+        except Exception as exc:
             log.exception("session restore failed", session=uri)
-            self.shell.settle_with(lambda engine: engine.sessions.restore_broke(record, exc))
+            broke = partial(Sessions.restore_broke, record=record, exc=exc)
+            self.shell.settle_with(lambda engine: broke(engine.sessions))
         finally:
             del self._restoring[uri]
             done.set()
