@@ -32,15 +32,18 @@ __all__ = [
     "parse_script",
 ]
 
-_OPTIONS = ("script", "data_dir", "time_scale", "sign_in_token")
+_OPTIONS = ("script", "data_dir", "time_scale", "sign_in_token", "cancel_latency")
 
 
 def create_provider(options: Mapping[str, Any]) -> FakeProvider:
-    """Build the fake provider from options: script, data_dir, time_scale, sign_in_token.
+    """Build the fake provider from options: script, data_dir, time_scale, sign_in_token,
+    cancel_latency.
 
     ``sign_in_token`` makes the fake a runtime that starts signed out and implements
     agentapi.AccountManager: ``sign_in`` with exactly that token signs it in, any other is
-    SignInRejected (for testing how hosts and clients handle sign-in).
+    SignInRejected (for testing how hosts and clients handle sign-in). ``cancel_latency``
+    (seconds) plays an agent that ends a cancelled turn that long after ``cancel`` returned,
+    busy meanwhile, as ACP agents answer their cancelled prompt a few milliseconds later.
     """
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
@@ -58,6 +61,12 @@ def create_provider(options: Mapping[str, Any]) -> FakeProvider:
         time_scale = float(options.get("time_scale", 1.0))
     except (TypeError, ValueError):
         raise ValueError(f"time_scale must be a number, got {options['time_scale']!r}") from None
+    try:
+        cancel_latency = float(options.get("cancel_latency", 0.0))
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"cancel_latency must be a number of seconds, got {options['cancel_latency']!r}"
+        ) from None
     if script_path.suffix == ".jsonl":
         from .replay import replay_provider
 
@@ -66,5 +75,6 @@ def create_provider(options: Mapping[str, Any]) -> FakeProvider:
         load_script(script_path),
         data_dir=data_dir,
         time_scale=time_scale,
+        cancel_latency=cancel_latency,
         sign_in_token=sign_in_token,
     )

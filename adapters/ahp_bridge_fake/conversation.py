@@ -392,8 +392,19 @@ class FakeConversation:
 
     async def cancel(self) -> None:
         self._check_open()
-        if self.turn is not None:
-            self.finish(self.turn, TurnState.CANCELLED)
+        turn = self.turn
+        if turn is None:
+            return
+        latency = self._provider.cancel_latency
+        if not latency:
+            self.finish(turn, TurnState.CANCELLED)
+            return
+
+        async def later() -> None:  # an agent that answers its cancelled prompt a moment later
+            await trio.sleep(latency)
+            self.finish(turn, TurnState.CANCELLED)
+
+        self._provider.spawn(later)
 
     async def cancel_subagent(self, agent_id: str) -> None:
         self._check_open()

@@ -95,9 +95,14 @@ class FakeProvider:
         clock: Callable[[], datetime] = _utcnow,
         conversation_class: type[FakeConversation] = FakeConversation,
         sign_in_token: str = "",
+        cancel_latency: float = 0.0,
     ) -> None:
         if time_scale < 0:
             raise ValueError(f"time_scale must be at least 0, got {time_scale}")
+        if cancel_latency < 0:
+            raise ValueError(f"cancel_latency must be at least 0, got {cancel_latency}")
+        #: Seconds a cancelled turn takes to end after `cancel` returned (busy meanwhile).
+        self.cancel_latency = cancel_latency
         self.script = script
         self.time_scale = time_scale
         self.now = clock

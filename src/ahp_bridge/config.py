@@ -192,7 +192,7 @@ class LimitSettings(BaseModel):
 
 
 class TimeoutSettings(BaseModel):
-    """How long the host waits for a provider's calls (host/timeouts.py says which)."""
+    """How long the host waits for a provider's calls (engine/timeouts.py says which)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -201,6 +201,7 @@ class TimeoutSettings(BaseModel):
     provider_read: float = Field(_TIMEOUTS.provider_read, gt=0)
     reopen: float = Field(_TIMEOUTS.reopen, gt=0)
     close: float = Field(_TIMEOUTS.close, gt=0)
+    turn_end: float = Field(_TIMEOUTS.turn_end, gt=0)
 
     def timeouts(self) -> Timeouts:
         return Timeouts(**self.model_dump())
