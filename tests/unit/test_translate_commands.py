@@ -564,6 +564,18 @@ def test_plain_question_answers_with_choices_and_free_text() -> None:
     )
 
 
+def test_a_text_value_answers_a_free_form_single_select_as_its_free_text() -> None:
+    """Clients answer "type your own" with a text value: taken as the free-form answer."""
+    action = completed(q0=submitted("text", "green"), q1=submitted("selected-many", ["egg"]))
+    assert plan(action, inputs(PLAIN)) == CallPlan(
+        (Respond("ask-1", Answer(answers=[["green"], ["egg"]])),)
+    )
+    closed = question("ask-1", [Question(text="Colour?", choices=["red", "blue"])])
+    assert "expected a 'selected' answer" in rejected(
+        completed(q0=submitted("text", "green")), inputs(closed)
+    )
+
+
 def test_plain_question_rejects_free_text_it_does_not_allow_and_missing_answers() -> None:
     extra = completed(
         q0=submitted("selected", "red"),

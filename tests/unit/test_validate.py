@@ -325,6 +325,15 @@ CASES: list[tuple[str, str, dict[str, Any], Any, str | None]] = [
         changed("free", ans("selected", "typed", freeformValues=["typed"])),
         None,
     ),
+    # what clients send when the user typed their own answer: the free-form answer
+    ("single-free-text-ok", "chat", CHAT, changed("free", ans("text", "my own")), None),
+    (
+        "single-text-without-freeform",
+        "chat",
+        CHAT,
+        changed("one", ans("text", "my own")),
+        "takes a 'selected' value",
+    ),
     ("multi-ok", "chat", CHAT, changed("many", ans("selected-many", ["a", "c"])), None),
     (
         "multi-unknown",

@@ -82,6 +82,19 @@ def _value_problem(q: dict[str, Any], value: dict[str, Any], final: bool) -> str
     return _bounds(q, len(v), "selection count") if final else None
 
 
+def free_text_answer(question: dict[str, Any], value: Any) -> bool:
+    """A `text` value answering a single-select question that allows free-form input: what
+    clients send when the user typed an answer of their own (the spec's single-select value
+    would carry it in `freeformValues`); taken as that free-form answer, not refused."""
+    return (
+        question.get("kind") == "single-select"
+        and bool(question.get("allowFreeformInput"))
+        and isinstance(value, dict)
+        and value.get("kind") == "text"
+        and isinstance(value.get("value"), str)
+    )
+
+
 def answer_problem(question: dict[str, Any], answer: Any) -> str | None:
     """Why `answer` cannot answer `question`, or None if it can."""
     if not isinstance(answer, dict) or answer.get("state") not in ANSWER_STATES:
@@ -92,6 +105,8 @@ def answer_problem(question: dict[str, Any], answer: Any) -> str | None:
     value = answer.get("value")
     expected = _VALUE_KIND.get(str(question.get("kind")))
     if expected is None:  # a question kind from a newer protocol: nothing to check
+        return None
+    if free_text_answer(question, value):
         return None
     if not isinstance(value, dict) or value.get("kind") != expected:
         return f"a {question.get('kind')} question takes a {expected!r} value"

@@ -265,6 +265,9 @@ def _values(question: Question, qid: str, answer: Mapping[str, Any] | None) -> l
     kind = value.get("kind")
     raw = value.get("value")
     expected = _ANSWER_KINDS[_question(0, question)["kind"]]
+    if kind == "text" and expected == "selected" and question.custom and isinstance(raw, str):
+        # The user typed an answer of their own (state/answers.free_text_answer).
+        return [raw] if raw.strip() else []
     if kind != expected:
         raise AnswerError(f"{qid}: expected a {expected!r} answer, not {kind!r}")
     if kind == "text":
