@@ -58,6 +58,7 @@ class ServerSettings(BaseModel):
     #: Seconds a client that fell behind gets to take the frame in flight before its socket
     #: is dropped without a close frame.
     slow_client_grace: float = Field(10.0, gt=0)
+    shutdown_grace: float = Field(2.0, gt=0)
     #: Request ids remembered per connection to refuse a repeated one.
     remembered_request_ids: int = Field(4096, ge=16)
     #: Nesting depth of one frame's JSON (an object or array in another counts one level).

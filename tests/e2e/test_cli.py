@@ -12,7 +12,9 @@ from pathlib import Path
 import orjson
 import pytest
 import trio
+from trio_websocket import ConnectionClosed, open_websocket_url
 
+from ahp_bridge.host.transport.connection import GOING_AWAY
 from tests.e2e.test_host_core import upgrade_status
 from tests.support.ahp_client import open_client
 
@@ -82,6 +84,33 @@ async def test_serves_and_shuts_down_cleanly_on_signals(tmp_path: Path, sig: int
     code, err = await stop(process, sig)
     assert code == 0, err.decode()
     assert b"shutting down" in err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+async def test_a_stop_sends_every_client_a_going_away_close(tmp_path: Path, sig: int) -> None:
+    """The first Ctrl-C or SIGTERM: each client gets close 1001 before the process ends."""
+    process, url = await start_cli(*bridge_args(tmp_path))
+    async with open_websocket_url(url) as ws:
+        await ws.send_message(
+            orjson.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"protocolVersions": ["1.0.0"], "clientId": "going"},
+                }
+            ).decode()
+        )
+        assert orjson.loads(await ws.get_message())["id"] == 1
+        process.send_signal(sig)
+        with trio.fail_after(10), pytest.raises(ConnectionClosed) as closed:
+            while True:
+                await ws.get_message()
+        assert closed.value.reason is not None
+        assert (closed.value.reason.code, closed.value.reason.reason) == (1001, GOING_AWAY)
+    with trio.fail_after(20):
+        code = await process.wait()  # the one signal stops it (a second would be code 130)
+    assert code == 0
 
 
 async def test_json_logs_are_json_and_carry_no_tokens_or_prompts(tmp_path: Path) -> None:

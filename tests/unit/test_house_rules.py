@@ -94,9 +94,7 @@ def _violations(path: Path) -> list[str]:
 
 
 def test_no_module_reaches_into_another_modules_private_members() -> None:
-    files = [
-        p for base in SOURCES for p in base.rglob("*.py") if not p.name.endswith(GENERATED)
-    ]
+    files = [p for base in SOURCES for p in base.rglob("*.py") if not p.name.endswith(GENERATED)]
     assert len(files) > 150  # the whole tree was read
     found = [v for path in files for v in _violations(path)]
     assert found == [], "\n".join(found)

@@ -78,6 +78,7 @@ def server_options(settings: Settings, wire_log: WireLog | None = None) -> Serve
         outbound_queue=s.outbound_queue,
         max_subscriptions=s.max_subscriptions,
         slow_client_grace=s.slow_client_grace,
+        shutdown_grace=s.shutdown_grace,
         remembered_request_ids=s.remembered_request_ids,
         max_json_depth=s.max_json_depth,
     )

@@ -34,9 +34,14 @@ log = structlog.get_logger(__name__)
 #: default of `server.slow_client_grace`.
 ABANDON_GRACE = 10.0
 
-#: Close codes (RFC 6455): 1009 message too big, 1000 normal.
+#: Close codes (RFC 6455): 1009 message too big, 1000 normal, 1001 going away.
 CLOSE_TOO_BIG = 1009
 CLOSE_NORMAL = 1000
+CLOSE_GOING_AWAY = 1001
+GOING_AWAY = "going away: the bridge is stopping; reconnect when it is back"
+#: How long a stopping bridge spends sending each client what was queued and the close frame;
+#: the default of `server.shutdown_grace`.
+SHUTDOWN_GRACE = 2.0
 
 _ids = itertools.count(1)
 
@@ -50,6 +55,7 @@ class Connection:
         shell: Shell,
         *,
         abandon_grace: float = ABANDON_GRACE,
+        shutdown_grace: float = SHUTDOWN_GRACE,
         wire_log: WireLog | None = None,
     ) -> None:
         self.ws = ws
@@ -57,6 +63,7 @@ class Connection:
         self.number = next(_ids)
         self.peer: Peer = shell.engine.open_peer(self.number)
         self._abandon_grace = abandon_grace
+        self._shutdown_grace = shutdown_grace
         self._wire = wire_log
         self._wake = trio.Event()
         self._cancel: trio.CancelScope | None = None
@@ -117,6 +124,12 @@ class Connection:
                     if not self._draining:
                         nursery.cancel_scope.cancel()
         finally:
+            if not self.closed and not self._broken:
+                # Still open yet leaving: the bridge is stopping (SIGTERM, Ctrl-C, a clean
+                # stop). What was queued, then a 1001 close, so a client can tell a restart
+                # from a crash.
+                with trio.CancelScope(shield=True), trio.move_on_after(self._shutdown_grace):
+                    await self._goodbye()
             self.shell.connections_by_peer.pop(self.peer, None)
             if not self.closed:
                 self.closed = True
@@ -127,6 +140,14 @@ class Connection:
             code, reason = self._close
             with trio.move_on_after(2), contextlib.suppress(ConnectionClosed):
                 await self.ws.aclose(code=code, reason=reason)
+
+    async def _goodbye(self) -> None:
+        self._close = None
+        outbox = self.peer.outbox
+        with contextlib.suppress(ConnectionClosed):
+            while outbox:
+                await self.ws.send_message(outbox.popleft())
+            await self.ws.aclose(code=CLOSE_GOING_AWAY, reason=GOING_AWAY)
 
     async def _writer(self, scope: trio.CancelScope) -> None:
         outbox = self.peer.outbox

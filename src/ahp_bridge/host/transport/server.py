@@ -44,6 +44,7 @@ class ServerOptions:
     outbound_queue: int = 4096
     max_subscriptions: int = 1024
     slow_client_grace: float = 10.0
+    shutdown_grace: float = 2.0
     remembered_request_ids: int = 4096
     max_json_depth: int = 64
     #: Where every frame is recorded (see host/wirelog.py); None: not recorded.
@@ -151,7 +152,11 @@ async def serve(
             return
         ws = await request.accept()
         conn = Connection(
-            ws, shell, abandon_grace=options.slow_client_grace, wire_log=options.wire_log
+            ws,
+            shell,
+            abandon_grace=options.slow_client_grace,
+            shutdown_grace=options.shutdown_grace,
+            wire_log=options.wire_log,
         )
         log.info("client connected", conn=conn.number, remote=str(request.remote))
         await conn.run()
