@@ -25,6 +25,7 @@ import trio
 from acp import schema as S
 from acp.exceptions import RequestError
 from acp.meta import PROTOCOL_VERSION
+from ahp_bridge_support import AsyncioThread
 from pydantic import ValidationError
 
 from ahp_bridge.agentapi import (
@@ -52,7 +53,6 @@ from .conversation import (
     needs_sign_in,
     now,
 )
-from .loop import AsyncioThread
 from .mapping import SessionMapper
 from .options import AcpOptions
 from .process import AgentGone, AgentProcess
@@ -88,7 +88,7 @@ class AcpProvider:
 
     def __init__(self, options: AcpOptions) -> None:
         self._opts = options
-        self._loop = AsyncioThread()
+        self._loop = AsyncioThread("acp-asyncio", sdk="ACP SDK")
         self._agent: AgentProcess | None = None
         self._agent_lock: asyncio.Lock | None = None
         self._init: S.InitializeResponse | None = None

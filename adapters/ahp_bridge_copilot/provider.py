@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any, Self
 
 import trio
+from ahp_bridge_support import AsyncioThread
 
 from ahp_bridge.agentapi import (
     ACCOUNT_ENV,
@@ -47,7 +48,6 @@ from ahp_bridge.agentapi import (
     UtilityRequest,
 )
 
-from .bridge import AsyncioThread
 from .client import close_pipes, make_client, process_of
 from .conversation import CopilotConversation, clean_title
 from .customize import agent_catalog, skill_catalog
@@ -63,12 +63,17 @@ log = logging.getLogger(__name__)
 UTILITY_TIMEOUT = 300.0
 
 
+def sdk_thread() -> AsyncioThread:
+    """The asyncio thread the SDK runs on; it drops the SDK's late answers to cancelled reads."""
+    return AsyncioThread("copilot-asyncio", sdk="Copilot SDK", drop_late_answers=True)
+
+
 class CopilotProvider:
     """agentapi Provider over github-copilot-sdk."""
 
     def __init__(self, options: CopilotOptions) -> None:
         self._opts = options
-        self._loop = AsyncioThread()
+        self._loop = sdk_thread()
         self._client: Any = None
         self._process: subprocess.Popen[bytes] | None = None
         self._cli_version = ""
