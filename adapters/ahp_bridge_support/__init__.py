@@ -7,10 +7,13 @@ translate), never the host, never an adapter or an SDK.
 
 - ``asyncio_thread``: an asyncio loop on a dedicated thread, awaited from trio (the Copilot and
   ACP SDKs run on one each).
+- ``lifetime``: ``async with provider:`` for a provider, with the trio nursery it owns for its
+  turns; ``close_each`` for a shutdown.
 """
 
 from __future__ import annotations
 
 from .asyncio_thread import AsyncioThread, LoopStopped
+from .lifetime import ProviderLifetime, close_each
 
-__all__ = ["AsyncioThread", "LoopStopped"]
+__all__ = ["AsyncioThread", "LoopStopped", "ProviderLifetime", "close_each"]
