@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from acp import schema as S
 from acp.exceptions import RequestError
+from ahp_bridge_support import AsyncioThread
 from pydantic import ValidationError
 
 from ahp_bridge.agentapi import (
@@ -37,7 +38,6 @@ from ahp_bridge.agentapi import (
     Unsupported,
 )
 
-from .loop import AsyncioThread
 from .mapping import Record, SessionMapper
 from .process import AgentGone, AgentProcess
 from .terminals import Terminal, Terminals

@@ -18,19 +18,18 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import trio
 from acp import schema as S
 from acp.exceptions import RequestError
 from acp.meta import PROTOCOL_VERSION
+from ahp_bridge_support import AsyncioThread, ProviderLifetime, close_each
 from pydantic import ValidationError
 
 from ahp_bridge.agentapi import (
     AgentAPIError,
     Capabilities,
-    Closed,
     Conversation,
     ConversationNotFound,
     Event,
@@ -52,7 +51,6 @@ from .conversation import (
     needs_sign_in,
     now,
 )
-from .loop import AsyncioThread
 from .mapping import SessionMapper
 from .options import AcpOptions
 from .process import AgentGone, AgentProcess
@@ -83,12 +81,15 @@ def auth_hint(methods: list[Any]) -> str:
     return "; ".join(hints) + " (or set auth_method in the provider's config)"
 
 
-class AcpProvider:
+class AcpProvider(ProviderLifetime):
     """agentapi Provider over any Agent Client Protocol agent."""
+
+    _lifetime_name = "the ACP provider"
+    _owns_nursery = False  # its sessions and their turns all live on the asyncio thread
 
     def __init__(self, options: AcpOptions) -> None:
         self._opts = options
-        self._loop = AsyncioThread()
+        self._loop = AsyncioThread("acp-asyncio", sdk="ACP SDK")
         self._agent: AgentProcess | None = None
         self._agent_lock: asyncio.Lock | None = None
         self._init: S.InitializeResponse | None = None
@@ -102,7 +103,6 @@ class AcpProvider:
         self._models: list[Model] = []
         self._models_known = False
         self._stopping = False
-        self._entered = False
         self._creating = 0
         self._known: set[str] = set()
         # Sessions closed here whose agent process still holds them, to reattach on reopen.
@@ -153,40 +153,23 @@ class AcpProvider:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
+    async def _on_start(self) -> None:
         self._stopping = False
         self._loop.start()
-        self._entered = True
         try:
             with trio.move_on_after(self._opts.start_timeout + 5):
                 await self._loop.run(self._ensure_agent(), cancel_on_abort=True)
         except AgentAPIError as exc:
             # The first use tries again and says why; the bridge still starts.
             log.warning("acp: the agent did not start: %s", exc)
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        try:
-            with trio.CancelScope(shield=True):
-                await self.shutdown()
-        finally:
-            self._entered = False
-            self._loop.stop()
-        return None
+    async def _on_stop(self) -> None:
+        self._loop.stop()
 
     async def shutdown(self) -> None:
         """Close every conversation (never deleting one) and stop the agent we started."""
         self._stopping = True
-        for conv in self._open_conversations():
-            try:
-                await conv.close()
-            except AgentAPIError as exc:
-                log.warning("acp: closing a conversation failed: %s", exc)
+        await close_each(self._open_conversations(), log, "acp")
         if self._loop.running:
             await self._loop.run(self._stop_agent())
 
@@ -196,10 +179,6 @@ class AcpProvider:
             await agent.stop()
 
     # -- the agent (asyncio thread) -------------------------------------------------------
-
-    def _require_started(self) -> None:
-        if not self._entered:
-            raise Closed("the ACP provider is not started (use `async with provider:`)")
 
     async def _ensure_agent(self) -> AgentProcess:
         if self._agent_lock is None:

@@ -14,6 +14,8 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ahp_bridge_support import AsyncioThread
+
 from ahp_bridge.agentapi import (
     AgentAPIError,
     AgentUnavailable,
@@ -42,7 +44,6 @@ from ahp_bridge.agentapi import (
     Unsupported,
 )
 
-from .bridge import AsyncioThread
 from .customize import mcp_statuses
 from .history import rebuild_history
 from .host_tools import HostToolRunner

@@ -13,10 +13,10 @@ import logging
 import subprocess
 import threading
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import trio
+from ahp_bridge_support import AsyncioThread, ProviderLifetime, close_each
 
 from ahp_bridge.agentapi import (
     ACCOUNT_ENV,
@@ -47,7 +47,6 @@ from ahp_bridge.agentapi import (
     UtilityRequest,
 )
 
-from .bridge import AsyncioThread
 from .client import close_pipes, make_client, process_of
 from .conversation import CopilotConversation, clean_title
 from .customize import agent_catalog, skill_catalog
@@ -63,12 +62,19 @@ log = logging.getLogger(__name__)
 UTILITY_TIMEOUT = 300.0
 
 
-class CopilotProvider:
+def sdk_thread() -> AsyncioThread:
+    """The asyncio thread the SDK runs on; it drops the SDK's late answers to cancelled reads."""
+    return AsyncioThread("copilot-asyncio", sdk="Copilot SDK", drop_late_answers=True)
+
+
+class CopilotProvider(ProviderLifetime):
     """agentapi Provider over github-copilot-sdk."""
+
+    _lifetime_name = "the copilot provider"
 
     def __init__(self, options: CopilotOptions) -> None:
         self._opts = options
-        self._loop = AsyncioThread()
+        self._loop = sdk_thread()
         self._client: Any = None
         self._process: subprocess.Popen[bytes] | None = None
         self._cli_version = ""
@@ -77,8 +83,6 @@ class CopilotProvider:
         self._hint: str | None = None
         """sign_in_hint, once worked out (it looks for the CLI when none was started)."""
         self._client_lock = trio.Lock()
-        self._nursery: trio.Nursery | None = None
-        self._nursery_cm: Any = None
         # Touched from trio and from the SDK thread (a conversation forgets itself on close).
         self._conversations: dict[int, CopilotConversation] = {}
         self._conversations_lock = threading.Lock()
@@ -111,38 +115,17 @@ class CopilotProvider:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
+    async def _on_start(self) -> None:
         self._stopping = False
         self._loop.start()
-        self._nursery_cm = trio.open_nursery()
-        self._nursery = await self._nursery_cm.__aenter__()
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        try:
-            with trio.CancelScope(shield=True):
-                await self.shutdown()
-        finally:
-            assert self._nursery is not None
-            self._nursery.cancel_scope.cancel()
-            cm, self._nursery_cm, self._nursery = self._nursery_cm, None, None
-            await cm.__aexit__(exc_type, exc, tb)
-            self._loop.stop()
-        return None
+    async def _on_stop(self) -> None:
+        self._loop.stop()
 
     async def shutdown(self) -> None:
         """Close every conversation (detach, never delete) and stop the CLI we started."""
         self._stopping = True
-        for conv in self._open_conversations():
-            try:
-                await conv.close()
-            except AgentAPIError as exc:
-                log.warning("copilot: closing a conversation failed: %s", exc)
+        await close_each(self._open_conversations(), log, "copilot")
         async with self._client_lock:
             await self._stop_client()
 
@@ -164,13 +147,8 @@ class CopilotProvider:
 
     # -- the client -----------------------------------------------------------------------------
 
-    def _require_started(self) -> trio.Nursery:
-        if self._nursery is None:
-            raise Closed("the copilot provider is not started (use `async with provider:`)")
-        return self._nursery
-
     async def _ensure_client(self) -> Any:
-        nursery = self._require_started()
+        nursery = self._turn_nursery()
         async with self._client_lock:
             if self._client is not None:
                 return self._client
@@ -236,8 +214,9 @@ class CopilotProvider:
         error = f"the connection to the Copilot CLI at {self._opts.cli_url} was lost"
 
         def start_lost() -> None:
-            if self._nursery is nursery:  # not after the provider shut down
-                nursery.start_soon(self._runtime_lost, client, error)
+            with contextlib.suppress(Closed):  # not after the provider shut down
+                if self._turn_nursery() is nursery:
+                    nursery.start_soon(self._runtime_lost, client, error)
 
         def closed() -> None:
             if previous is not None:
@@ -349,7 +328,7 @@ class CopilotProvider:
 
     async def open(self, req: OpenRequest) -> Conversation:
         client = await self._ensure_client()
-        nursery = self._require_started()
+        nursery = self._turn_nursery()
         if req.events is None:
             raise ValueError("OpenRequest.events (the EventSink) is required")
         runner = None
@@ -538,7 +517,7 @@ class CopilotProvider:
         whose only tools are req.tools (their calls have no task id); permissions are
         rejected; the reply as it came. The session is deleted whatever the outcome."""
         client = await self._ensure_client()
-        nursery = self._require_started()
+        nursery = self._turn_nursery()
         token = trio.lowlevel.current_trio_token()
         runner = HostToolRunner(req.tools, req.call_tool, "", token, nursery)
         seconds = req.timeout.total_seconds()

@@ -13,10 +13,9 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
 
 import trio
+from ahp_bridge_support import ProviderLifetime
 
 from ahp_bridge.agentapi import (
     ACCOUNT_STORED,
@@ -28,7 +27,6 @@ from ahp_bridge.agentapi import (
     Account,
     AgentUnavailable,
     Capabilities,
-    Closed,
     Command,
     ConfigurationCatalog,
     ConfigurationDefinition,
@@ -83,8 +81,10 @@ def check_host_tools(tools: list[HostTool], own: frozenset[str]) -> None:
         )
 
 
-class FakeProvider:
+class FakeProvider(ProviderLifetime):
     """A scripted agentapi Provider (name "fake")."""
+
+    _lifetime_name = "the fake provider"
 
     def __init__(
         self,
@@ -119,8 +119,6 @@ class FakeProvider:
         self._files: dict[str, FileRecord] = {}
         self._open: dict[str, FakeConversation] = {}
         self._opened = 0
-        self._nursery: trio.Nursery | None = None
-        self._nursery_cm: Any = None
         #: With a sign-in token the fake plays a runtime that starts signed out (AccountManager).
         self._sign_in_token = sign_in_token
         self._signed_in = not sign_in_token
@@ -129,34 +127,13 @@ class FakeProvider:
 
     # -- lifetime --------------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        if self._nursery is not None:
-            raise RuntimeError("the fake provider is already running")
+    async def _on_start(self) -> None:
         if self.data_dir is not None:
             self.data_dir.mkdir(parents=True, exist_ok=True)
-        self._nursery_cm = trio.open_nursery()
-        self._nursery = await self._nursery_cm.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        await self.shutdown()
-        nursery, cm = self._nursery, self._nursery_cm
-        self._nursery = self._nursery_cm = None
-        assert nursery is not None
-        nursery.cancel_scope.cancel()
-        result: bool | None = await cm.__aexit__(exc_type, exc, tb)
-        return result
 
     def spawn(self, fn: Callable[..., Awaitable[object]], *args: object) -> None:
         """Run fn in the provider's nursery (where turns live)."""
-        if self._nursery is None:
-            raise Closed("the fake provider is not running (use `async with provider:`)")
-        self._nursery.start_soon(fn, *args)
+        self._turn_nursery().start_soon(fn, *args)
 
     def turn_source(self, conversation: FakeConversation) -> TurnSource:
         return self._scripted
@@ -274,8 +251,7 @@ class FakeProvider:
             raise ValueError(f"model {model!r} has no context size {context_size!r}")
 
     async def open(self, req: OpenRequest) -> FakeConversation:
-        if self._nursery is None:
-            raise Closed("the fake provider is not running (use `async with provider:`)")
+        self._require_started()
         self.check_agent(req.agent)
         if req.assisted_approval_model:
             raise Unsupported("the fake provider has no assisted permission review")
@@ -529,8 +505,7 @@ class FakeProvider:
     async def run_utility(self, req: UtilityRequest) -> str:
         """UtilityRunner: the rule matching req.prompt, in a throwaway conversation whose only
         tools are req.tools; permissions are rejected, questions declined."""
-        if self._nursery is None:
-            raise Closed("the fake provider is not running (use `async with provider:`)")
+        self._require_started()
         return await run_utility(self, req)
 
     async def quota(self) -> list[Quota]:

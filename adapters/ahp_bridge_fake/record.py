@@ -20,14 +20,16 @@ private.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Any, Self
+from typing import IO, Any
+
+from ahp_bridge_support import ProviderLifetime
 
 from ahp_bridge.agentapi import (
     AgentAPIError,
@@ -189,8 +191,15 @@ class RecordingConversation:
         return getattr(self.inner, name)
 
 
-class RecordingProvider:
-    """Wraps any Provider and records its conversations to ``path`` (JSONL)."""
+class RecordingProvider(ProviderLifetime):
+    """Wraps any Provider and records its conversations to ``path`` (JSONL).
+
+    ``async with`` enters the inner provider (whose nursery runs the turns) and leaves it after
+    this one's shutdown has recorded the closes; the file is closed last.
+    """
+
+    _lifetime_name = "the recording provider"
+    _owns_nursery = False
 
     def __init__(
         self,
@@ -206,8 +215,9 @@ class RecordingProvider:
         self._offset = timedelta(0)
         self._opened = 0
         self._open: dict[str, RecordingConversation] = {}
+        self._entered = contextlib.AsyncExitStack()
 
-    async def __aenter__(self) -> Self:
+    async def _on_start(self) -> None:
         self._offset = TIME_BASE - self._wallclock()
         self._writer.start(
             {
@@ -218,23 +228,11 @@ class RecordingProvider:
                 "time_base": format_time(TIME_BASE),
             }
         )
-        await self.inner.__aenter__()
-        return self
+        self._entered.callback(self._writer.close)
+        await self._entered.enter_async_context(self.inner)
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        try:
-            try:
-                await self.shutdown()
-            finally:
-                result = await self.inner.__aexit__(exc_type, exc, tb)
-        finally:
-            self._writer.close()
-        return result
+    async def _on_stop(self) -> None:
+        await self._entered.aclose()  # the inner provider, then the file
 
     def name(self) -> str:
         return self.inner.name()

@@ -14,11 +14,11 @@ import functools
 import logging
 import math
 from collections.abc import Mapping
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import grpc
 import trio
+from ahp_bridge_support import ProviderLifetime
 from google.protobuf import empty_pb2
 
 from ahp_bridge import agentapi
@@ -69,13 +69,16 @@ async def _wait_future(future: grpc.Future) -> None:
         future.cancel()
 
 
-class RemoteProvider:
+class RemoteProvider(ProviderLifetime):
     """agentapi.Provider over gRPC. Options: address (``unix:PATH`` or ``HOST:PORT``), token.
 
     ``async with`` connects (waiting up to connect_timeout for the server) and reads the served
-    provider's name and capabilities; leaving closes this client's conversations. The served
-    provider's runtimes are stopped only by shutdown(stop_remote=True) or owns_server=True.
+    provider's name and capabilities; leaving closes this client's conversations (waiting for
+    that at most connect_timeout). The served provider's runtimes are stopped only by
+    shutdown(stop_remote=True) or owns_server=True.
     """
+
+    _lifetime_name = "the remote provider"
 
     def __init__(
         self,
@@ -91,54 +94,34 @@ class RemoteProvider:
         self._address = address
         self._metadata = auth.bearer(token) if token else ()
         self._connect_timeout = connect_timeout
+        self._shutdown_timeout = connect_timeout
         self._owns_server = owns_server
         self._stream_limiter = trio.CapacityLimiter(max_streams)
         self._channel: grpc.Channel | None = None
         self._connected = False  # False until a call succeeds, and after UNAVAILABLE
         self._info: pb.ProviderInfo | None = None
         self._capabilities: agentapi.Capabilities | None = None
-        self._stack: contextlib.AsyncExitStack | None = None
-        self._nursery: trio.Nursery | None = None
         self._conversations: set[RemoteConversation] = set()
 
     # -- lifetime ------------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        stack = contextlib.AsyncExitStack()
+    async def _on_start(self) -> None:
         self._channel = grpc.insecure_channel(self._address, options=CHANNEL_OPTIONS)
-        stack.callback(self._channel.close)
-        try:
-            self._nursery = await stack.enter_async_context(trio.open_nursery())
-            self._provider = pb_grpc.ProviderServiceStub(self._channel)
-            self._conv = pb_grpc.ConversationServiceStub(self._channel)
-            info = await self._first_info()
-            self._info = info
-            served = from_proto(info.capabilities, agentapi.Capabilities)
-            hidden = dict.fromkeys(UNFORWARDED_CAPABILITIES, False)
-            hidden["usage"] = served.usage and info.quota_reporter  # QuotaReporter forwarded
-            hidden["titles"] = served.titles and info.titler
-            self._capabilities = served.model_copy(update=hidden)
-            variant: type = _variant(tuple(bool(getattr(info, f)) for f, _ in _MIXINS))
-            self.__class__ = variant
-        except BaseException:
-            await stack.aclose()
-            raise
-        self._stack = stack
-        return self
+        self._provider = pb_grpc.ProviderServiceStub(self._channel)
+        self._conv = pb_grpc.ConversationServiceStub(self._channel)
+        info = await self._first_info()
+        self._info = info
+        served = from_proto(info.capabilities, agentapi.Capabilities)
+        hidden = dict.fromkeys(UNFORWARDED_CAPABILITIES, False)
+        hidden["usage"] = served.usage and info.quota_reporter  # QuotaReporter forwarded
+        hidden["titles"] = served.titles and info.titler
+        self._capabilities = served.model_copy(update=hidden)
+        variant: type = _variant(tuple(bool(getattr(info, f)) for f, _ in _MIXINS))
+        self.__class__ = variant
 
-    async def __aexit__(
-        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        stack, self._stack = self._stack, None
-        if stack is None:
-            return
-        try:
-            with trio.CancelScope(shield=True), trio.move_on_after(self._connect_timeout):
-                await self.shutdown()
-        finally:
-            assert self._nursery is not None
-            self._nursery.cancel_scope.cancel()
-            await stack.aclose()
+    async def _on_stop(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
 
     # -- calls ---------------------------------------------------------------------------
 
@@ -225,11 +208,6 @@ class RemoteProvider:
                 self._connected = False
             raise error from None
 
-    def _started(self) -> trio.Nursery:
-        if self._nursery is None or self._stack is None:
-            raise agentapi.Closed("the remote provider is not started (use `async with`)")
-        return self._nursery
-
     # -- agentapi.Provider ---------------------------------------------------------------
 
     def name(self) -> str:
@@ -242,16 +220,16 @@ class RemoteProvider:
         return self._capabilities or agentapi.Capabilities()
 
     async def check(self) -> None:
-        self._started()
+        self._require_started()
         await self._call(self._provider.Check, EMPTY, "check")
 
     async def models(self) -> list[agentapi.Model]:
-        self._started()
+        self._require_started()
         reply = await self._call(self._provider.Models, EMPTY, "models")
         return [from_proto(m, agentapi.Model) for m in reply.models]
 
     async def open(self, req: agentapi.OpenRequest) -> RemoteConversation:
-        nursery = self._started()
+        nursery = self._turn_nursery()
         reply = await self._call(self._provider.Open, to_proto(req), "open")
         conversation = RemoteConversation(self, reply.handle, reply.conversation_id, req.events)
         self._conversations.add(conversation)
@@ -274,7 +252,7 @@ class _HistoryReader(RemoteProvider):
     """agentapi.HistoryReader, mixed in when the served provider is one."""
 
     async def read_history(self, req: agentapi.ReadRequest) -> agentapi.History:
-        self._started()
+        self._require_started()
         reply = await self._call(self._provider.ReadHistory, to_proto(req), "read_history")
         return from_proto(reply, agentapi.History)
 
@@ -283,7 +261,7 @@ class _HistoryPager(RemoteProvider):
     """agentapi.HistoryPager, mixed in when the served provider is one."""
 
     async def read_history_window(self, req: agentapi.WindowRequest) -> agentapi.HistoryWindow:
-        self._started()
+        self._require_started()
         reply = await self._call(self._provider.ReadHistoryWindow, to_proto(req), "history page")
         return from_proto(reply, agentapi.HistoryWindow)
 
@@ -292,7 +270,7 @@ class _Titler(RemoteProvider):
     """agentapi.Titler, mixed in when the served provider is one."""
 
     async def title(self, req: agentapi.TitleRequest) -> str:
-        self._started()
+        self._require_started()
         reply = await self._call(self._provider.Title, to_proto(req), "title")
         if reply.HasField("usage") and req.on_usage is not None:
             req.on_usage(from_proto(reply.usage, agentapi.UtilityUsage))
@@ -303,7 +281,7 @@ class _SubagentPager(RemoteProvider):
     """agentapi.SubagentPager, mixed in when the served provider is one."""
 
     async def read_subagents(self, req: agentapi.SubagentRequest) -> agentapi.SubagentWindow:
-        self._started()
+        self._require_started()
         reply = await self._call(self._provider.ReadSubagents, to_proto(req), "read_subagents")
         return from_proto(reply, agentapi.SubagentWindow)
 
@@ -312,7 +290,7 @@ class _QuotaReporter(RemoteProvider):
     """agentapi.QuotaReporter, mixed in when the served provider is one."""
 
     async def quota(self) -> list[agentapi.Quota]:
-        self._started()
+        self._require_started()
         reply = await self._call(self._provider.Quota, EMPTY, "quota")
         return [from_proto(q, agentapi.Quota) for q in reply.quotas]
 
@@ -321,7 +299,7 @@ class _UtilityRunner(RemoteProvider):
     """agentapi.UtilityRunner, mixed in when the served provider is one."""
 
     async def run_utility(self, req: agentapi.UtilityRequest) -> str:
-        self._started()
+        self._require_started()
         await self._ready("run_utility")
         stream = self._provider.RunUtility(to_proto(req), metadata=self._metadata)
         handle: list[str] = []

@@ -1,5 +1,6 @@
-"""The wheel as a user gets it: SPDX licence metadata and the LICENSE file, and what the
-Copilot adapter tells someone who has no checkout (and so no scripts/) to run."""
+"""The wheel as a user gets it: SPDX licence metadata and the LICENSE file, the adapters' support
+package, and what the Copilot adapter tells someone who has no checkout (and so no scripts/) to
+run."""
 
 from __future__ import annotations
 
@@ -57,7 +58,10 @@ def test_the_wheel_carries_its_licence_and_tells_wheel_users_the_npm_command(
         check=True,
         capture_output=True,
     )
-    probe = "import ahp_bridge_copilot.options as o\nprint(o.__file__)\nprint(o.install_hint())\n"
+    probe = (
+        "import ahp_bridge_copilot.options as o\nprint(o.__file__)\nprint(o.install_hint())\n"
+        "import ahp_bridge_support as s\nprint(s.__file__)\n"
+    )
     out = subprocess.run(
         [sys.executable, "-c", probe],
         check=True,
@@ -67,6 +71,7 @@ def test_the_wheel_carries_its_licence_and_tells_wheel_users_the_npm_command(
         cwd=tmp_path,
     ).stdout.splitlines()
     assert out[0].startswith(str(site))  # the installed wheel, not this checkout
+    assert out[2].startswith(str(site))  # the adapters' support package is in the wheel too
     assert out[1] == (
         "install the tested release with `npm install --prefix ~/.local/share/ahp-bridge/copilot "
         "@github/copilot@1.0.102` (found there without further setup), or set cli_path in "

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 import trio
 from ahp_bridge_copilot import create_provider
-from ahp_bridge_copilot.bridge import AsyncioThread, LoopStopped
 from ahp_bridge_copilot.conversation import clean_title, prompt_attachments
 from ahp_bridge_copilot.options import CopilotOptions, OptionsError, find_cli
+from ahp_bridge_copilot.provider import sdk_thread
 from ahp_bridge_copilot.sdk_errors import plain_error, rpc_message
+from ahp_bridge_support import LoopStopped
 
 from ahp_bridge.agentapi import AgentAPIError, Blob, File, Prompt, TurnState
 from tests.support.copilot_cli import RecordingSink
@@ -91,8 +92,8 @@ def test_find_cli_prefers_explicit_path(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 async def test_bridge_runs_coroutines_on_its_own_thread() -> None:
-    loop = AsyncioThread()
-    with pytest.raises(LoopStopped):
+    loop = sdk_thread()
+    with pytest.raises(LoopStopped, match=r"^the Copilot SDK thread is not running$"):
         loop.submit(asyncio.sleep(0))
     loop.start()
     try:
@@ -115,7 +116,7 @@ async def test_bridge_runs_coroutines_on_its_own_thread() -> None:
 
 
 async def test_cancelled_caller_leaves_the_coroutine_running_unless_asked() -> None:
-    loop = AsyncioThread()
+    loop = sdk_thread()
     loop.start()
     try:
         outcome: list[str] = []
@@ -179,7 +180,7 @@ async def test_an_answer_to_a_request_cancelled_meanwhile_is_dropped_quietly(
     from copilot._jsonrpc import JsonRpcClient
 
     caplog.set_level(logging.DEBUG)
-    loop = AsyncioThread()
+    loop = sdk_thread()
     loop.start()
     peer = subprocess.Popen(
         [sys.executable, "-c", _ANSWER_ONCE], stdin=subprocess.PIPE, stdout=subprocess.PIPE
@@ -264,7 +265,7 @@ class _Session:
 async def test_a_turn_reported_before_send_returns_works_then_fails_with_the_sentence() -> None:
     from ahp_bridge_copilot.conversation import CopilotConversation
 
-    loop = AsyncioThread()
+    loop = sdk_thread()
     loop.start()
     try:
         sink = RecordingSink()

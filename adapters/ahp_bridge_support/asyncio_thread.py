@@ -1,12 +1,13 @@
-"""Run the asyncio-based ACP SDK on one dedicated thread and await it from trio.
+"""Run an asyncio-based SDK on one dedicated thread and await it from trio.
 
-The SDK's JSON-RPC connection lives on an asyncio loop, and the bridge runs trio. Everything the
-SDK owns (the agent process, its connection, the client-side handlers for files, terminals and
-permissions, the per-conversation event mapping) lives on this one loop thread, so none of it needs
-locks. Trio code submits coroutines and waits for them without blocking the trio thread.
+The Copilot and ACP SDKs need a running asyncio loop (their JSON-RPC connections live on it), and
+the bridge runs trio. Everything such an SDK owns (its client or agent process, sessions, event
+handlers, the adapter's per-conversation event mapping) lives on this one loop thread, so none of
+it needs locks. Trio code submits coroutines and waits for them without blocking the trio thread.
 
-A copy of ``ahp_bridge_copilot.bridge`` (adapters import only agentapi and their own SDK, never
-each other).
+What differs between the SDKs is an option, not a copy: ``drop_late_answers`` (see
+``_drop_late_answers``) for an SDK whose reader thread resolves a request's future without
+checking that its waiter is still there.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import trio
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -27,18 +30,54 @@ class LoopStopped(RuntimeError):
     """The asyncio thread is not running (never started, or already stopped)."""
 
 
-class AsyncioThread:
-    """An asyncio event loop on its own daemon thread."""
+def _drop_late_answers(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's exception handler: an answer that comes after its waiter gave up is no error.
 
-    def __init__(self, name: str = "acp-asyncio") -> None:
+    The Copilot SDK's reader thread hands each answer to the loop as ``future.set_result`` (or
+    ``set_exception`` when the connection ends), checking the future when it schedules the call,
+    not when the call runs. A wait cancelled in between (a read the trio side gave up because
+    its client left or the bridge is stopping) makes that call raise InvalidStateError on a
+    cancelled future, which asyncio logs at error with a traceback and the answer's contents.
+    Nobody waits for that answer: drop it. Everything else goes to asyncio's default handler.
+    (The ACP SDK resolves its futures on the loop itself, after checking ``future.done()``, so
+    it never causes this and its thread keeps asyncio's handler.)
+    """
+    exc = context.get("exception")
+    callback = getattr(context.get("handle"), "_callback", None)
+    future = getattr(callback, "__self__", None)
+    if (
+        isinstance(exc, asyncio.InvalidStateError)
+        and isinstance(future, asyncio.Future)
+        and future.cancelled()
+        and getattr(callback, "__name__", "") in ("set_result", "set_exception")
+    ):
+        log.debug(
+            "%s: dropped an answer that came after its request was cancelled",
+            threading.current_thread().name,
+        )
+        return
+    loop.default_exception_handler(context)
+
+
+class AsyncioThread:
+    """An asyncio event loop on its own daemon thread.
+
+    ``name`` names the thread; ``sdk`` says in LoopStopped whose thread is not running ("the
+    Copilot SDK"); ``drop_late_answers`` installs ``_drop_late_answers`` as the loop's exception
+    handler (for the Copilot SDK; see there why the ACP SDK needs none).
+    """
+
+    def __init__(self, name: str, *, sdk: str, drop_late_answers: bool = False) -> None:
         self._name = name
+        self._sdk = sdk
+        self._drop_late_answers = drop_late_answers
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None or self._loop.is_closed():
-            raise LoopStopped("the ACP SDK thread is not running")
+            raise LoopStopped(f"the {self._sdk} thread is not running")
         return self._loop
 
     @property
@@ -53,6 +92,8 @@ class AsyncioThread:
             return
         ready = threading.Event()
         loop = asyncio.new_event_loop()
+        if self._drop_late_answers:
+            loop.set_exception_handler(_drop_late_answers)
 
         def main() -> None:
             asyncio.set_event_loop(loop)
