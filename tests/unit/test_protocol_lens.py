@@ -30,8 +30,8 @@ from ahp_bridge.protocol import wire07
 from ahp_bridge.protocol.actions import ACTION_TYPES
 from ahp_bridge.protocol.actions_v1 import ACTIONS_09
 from ahp_bridge.protocol.lens import WIRES, Legacy07, Wire
+from ahp_bridge.protocol.reduce07 import reduce_07
 from ahp_bridge.protocol.versions import V07, V09, V10, Line
-from ahp_bridge.state.reduce07 import reduce_07
 from ahp_bridge.state.reducers import reduce
 from ahp_bridge.state.store import Store
 from tests.support.paths import FIXTURES
@@ -99,7 +99,7 @@ def strip_none(value: Any) -> Any:
 
 def reduce_as(wire: Wire, kind: str, uri: str, state: Any, action: Any, now: str) -> Any:
     if wire.line == V07:
-        return reduce_07(kind, state, action, now=now, channel=uri)
+        return reduce_07(kind, state, action, now=now, canonical=reduce, channel=uri)
     return reduce(kind, state, action)
 
 

@@ -21,10 +21,10 @@ from itertools import count, islice
 from typing import TYPE_CHECKING, Any
 
 from ahp_bridge.protocol import wire07
+from ahp_bridge.protocol.activity import chat_activity
 from ahp_bridge.protocol.lens import Legacy07
 
 from .envelope import Envelope
-from .reduce07 import stamps_07
 from .reducers import KINDS, reduce
 from .turn_window import TurnWindow
 
@@ -140,7 +140,7 @@ class Store:
             # A field of the wrong JSON type; nothing was changed or sequenced.
             raise ValueError(f"malformed {action['type']} action for {channel}: {exc}") from exc
         if kind == "chat":
-            if at is not None and stamps_07(state, action, changed=new_state is not state):
+            if at is not None and chat_activity(state, action, changed=new_state is not state):
                 self._active_at[channel] = at()
             new_state = self._track_window(channel, state, new_state, action)
         elif kind == "session":
