@@ -23,9 +23,9 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, connect_websocket_url
 
 from ahp_bridge.protocol.actions_v1 import ACTIONS_09
+from ahp_bridge.protocol.reduce07 import reduce_07
 from ahp_bridge.protocol.uris import channel_kind
 from ahp_bridge.protocol.versions import V07, V09, Line, negotiate_line
-from ahp_bridge.state.reduce07 import reduce_07
 from ahp_bridge.state.reducers import reduce
 from tests.support import wire_schema
 
@@ -162,7 +162,7 @@ class AhpClient:
         kind = self.kinds.get(channel) or channel_kind(channel) or kind_of_state(state)
         assert kind is not None, channel
         if self.line == V07:
-            return reduce_07(kind, state, action, now=MOCK_NOW, channel=channel)
+            return reduce_07(kind, state, action, now=MOCK_NOW, canonical=reduce, channel=channel)
         return reduce(kind, state, action)
 
     def _keep(self, snapshot: dict[str, Any]) -> None:

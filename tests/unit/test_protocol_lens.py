@@ -26,12 +26,14 @@ from typing import Any
 
 import pytest
 
+from ahp_bridge.engine.fanout import Fanout
 from ahp_bridge.protocol import wire07
 from ahp_bridge.protocol.actions import ACTION_TYPES
 from ahp_bridge.protocol.actions_v1 import ACTIONS_09
-from ahp_bridge.protocol.lens import WIRES, Legacy07, Wire
+from ahp_bridge.protocol.lens import Wire, wires
+from ahp_bridge.protocol.reduce07 import reduce_07
 from ahp_bridge.protocol.versions import V07, V09, V10, Line
-from ahp_bridge.state.reduce07 import reduce_07
+from ahp_bridge.state.envelope import Envelope
 from ahp_bridge.state.reducers import reduce
 from ahp_bridge.state.store import Store
 from tests.support.paths import FIXTURES
@@ -85,8 +87,26 @@ def host_time(index: int) -> str:
     return (_EPOCH + timedelta(seconds=index + 1)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
-def clock(at: str) -> Callable[[], str]:
-    return lambda: at
+class Host:
+    """One channel in a store, written through the fan-out (the one writer, which feeds every
+    line's own views), with the host's clock set by hand for each action."""
+
+    def __init__(self, uri: str, kind: str, initial: dict[str, Any], **store: Any) -> None:
+        self.uri, self.kind = uri, kind
+        self.store = Store(**store)
+        self.store.create(uri, kind, initial)
+        self.now = NOW
+        self.fanout = Fanout(self.store, clock=lambda: self.now)
+        self.wires = self.fanout.wires
+
+    def apply(self, action: dict[str, Any], at: str = NOW) -> Envelope:
+        self.now = at
+        return self.fanout.apply(self.uri, action)
+
+    def snapshot(self, wire: Wire | None, last_turns: int | None = None) -> dict[str, Any]:
+        """The state a subscriber of `wire`'s line is given (None: the canonical one)."""
+        state = self.store.snapshot(self.uri, last_turns=last_turns)["state"]
+        return state if wire is None else wire.state(self.kind, state, channel=self.uri)
 
 
 def strip_none(value: Any) -> Any:
@@ -99,7 +119,7 @@ def strip_none(value: Any) -> Any:
 
 def reduce_as(wire: Wire, kind: str, uri: str, state: Any, action: Any, now: str) -> Any:
     if wire.line == V07:
-        return reduce_07(kind, state, action, now=now, channel=uri)
+        return reduce_07(kind, state, action, now=now, canonical=reduce, channel=uri)
     return reduce(kind, state, action)
 
 
@@ -133,8 +153,7 @@ Sent = list[tuple[Any, str]]  # (envelope, the host time it was applied at)
 
 
 def check_lines(
-    store: Store,
-    uri: str,
+    host: Host,
     start: dict[Line, Any],
     sent: Sent,
     snapshot: Callable[[Wire | None], dict[str, Any]],
@@ -143,11 +162,10 @@ def check_lines(
 ) -> dict[Line, Any]:
     """Every line's client, from its `start`, reduces what it is `sent` to the line's
     `snapshot`, which carries the canonical state's fields; return what each line holds."""
-    kind = store.kind(uri)
-    assert kind is not None
+    kind, uri = host.kind, host.uri
     canonical = snapshot(None)
     held: dict[Line, Any] = {}
-    for line, wire in WIRES.items():
+    for line, wire in host.wires.items():
         local = start[line]
         for env, at in sent:
             for params in env.wires(wire):
@@ -155,8 +173,6 @@ def check_lines(
                 local = reduce_as(wire, kind, uri, local, params["action"], at)
         final = snapshot(wire)
         assert strip_none(local) == strip_none(final), line
-        legacy = Legacy07(store.status07(uri), store.active_at(uri))
-        assert final == wire.state(kind, canonical, legacy), line
         carried(line, kind, canonical, final)
         held[line] = final
     return held
@@ -166,22 +182,14 @@ def converge(
     kind: str, initial: dict[str, Any], actions: list[dict[str, Any]], *, strict: bool = False
 ) -> dict[Line, Any]:
     """Apply canonical `actions`; assert every line converges; return what each line holds."""
-    uri = URIS[kind]
-    store = Store()
-    store.create(uri, kind, initial)
-    start = {line: store.snapshot(uri, wire=wire)["state"] for line, wire in WIRES.items()}
-    sent = [
-        (store.apply(uri, a, at=clock(host_time(i))), host_time(i)) for i, a in enumerate(actions)
-    ]
+    host = Host(URIS[kind], kind, initial)
+    start = {line: host.snapshot(wire) for line, wire in host.wires.items()}
+    sent = [(host.apply(a, host_time(i)), host_time(i)) for i, a in enumerate(actions)]
     expected = initial
     for action in actions:
         expected = reduce(kind, expected, action)
-    assert store.state(uri) == expected  # the store holds what the reducers make
-
-    def snapshot(wire: Wire | None) -> dict[str, Any]:
-        return store.snapshot(uri, wire=wire)["state"]
-
-    return check_lines(store, uri, start, sent, snapshot, strict=strict)
+    assert host.store.state(host.uri) == expected  # the store holds what the reducers make
+    return check_lines(host, start, sent, host.snapshot, strict=strict)
 
 
 def converge_paged(initial: dict[str, Any], page: dict[str, Any]) -> dict[Line, Any]:
@@ -200,17 +208,16 @@ def converge_paged(initial: dict[str, Any], page: dict[str, Any]) -> dict[Line, 
     older = [{**brought[0], "id": "older"}] if "turnsNextCursor" in page else []
     full = {k: v for k, v in initial.items() if k != "turnsNextCursor"}
     full["turns"] = older + brought + window
-    store = Store(turns_page_size=len(brought))
-    store.create(uri, "chat", full)
+    host = Host(uri, "chat", full, turns_page_size=len(brought))
 
     def snapshot(wire: Wire | None) -> dict[str, Any]:
-        return store.snapshot(uri, last_turns=len(window), wire=wire)["state"]
+        return host.snapshot(wire, last_turns=len(window))
 
-    start = {line: snapshot(wire) for line, wire in WIRES.items()}
-    loaded = store.load_older_turns(uri, start[V10]["turnsNextCursor"])
+    start = {line: snapshot(wire) for line, wire in host.wires.items()}
+    loaded = host.store.load_older_turns(uri, start[V10]["turnsNextCursor"])
     assert loaded["turns"] == brought
-    sent = [(store.apply(uri, loaded, at=clock(host_time(0))), host_time(0))]
-    held = check_lines(store, uri, start, sent, snapshot, strict=False)
+    sent = [(host.apply(loaded, host_time(0)), host_time(0))]
+    held = check_lines(host, start, sent, snapshot, strict=False)
     assert [t["id"] for t in held[V10]["turns"]] == [t["id"] for t in brought + window]
     assert ("turnsNextCursor" in held[V10]) == bool(older)
     return held
@@ -350,13 +357,11 @@ def test_the_first_turn_resumed_truncates_everything_for_0_7() -> None:
         },
         {"type": "chat/turnResume", "turnId": "t1"},
     ]
-    uri = URIS["chat"]
-    store = Store()
-    store.create(uri, "chat", chat())
-    envs = [store.apply(uri, a) for a in actions]
-    sent = [w["action"]["type"] for w in envs[-1].wires(WIRES[V07])]
+    host = Host(URIS["chat"], "chat", chat())
+    envs = [host.apply(a) for a in actions]
+    sent = [w["action"]["type"] for w in envs[-1].wires(host.wires[V07])]
     assert sent == ["chat/truncated", "chat/turnStarted"]
-    assert "turnId" not in envs[-1].wires(WIRES[V07])[0]["action"]  # no earlier turn to keep
+    assert "turnId" not in envs[-1].wires(host.wires[V07])[0]["action"]  # no earlier turn kept
     converge("chat", chat(), actions, strict=True)
 
 
@@ -573,15 +578,13 @@ def test_a_terminal_and_annotations_in_every_version() -> None:
 
 
 def test_an_envelope_is_encoded_once_per_line_and_shared_when_unchanged() -> None:
-    store = Store()
-    store.create(URIS["chat"], "chat", chat())
-    env = store.apply(URIS["chat"], start("t1"))
-    frames = {line: env.frames(wire) for line, wire in WIRES.items()}
+    host = Host(URIS["chat"], "chat", chat())
+    env = host.apply(start("t1"))
+    frames = {line: env.frames(wire) for line, wire in host.wires.items()}
     assert frames[V10] == frames[V09] == frames[V07] == (env.frame,)
     assert frames[V10][0] is frames[V07][0]  # one encode for all three
-    assert env.frames(WIRES[V07]) is frames[V07]  # cached
-    error = store.apply(
-        URIS["chat"],
+    assert env.frames(host.wires[V07]) is frames[V07]  # cached
+    error = host.apply(
         {
             "type": "chat/error",
             "turnId": "t1",
@@ -589,12 +592,66 @@ def test_an_envelope_is_encoded_once_per_line_and_shared_when_unchanged() -> Non
             "part": {"kind": "error", "error": ERR},
         },
     )
-    assert error.frames(WIRES[V07]) != error.frames(WIRES[V10])
-    assert json.loads(error.frames(WIRES[V07])[0])["params"]["action"]["error"] == ERR
+    assert error.frames(host.wires[V07]) != error.frames(host.wires[V10])
+    assert json.loads(error.frames(host.wires[V07])[0])["params"]["action"]["error"] == ERR
 
 
 def test_the_1_0_error_codes() -> None:
-    assert WIRES[V10].error_code(-32006) == -32008  # ContentNotFound is gone in 1.0
-    assert WIRES[V09].error_code(-32006) == -32008
-    assert WIRES[V07].error_code(-32006) == -32006
-    assert WIRES[V10].error_code(-32011) == -32011
+    lines = wires()
+    assert lines[V10].error_code(-32006) == -32008  # ContentNotFound is gone in 1.0
+    assert lines[V09].error_code(-32006) == -32008
+    assert lines[V07].error_code(-32006) == -32006
+    assert lines[V10].error_code(-32011) == -32011
+
+
+# -- the lines' own views: fed by the envelopes, forgotten with the channel --------------------
+
+QUESTION = {"id": "r1", "message": "Sure?", "questions": []}
+
+
+def test_0_7_views_start_from_the_created_state_and_follow_the_envelopes() -> None:
+    host = Host(URIS["chat"], "chat", chat())
+    v07 = host.wires[V07]
+    assert host.snapshot(v07)["modifiedAt"] == NOW  # no envelope yet: as created
+    host.apply({"type": "chat/titleChanged", "title": "t"}, "2030-01-01T00:00:01.000Z")
+    assert host.snapshot(v07)["modifiedAt"] == NOW  # no activity: 0.7.0 stamps nothing
+    host.apply(start("t1", "2026-12-01T00:05:00.000Z"), "2030-01-01T00:00:02.000Z")
+    host.apply({"type": "chat/inputRequested", "request": QUESTION}, "2030-01-01T00:00:03.000Z")
+    host.apply(start("t1"), "2030-01-01T00:00:04.000Z")  # 1.0's no-op: reaches no 0.7 peer
+    assert host.snapshot(v07)["modifiedAt"] == "2030-01-01T00:00:03.000Z"
+    assert host.snapshot(host.wires[V10])["modifiedAt"] == "2026-12-01T00:05:00.000Z"
+    assert host.fanout.active_at(host.uri) == "2030-01-01T00:00:03.000Z"  # every line's list
+
+
+def test_a_disposed_channel_takes_its_0_7_views_and_activity_with_it() -> None:
+    execution = {"id": "x1", "kind": "toolClientExecution", "chat": "ahp-chat:/a", "turnId": "t"}
+    host = Host(URIS["session"], "session", session())
+    host.store.create(URIS["chat"], "chat", chat())
+    host.apply({"type": "session/inputNeededSet", "request": execution})
+    host.now = "2030-01-01T00:00:01.000Z"
+    host.fanout.apply(URIS["chat"], start("t1"))
+    v07 = host.wires[V07]
+    assert host.snapshot(v07)["status"] == 24  # 0.7 counts the client execution
+    assert host.fanout.active_at(URIS["chat"]) == "2030-01-01T00:00:01.000Z"
+    for uri in (URIS["session"], URIS["chat"]):
+        host.fanout.dispose(uri)
+        assert not host.store.has(uri)
+    with pytest.raises(KeyError, match="unknown channel"):
+        host.fanout.active_at(URIS["chat"])
+    # Made again under the same URIs, they start from their own state, not the old views.
+    host.store.create(URIS["session"], "session", session(status=2))
+    host.store.create(URIS["chat"], "chat", {**chat(), "modifiedAt": "2027-01-01T00:00:00.000Z"})
+    assert host.snapshot(v07)["status"] == 2
+    shown = v07.state("chat", host.store.state(URIS["chat"]), channel=URIS["chat"])
+    assert shown["modifiedAt"] == "2027-01-01T00:00:00.000Z"
+    host.apply({"type": "session/titleChanged", "title": "again"})
+    assert host.snapshot(v07)["status"] == 2
+    assert host.fanout.active_at(URIS["chat"]) == "2027-01-01T00:00:00.000Z"
+
+
+def test_each_host_keeps_its_own_0_7_views() -> None:
+    one, two = Host(URIS["chat"], "chat", chat()), Host(URIS["chat"], "chat", chat())
+    assert one.wires[V07] is not two.wires[V07]
+    one.apply(start("t1"), "2030-01-01T00:00:01.000Z")
+    assert one.snapshot(one.wires[V07])["modifiedAt"] == "2030-01-01T00:00:01.000Z"
+    assert two.snapshot(two.wires[V07])["modifiedAt"] == NOW

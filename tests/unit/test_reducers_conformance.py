@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from ahp_bridge.state.reduce07 import reduce_07
+from ahp_bridge.protocol.reduce07 import reduce_07
+from ahp_bridge.state.reducers import reduce
 from tests.support.paths import CONFORMANCE
 
 FIXTURES = CONFORMANCE
@@ -51,7 +52,7 @@ def test_reducer_fixture(path: Path) -> None:
     for raw in fixture["actions"]:
         action = strip_none(raw)
         state_before, action_before = copy.deepcopy(state), copy.deepcopy(action)
-        new_state = reduce_07(fixture["reducer"], state, action, now=NOW)
+        new_state = reduce_07(fixture["reducer"], state, action, now=NOW, canonical=reduce)
         assert state == state_before and action == action_before, "reducer mutated its input"
         if new_state == state:
             assert new_state is state, f"{action['type']} changed nothing but copied the state"

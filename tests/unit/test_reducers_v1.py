@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ahp_bridge.protocol.actions_v1 import ACTIONS_10
-from ahp_bridge.state.reduce07 import reduce_07
+from ahp_bridge.protocol.reduce07 import reduce_07
 from ahp_bridge.state.reducers import reduce
 from tests.support.paths import FIXTURES
 from tests.support.wire_schema import v1_0
@@ -81,5 +81,5 @@ def test_released_0_7_0_fixture_through_the_0_7_path(path: Path) -> None:
     fixture = json.loads(path.read_text())
     state = strip_none(fixture["initial"])
     for raw in fixture["actions"]:
-        state = reduce_07(fixture["reducer"], state, strip_none(raw), now=NOW)
+        state = reduce_07(fixture["reducer"], state, strip_none(raw), now=NOW, canonical=reduce)
     assert strip_none(state) == strip_none(fixture["expected"]), fixture["description"]

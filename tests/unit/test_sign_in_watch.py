@@ -28,7 +28,6 @@ from ahp_bridge.host.runtime.providers import Providers
 from ahp_bridge.host.shell import Shell
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
-from ahp_bridge.protocol.lens import WIRES
 from ahp_bridge.protocol.uris import ROOT
 from ahp_bridge.protocol.versions import V07, V09, V10
 from ahp_bridge.state.store import Store
@@ -134,7 +133,7 @@ class Host:
 
     def peer(self, line: Any) -> Peer:
         peer = self.engine.open_peer(0)
-        peer.client_id, peer.wire = f"client-{line}", WIRES[line]
+        peer.client_id, peer.wire = f"client-{line}", self.engine.fanout.wires[line]
         self.engine.connected(peer)
         return peer
 

@@ -53,6 +53,7 @@ from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.actions_v1 import AUTOMATION_TYPES, CANVAS_TYPES
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.jsonrpc import RequestId
+from ahp_bridge.protocol.lens import DEFAULT_LINE
 from ahp_bridge.protocol.params import AUTOMATION_METHODS
 from ahp_bridge.protocol.uris import ROOT
 from ahp_bridge.state.limits import Limits
@@ -125,6 +126,7 @@ class Engine:
         self.timeouts = config.timeouts
         self.client_tool_limits = config.client_tools
         self._now_ms = now_ms
+        self._iso: tuple[int | None, str] = (None, "")
         self._new_id = new_id
         self.fanout = Fanout(store, outbound_queue=config.outbound_queue, clock=self.now_iso)
         self.gate = Gate(
@@ -164,7 +166,12 @@ class Engine:
         return self._now_ms()
 
     def now_iso(self) -> str:
-        return iso_from_ms(self._now_ms())
+        """The host's time, ISO-8601 (read for every applied envelope: a millisecond's text is
+        made once)."""
+        ms = self._now_ms()
+        if ms != self._iso[0]:
+            self._iso = (ms, iso_from_ms(ms))
+        return self._iso[1]
 
     def new_id(self) -> str:
         return self._new_id()
@@ -204,7 +211,7 @@ class Engine:
 
     def open_peer(self, number: int) -> Peer:
         """A new connection: the record the shell feeds its frames with."""
-        return Peer(number)
+        return Peer(number, self.fanout.wires[DEFAULT_LINE])
 
     def handle(self, event: Input) -> list[Effect]:
         """Decide what one input means; returns the effects, in order."""

@@ -1,9 +1,11 @@
 """The one writer of AHP state and the fan-out of every envelope, sans-IO.
 
 Every state change goes through `Fanout.apply`, in serverSeq order: the store reduces and
-sequences, and each subscribed peer gets the envelope's frames for its wire line (shaped and
-serialised once per line in use, cached on the envelope) in its outbox. Nothing blocks: a peer
-whose outbox is full is cut off (`server.outbound_queue`) and recovers with `reconnect`.
+sequences, the host's derived views take the envelope in (the chats' activity clock, and every
+wire line's own views: `Wire.observe`, the same call on every line), and each subscribed peer
+gets the envelope's frames for its wire line (shaped and serialised once per line in use,
+cached on the envelope) in its outbox. Nothing blocks: a peer whose outbox is full is cut off
+(`server.outbound_queue`) and recovers with `reconnect`.
 
 Observers react to applied envelopes. Each registers for the action types it cares about and
 *returns* what follows (`Reaction`s: further host actions, and effects for the shell); the
@@ -19,7 +21,10 @@ from typing import Any
 
 from ahp_bridge.engine.effects import ClosePeer, Effect, Flush
 from ahp_bridge.engine.peers import Peer
+from ahp_bridge.protocol.activity import ActivityTimes
 from ahp_bridge.protocol.jsonrpc import notification_frame
+from ahp_bridge.protocol.lens import Wire, wires
+from ahp_bridge.protocol.versions import Line
 from ahp_bridge.state.envelope import Envelope
 from ahp_bridge.state.store import Store
 
@@ -56,10 +61,19 @@ class Fanout:
     def __init__(
         self, store: Store, *, outbound_queue: int = 4096, clock: Callable[[], str] | None = None
     ) -> None:
-        """`clock` is the host's time (ISO-8601) the store stamps a chat's activity with."""
+        """`clock` is the host's time (ISO-8601), read once per applied envelope (`Envelope.at`):
+        what a chat's activity is dated with."""
         self.store = store
         self._limit = outbound_queue
         self._clock = clock
+        #: This host's wire lines (a peer's `wire` is one of them), fed every envelope.
+        self.wires: dict[Line, Wire] = wires()
+        self._lines = tuple(self.wires.values())
+        #: The action types whose envelope keeps the state it produced, for some line's sake.
+        self._keep_post = frozenset().union(*(wire.post_state for wire in self._lines))
+        #: When each chat last had activity, in the host's time: the session list's
+        #: `modifiedAt` on every line (host-level, derived: not canonical, so not in the store).
+        self._activity = ActivityTimes()
         self._subs: dict[str, dict[Peer, None]] = {}
         self._by_type: dict[str, list[Observer]] = {}
         self._any: list[Observer] = []
@@ -100,8 +114,14 @@ class Fanout:
         for channel in list(peer.subscriptions):
             self.unsubscribe(peer, channel)
 
-    def forget_channel(self, channel: str) -> None:
-        """A disposed channel has no subscribers any more (their peers stop hearing of it)."""
+    def dispose(self, channel: str) -> None:
+        """The channel is gone: the store forgets it (if it still holds it), so do the activity
+        clock and every line's views, and its subscribers stop hearing of it."""
+        if self.store.has(channel):
+            self.store.dispose(channel)
+        self._activity.forget(channel)
+        for wire in self._lines:
+            wire.forget(channel)
         for peer in self._subs.pop(channel, {}):
             peer.subscriptions.discard(channel)
 
@@ -134,12 +154,24 @@ class Fanout:
         self.effects = []
         return effects
 
+    # -- derived views -------------------------------------------------------------------------
+
+    def active_at(self, chat: str) -> str | None:
+        """When `chat` last had activity, in the host's time (turns starting and ending,
+        questions, answers, truncation: `protocol.activity.chat_activity`), or the `modifiedAt`
+        it was created with until then; KeyError for an unknown channel."""
+        return self._activity.at(chat, self.store.state(chat))
+
     # -- writing -------------------------------------------------------------------------------
 
     def apply(
         self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None
     ) -> Envelope:
         """Reduce, sequence, log and broadcast one action, then its observers' reactions.
+
+        Before any frame of it is made, the envelope (dated with the host's time) feeds the
+        chats' activity clock and every line's own views (`Wire.observe`, with the channel's
+        state before and after it).
 
         An action that names a turn older than a chat's loaded window gets the
         `chat/turnsLoaded` the spec requires first, so windowed clients reduce it alike.
@@ -148,7 +180,14 @@ class Fanout:
         preload = store.preload_for(channel, action)
         if preload is not None:
             self.apply(channel, preload)
-        envelope = store.apply(channel, action, origin, at=self._clock)
+        before = store.state(channel)
+        at = self._clock() if self._clock is not None else None
+        envelope = store.apply(channel, action, origin, at=at, keep_post=self._keep_post)
+        after = store.state(channel)
+        if envelope.kind == "chat":
+            self._activity.observe(channel, before, action, envelope.changed, at)
+        for wire in self._lines:
+            wire.observe(envelope, before, after)
         subs = self._subs.get(channel)
         if subs:
             for peer in tuple(subs):

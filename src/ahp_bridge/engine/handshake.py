@@ -17,7 +17,6 @@ from ahp_bridge.engine.fanout import Fanout
 from ahp_bridge.engine.peers import Peer
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol.errors import RpcError
-from ahp_bridge.protocol.lens import WIRES
 from ahp_bridge.protocol.uris import ANNOTATIONS_SUFFIX, channel_kind
 from ahp_bridge.protocol.versions import (
     SUPPORTED_VERSIONS,
@@ -64,7 +63,7 @@ def initialize(host: HandshakeHost, peer: Peer, params: dict[str, Any]) -> dict[
         raise RpcError(E.INVALID_PARAMS, f"Invalid params: protocolVersions: {exc}") from None
     peer.client_id = params["clientId"]
     peer.protocol_version = version
-    peer.wire = WIRES[line]
+    peer.wire = host.fanout.wires[line]
     host.clients.remember(peer.client_id, line)
     host.connected(peer)
     store = host.store
@@ -94,7 +93,7 @@ def reconnect(host: HandshakeHost, peer: Peer, params: dict[str, Any]) -> dict[s
     if peer.initialized:
         raise RpcError(E.INVALID_REQUEST, "Invalid request: reconnect replaces initialize")
     peer.client_id = params["clientId"]
-    peer.wire = WIRES[host.clients.line(peer.client_id)]
+    peer.wire = host.fanout.wires[host.clients.line(peer.client_id)]
     peer.protocol_version = peer.wire.version
     host.connected(peer)
     store = host.store
@@ -152,4 +151,7 @@ def _subscribed(
     host: HandshakeHost, peer: Peer, uri: str, last_turns: int | None
 ) -> dict[str, Any]:
     _add(host, peer, uri)
-    return host.store.snapshot(uri, last_turns=last_turns, wire=peer.wire)
+    store = host.store
+    snapshot = store.snapshot(uri, last_turns=last_turns)
+    kind = store.kind(uri) or ""
+    return {**snapshot, "state": peer.wire.state(kind, snapshot["state"], channel=uri)}

@@ -13,8 +13,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from ahp_bridge.protocol.jsonrpc import RequestId
-from ahp_bridge.protocol.lens import WIRES, Wire
-from ahp_bridge.protocol.versions import V07
+from ahp_bridge.protocol.lens import Wire
 
 
 @dataclass(eq=False, slots=True)
@@ -23,10 +22,11 @@ class Peer:
 
     #: The shell's connection number (for logs).
     number: int
+    #: The wire line (one of the host's) fixed at `initialize` (or `reconnect`): every shape
+    #: sent and accepted; until then `protocol.lens.DEFAULT_LINE`.
+    wire: Wire
     client_id: str | None = None
     protocol_version: str | None = None
-    #: The wire line fixed at `initialize` (or `reconnect`): every shape sent and accepted.
-    wire: Wire = field(default_factory=lambda: WIRES[V07])
     subscriptions: set[str] = field(default_factory=set)
     #: Frames waiting for the writer, oldest first (the shell drains it after a `Flush`).
     outbox: deque[str] = field(default_factory=deque)

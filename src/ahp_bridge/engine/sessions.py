@@ -431,9 +431,7 @@ class Sessions:
             self.forget_channel(uri)
 
     def forget_channel(self, uri: str) -> None:
-        if self.store.has(uri):
-            self.store.dispose(uri)
-        self.fanout.forget_channel(uri)
+        self.fanout.dispose(uri)
 
     def active_sessions_changed(self) -> None:
         self.fanout.apply(
@@ -607,7 +605,7 @@ class Sessions:
         if entry is None:
             return ()
         changes = chat_summary_changes(
-            entry, self.store.state(channel), active_at=self.store.active_at(channel)
+            entry, self.store.state(channel), active_at=self.fanout.active_at(channel)
         )
         # No 0.7.0 action changes ChatState.title, so the entry's title is the translator's
         # (session/chatUpdated{title}); mirroring the chat's would flip it back.

@@ -46,7 +46,7 @@ def chat_summary_changes(
     """The `changes` of a `session/chatUpdated` that brings `entry` in line with `chat_state`.
 
     An entry's `modifiedAt` is `active_at`, the host's time of the chat's last activity (turns
-    starting and ending, questions, answers, truncation: `Store.active_at`), not the clock-free
+    starting and ending, questions, answers, truncation: `Fanout.active_at`), not the clock-free
     ChatState.modifiedAt, which only moves when a turn starts or ends.
     """
     changes: dict[str, Any] = {}

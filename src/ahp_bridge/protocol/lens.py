@@ -1,13 +1,19 @@
 """One canonical state, a shape per connection: the wire line a connection negotiated.
 
-A connection holds one :class:`Wire` (``WIRES[line]``) and asks it for every shape it sends or
-accepts; nothing outside ``protocol/`` branches on the version. Everything here is pure:
+A connection holds one :class:`Wire` (its host's ``wires()[line]``) and asks it for every shape
+it sends or accepts; nothing outside ``protocol/`` branches on the version. The shapes are pure:
 
 * out: envelopes (``envelope_wires`` / ``envelope_frames``, computed once per line and cached on
   the envelope by the caller), snapshots and states, session summaries, notifications, results,
   error codes;
 * in: params validation, client actions (validated against the line's models, then lifted to
   the canonical shape) and which action types a client of that line may dispatch.
+
+A line that needs derived state of its own keeps it in its wire, fed by the envelopes: the host
+calls ``observe`` for every envelope it applies, before any frame of it is made, on every wire,
+and ``forget`` when a channel is disposed (the canonical state in ``state/`` holds nothing of
+any line). Only 0.7 keeps any (``Wire07``). So the wires are the host's: each host makes its
+own (``wires()``), and two hosts in one process never share a view.
 
 The 1.0 line is the canonical state as it is, except that the provider's background tasks live
 in ``chat/backgroundWork*`` and not in session ``_meta`` (the bridge keeps the ``_meta`` copy for
@@ -17,7 +23,6 @@ the lines that have no typed home for them). See ``wire07`` and ``wire09`` for t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import orjson
@@ -26,28 +31,19 @@ from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol import wire07, wire09
 from ahp_bridge.protocol.actions import ACTIONS_07, ActionSet
 from ahp_bridge.protocol.actions_v1 import ACTIONS_09, ACTIONS_10
+from ahp_bridge.protocol.activity import ActivityTimes
 from ahp_bridge.protocol.base import WireModel
 from ahp_bridge.protocol.params import METHODS, METHODS_V1
 from ahp_bridge.protocol.versions import V07, V09, V10, Line
 
-__all__ = ["BACKGROUND_META_KEY", "NO_LEGACY", "WIRES", "EnvelopeLike", "Legacy07", "Wire"]
+__all__ = ["BACKGROUND_META_KEY", "DEFAULT_LINE", "EnvelopeLike", "Wire", "wires"]
 
 JSON = dict[str, Any]
 
 #: The session ``_meta`` key the translator keeps the provider's background tasks under.
 BACKGROUND_META_KEY: Final = "ahpBridge.backgroundTasks"
-
-
-@dataclass(frozen=True, slots=True)
-class Legacy07:
-    """What the store keeps of a channel as 0.7 saw it: a session's status (0.7 counted
-    client-execution inputs) and a chat's `modifiedAt` (0.7's reducer read a clock)."""
-
-    status: int | None = None
-    modified_at: str | None = None
-
-
-NO_LEGACY: Final = Legacy07()
+#: The line of a peer until it negotiates one (the 0.7 this host always spoke).
+DEFAULT_LINE: Final[Line] = V07
 
 
 class EnvelopeLike(Protocol):
@@ -67,6 +63,8 @@ class EnvelopeLike(Protocol):
     def changed(self) -> bool: ...
     @property
     def post(self) -> JSON | None: ...
+    @property
+    def at(self) -> str | None: ...
     @property
     def frame(self) -> str: ...
 
@@ -91,6 +89,19 @@ class Wire:
     methods: Mapping[str, type[WireModel]] = METHODS_V1
     #: 1.0: `chat/turnStarted` naming a known turn is a no-op (so it is accepted, not refused).
     idempotent_turns: bool = True
+    #: The canonical action types whose form in this line is computed from the state they
+    #: produced (the host keeps that state on their envelopes: `EnvelopeLike.post`).
+    post_state: frozenset[str] = frozenset()
+
+    # ── derived views ────────────────────────────────────────────────────────────────────────
+
+    def observe(self, env: EnvelopeLike, before: JSON, after: JSON) -> None:
+        """One applied envelope (``env.kind``, ``env.action``, ``env.at``: the host's time of
+        it), with the channel's state ``before`` and ``after`` it. Called by the host for every
+        envelope it applies, on every line, before any frame of it is made; 1.0 keeps nothing."""
+
+    def forget(self, channel: str) -> None:
+        """``channel`` is disposed: forget what this line derived of it."""
 
     # ── out ──────────────────────────────────────────────────────────────────────────────────
 
@@ -114,8 +125,8 @@ class Wire:
             return (env.frame,)
         return tuple(_frame(_envelope(env, a)) for a in sent)
 
-    def state(self, kind: str, state: JSON, legacy: Legacy07 = NO_LEGACY) -> JSON:
-        """A canonical channel state as this line shows it (`legacy`: the store's 0.7 views)."""
+    def state(self, kind: str, state: JSON, *, channel: str) -> JSON:
+        """The canonical state of ``channel`` (of ``kind``) as this line shows it."""
         if kind == "session":
             meta = state.get("_meta")
             if isinstance(meta, dict) and BACKGROUND_META_KEY in meta:
@@ -163,30 +174,74 @@ class Wire09(Wire):
     line: Line = V09
     version = "0.9.0"
     actions = ACTIONS_09
+    post_state = frozenset({"session/chatsReordered"})
 
     def actions_for(self, env: EnvelopeLike) -> list[JSON]:
         return wire09.down_actions(env.kind, env.action, changed=env.changed, post=env.post)
 
-    def state(self, kind: str, state: JSON, legacy: Legacy07 = NO_LEGACY) -> JSON:
+    def state(self, kind: str, state: JSON, *, channel: str) -> JSON:
         return wire09.down_state(kind, state)
 
 
 class Wire07(Wire):
-    """0.7.0, exactly as this host always spoke it (see ``wire07``)."""
+    """0.7.0, exactly as this host always spoke it (see ``wire07``).
+
+    A 0.7 peer reduces what it is sent with the 0.7.0 reducers, and those hold two things the
+    canonical (1.0) state does not; its snapshots must show the values its reducer would have
+    reached, so this wire keeps them, derived from the envelopes it observes (they are no
+    canonical state, so the store holds neither):
+
+    * each session's status as 0.7 counts it: a ``toolClientExecution`` input is InputNeeded
+      in 0.7 and not in 1.0 (``wire07.session_status``, from the status before and the action);
+    * each chat's ``modifiedAt`` as 0.7.0's reducer stamped it with its clock: the host's time
+      of the last action that is the chat's activity (``activity.chat_activity``), where 1.0
+      derives it from the actions.
+
+    A view starts from the state the channel was created with (the state before its first
+    envelope, or, before any, the canonical one), so a 0.7 peer that reduces what it is sent
+    from any snapshot with the 0.7.0 reducers (``reduce07``) ends where the next snapshot is.
+    """
 
     line: Line = V07
     version = "0.7.0"
     actions = ACTIONS_07
     methods = METHODS
     idempotent_turns = False
+    post_state = wire07.NEEDS_POST_STATE
+
+    def __init__(self) -> None:
+        #: Each session's status as 0.7 counts it (present once the session had an envelope).
+        self._status: dict[str, int] = {}
+        #: Each chat's 0.7 `modifiedAt`.
+        self._modified_at = ActivityTimes()
 
     def actions_for(self, env: EnvelopeLike) -> list[JSON]:
         return wire07.down_actions(env.kind, env.action, changed=env.changed, post=env.post)
 
-    def state(self, kind: str, state: JSON, legacy: Legacy07 = NO_LEGACY) -> JSON:
-        shown = wire07.down_state(kind, state, session_status=legacy.status)
-        if kind == "chat" and legacy.modified_at is not None:
-            shown = {**shown, "modifiedAt": legacy.modified_at}
+    def observe(self, env: EnvelopeLike, before: JSON, after: JSON) -> None:
+        if env.kind == "session":
+            previous = self._status.get(env.channel)
+            if previous is None:
+                previous = before.get("status", 0)
+            self._status[env.channel] = wire07.session_status(previous, env.action, after)
+        elif env.kind == "chat":
+            self._modified_at.observe(env.channel, before, env.action, env.changed, env.at)
+
+    def forget(self, channel: str) -> None:
+        self._status.pop(channel, None)
+        self._modified_at.forget(channel)
+
+    def state(self, kind: str, state: JSON, *, channel: str) -> JSON:
+        if kind == "session":
+            status = self._status.get(channel)
+            if status is None:
+                status = state.get("status", 0)
+            return wire07.down_state(kind, state, session_status=status)
+        shown = wire07.down_state(kind, state)
+        if kind == "chat":
+            modified_at = self._modified_at.at(channel, state)
+            if modified_at is not None:
+                shown = {**shown, "modifiedAt": modified_at}
         return shown
 
     def summary(self, summary: JSON) -> JSON:
@@ -216,5 +271,7 @@ def _without(d: Mapping[str, Any], key: str) -> JSON:
     return {k: v for k, v in d.items() if k != key}
 
 
-#: The wire of each line, shared by every connection that negotiated it.
-WIRES: Final[dict[Line, Wire]] = {V10: Wire(), V09: Wire09(), V07: Wire07()}
+def wires() -> dict[Line, Wire]:
+    """A host's wires, one per line, each shared by every connection of the host that
+    negotiated it (a host makes its own: the 0.7 wire keeps that host's views)."""
+    return {V10: Wire(), V09: Wire09(), V07: Wire07()}

@@ -18,7 +18,10 @@ turn error part                ``Turn.error`` (error parts are never in 0.7 resp
                                and the reopened turn's parts (``chat/responsePart``, ``chat/usage``)
 ``chat/turnStarted`` no-op     dropped (1.0 ignores a known turn id; 0.7 would restart the turn)
 lifecycle ``failed``           ``creationFailed``
-``toolClientExecution`` input  counts for InputNeeded (0.7 rule), tracked by :func:`session_status`
+chat ``modifiedAt`` (derived)  the host's time of the chat's last activity (0.7.0's reducer reads
+                               a clock), which ``lens.Wire07`` keeps per chat, fed by the envelopes
+``toolClientExecution`` input  counts for InputNeeded (0.7 rule): :func:`session_status`, whose
+                               result ``lens.Wire07`` keeps per session, fed by the envelopes
 ``session/customizationToggled``  ``{id, enabled}`` from the first enablement decision
 ``enablement`` on plugins/MCP  ``enabled`` (also on an active client's plugins, both ways)
 ``session/workingDirectoryReplaced``  remove + set that rebuild the exact new list
@@ -59,7 +62,8 @@ __all__ = [
 JSON = dict[str, Any]
 
 #: Chat actions whose 0.7.0 reducer stamps ``modifiedAt`` with the reducer's clock (the 0.7
-#: reference reads ``Date.now()``; 1.0 derives it from the actions and reads no clock).
+#: reference reads ``Date.now()``; 1.0 derives it from the actions and reads no clock). When
+#: one applies is ``activity.chat_activity``; ``lens.Wire07`` keeps the host's time of the last.
 CLOCK_STAMPED: Final[frozenset[str]] = frozenset(
     {
         "chat/turnStarted",

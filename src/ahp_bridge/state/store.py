@@ -1,13 +1,18 @@
 """The single writer of AHP state: sequencing, the bounded replay log, snapshots.
 
 The host calls it on the trio thread; it is sans-IO and reads no clock (AHP 1.0 reducers derive
-every timestamp from the actions). Every accepted action gets the next serverSeq (one counter
-shared by all channels) and goes into a replay log bounded by count and by bytes (each envelope
-weighs its canonical frame, `Envelope.frame`, which fan-out encodes anyway), so a reconnecting
-client can be served from the log or told to take a snapshot instead, and a client sending large
-actions cannot make the log hold more than its byte budget. The state is canonical (1.0);
-each wire version's view of it is `protocol.lens`'s business, given the channel's kind, which
-is bound here when the channel is created and never read from its URI.
+every timestamp from the actions; the host's time of an action, when it gives one, is only
+carried on its envelope). Every accepted action gets the next serverSeq (one counter shared by
+all channels) and goes into a replay log bounded by count and by bytes (each envelope weighs
+its canonical frame, `Envelope.frame`, which fan-out encodes anyway), so a reconnecting client
+can be served from the log or told to take a snapshot instead, and a client sending large
+actions cannot make the log hold more than its byte budget.
+
+The state here is canonical (1.0) and only that: no wire version's view of it and no state
+derived from it for one (a line that needs some keeps it in its own lens, fed by the envelopes),
+nor the host's own derived state (a chat's last activity is the engine's). Each wire version's
+view is `protocol.lens`'s business, given the channel's kind, which is bound here when the
+channel is created and never read from its URI.
 
 Chats keep their full turn list here; what subscribers see of it is governed by
 the chat's loaded window (see `turn_window`).
@@ -16,20 +21,13 @@ the chat's loaded window (see `turn_window`).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Container, Iterable
 from itertools import count, islice
-from typing import TYPE_CHECKING, Any
-
-from ahp_bridge.protocol import wire07
-from ahp_bridge.protocol.lens import Legacy07
+from typing import Any
 
 from .envelope import Envelope
-from .reduce07 import stamps_07
 from .reducers import KINDS, reduce
 from .turn_window import TurnWindow
-
-if TYPE_CHECKING:
-    from ahp_bridge.protocol.lens import Wire
 
 __all__ = ["Envelope", "Store"]
 
@@ -62,11 +60,6 @@ class Store:
         self._states: dict[str, dict[str, Any]] = {}
         self._kinds: dict[str, str] = {}
         self._windows: dict[str, TurnWindow] = {}
-        #: The 0.7 wire's view of each session's status (0.7 counts client-execution inputs).
-        self._status07: dict[str, int] = {}
-        #: Each chat's last activity, in the host's time (`at` of the last action the 0.7.0
-        #: reducer stamps): a 0.7 chat's `modifiedAt`, and the session list's for every line.
-        self._active_at: dict[str, str] = {}
         self._generations = count(1)
 
     # ── channels ──────────────────────────────────────────────────────────
@@ -90,18 +83,12 @@ class Store:
         self._kinds[uri] = kind
         if kind == "chat":
             self._windows[uri] = TurnWindow(generation=next(self._generations))
-            if isinstance(state.get("modifiedAt"), str):
-                self._active_at[uri] = state["modifiedAt"]
-        if kind == "session":
-            self._status07[uri] = state.get("status", 0)
 
     def dispose(self, uri: str) -> None:
         """Forget a channel; its logged envelopes stay until they age out."""
         self._require(uri)
         del self._states[uri], self._kinds[uri]
         self._windows.pop(uri, None)
-        self._status07.pop(uri, None)
-        self._active_at.pop(uri, None)
 
     def has(self, uri: str) -> bool:
         return uri in self._states
@@ -121,14 +108,17 @@ class Store:
         action: dict[str, Any],
         origin: dict[str, Any] | None = None,
         *,
-        at: Callable[[], str] | None = None,
+        at: str | None = None,
+        keep_post: Container[str] = frozenset(),
     ) -> Envelope:
         """Reduce `action` into `channel`, assign serverSeq + 1 and log it.
 
-        `at` reads the host's time (ISO-8601), only when a chat's activity needs dating
-        (`active_at`); the reducers never read it. KeyError for an unknown channel, ValueError
-        for an action without a type or with fields of the wrong JSON type; neither changes
-        anything.
+        `at` is the host's time of it (ISO-8601), carried on the envelope for those who date
+        things by it; the reducers never read it. For an action whose type is in `keep_post`,
+        the envelope keeps the state it produced (`Envelope.post`: an older wire's form of it
+        depends on that state; the fan-out says which). KeyError for an unknown channel,
+        ValueError for an action without a type or with fields of the wrong JSON type; neither
+        changes anything.
         """
         state = self._require(channel)
         if not isinstance(action, dict) or not isinstance(action.get("type"), str):
@@ -140,18 +130,19 @@ class Store:
             # A field of the wrong JSON type; nothing was changed or sequenced.
             raise ValueError(f"malformed {action['type']} action for {channel}: {exc}") from exc
         if kind == "chat":
-            if at is not None and stamps_07(state, action, changed=new_state is not state):
-                self._active_at[channel] = at()
             new_state = self._track_window(channel, state, new_state, action)
-        elif kind == "session":
-            self._status07[channel] = wire07.session_status(
-                self._status07.get(channel, 0), action, new_state
-            )
         self._states[channel] = new_state
         self._seq += 1
-        post = new_state if action["type"] in wire07.NEEDS_POST_STATE else None
+        post = new_state if action["type"] in keep_post else None
         envelope = Envelope(
-            channel, self._seq, action, origin, kind=kind, changed=new_state is not state, post=post
+            channel,
+            self._seq,
+            action,
+            origin,
+            kind=kind,
+            changed=new_state is not state,
+            post=post,
+            at=at,
         )
         self._log_append(envelope)
         return envelope
@@ -163,14 +154,6 @@ class Store:
         return Envelope(
             channel, self._seq, action, origin, reason, kind=self._kinds.get(channel, "")
         )
-
-    def status07(self, uri: str) -> int | None:
-        """The 0.7 wire's view of a session's status (None for other channels)."""
-        return self._status07.get(uri)
-
-    def active_at(self, uri: str) -> str | None:
-        """When a chat last had activity, in the host's time (None for other channels)."""
-        return self._active_at.get(uri)
 
     def replay(self, last_seen: int, channels: Iterable[str]) -> list[Envelope] | None:
         """Logged envelopes after `last_seen` on `channels`, in order.
@@ -199,14 +182,12 @@ class Store:
 
     # ── snapshots and turn paging ─────────────────────────────────────────
 
-    def snapshot(
-        self, uri: str, *, last_turns: int | None = None, wire: Wire | None = None
-    ) -> dict[str, Any]:
-        """`{resource, state, fromSeq}`. For a chat with `last_turns`, only the loaded window.
+    def snapshot(self, uri: str, *, last_turns: int | None = None) -> dict[str, Any]:
+        """`{resource, state, fromSeq}`, canonical. For a chat with `last_turns`, only the
+        loaded window.
 
         The first windowed snapshot of a chat fixes its window at the newest
         `last_turns` turns; later ones get the (possibly larger) current window.
-        With `wire`, the state is shown as that wire version shows it.
         """
         state = self._require(uri)
         kind = self._kinds[uri]
@@ -214,9 +195,6 @@ class Store:
             if last_turns < 0:
                 raise ValueError("last_turns must not be negative")
             state = self._windowed(uri, state, last_turns)
-        if wire is not None:
-            legacy = Legacy07(self._status07.get(uri), self._active_at.get(uri))
-            state = wire.state(kind, state, legacy)
         return {"resource": uri, "state": state, "fromSeq": self._seq}
 
     def load_older_turns(self, chat: str, cursor: str | None) -> dict[str, Any]:

@@ -336,9 +336,7 @@ class Changesets:
         return reactions
 
     def _dispose(self, channel: str) -> None:
-        if self.store.has(channel):
-            self.store.dispose(channel)
-        self.engine.fanout.forget_channel(channel)
+        self.engine.fanout.dispose(channel)
 
     # -- reading the provider's record ---------------------------------------------------------
 

@@ -191,9 +191,7 @@ class ResourceWatches:
             return
         watch.stop.set()
         watch.scope.cancel()
-        if self.store.has(channel):
-            self.store.dispose(channel)
-        self.fanout.forget_channel(channel)
+        self.fanout.dispose(channel)
         log.info("resource watch released", channel=channel)
 
     def release_outside(self, roots: list[str]) -> None:
