@@ -129,6 +129,10 @@ class CopilotConversation:
 
     # -- wiring (asyncio thread) ----------------------------------------------------------------
 
+    def note_own_title(self, title: str) -> None:
+        """The title this bridge gave the session at create: not news from the CLI."""
+        self._mapper.note_own_title(title)
+
     def attach(self, session: CopilotSession) -> None:
         self._session = session
         self._session_id = session.session_id

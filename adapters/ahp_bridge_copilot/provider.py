@@ -382,7 +382,7 @@ class CopilotProvider(ProviderLifetime):
             if req.title:
                 try:
                     create["name"] = clean_title(req.title)
-                    conv._mapper.note_own_title(create["name"])
+                    conv.note_own_title(create["name"])
                 except ValueError:
                     pass
 

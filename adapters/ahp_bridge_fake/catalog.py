@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from .locate import Path
-    from .script import _Parser
+    from .script import ScriptParser
 
 __all__ = ["CATALOG_KEYS", "Catalog", "CommandSpec", "DefinitionSpec", "McpSpec", "parse_catalog"]
 
@@ -96,7 +96,7 @@ class Catalog:
     mcp_servers: tuple[McpSpec, ...] = ()
 
 
-def parse_catalog(p: _Parser, doc: Mapping[str, Any]) -> Catalog:
+def parse_catalog(p: ScriptParser, doc: Mapping[str, Any]) -> Catalog:
     """The catalog keys of a script document, validated with the script's parser."""
     commands: list[CommandSpec] = []
     for i, table in enumerate(p.tables(doc, "commands", ())):
@@ -128,7 +128,7 @@ def parse_catalog(p: _Parser, doc: Mapping[str, Any]) -> Catalog:
 
 
 def _definitions(
-    p: _Parser, doc: Mapping[str, Any], key: str, ident: str, extra: tuple[str, ...] = ()
+    p: ScriptParser, doc: Mapping[str, Any], key: str, ident: str, extra: tuple[str, ...] = ()
 ) -> tuple[DefinitionSpec, ...]:
     out: list[DefinitionSpec] = []
     for i, table in enumerate(p.tables(doc, key, ())):
@@ -151,7 +151,7 @@ def _definitions(
     return tuple(out)
 
 
-def _mcp(p: _Parser, doc: Mapping[str, Any]) -> tuple[McpSpec, ...]:
+def _mcp(p: ScriptParser, doc: Mapping[str, Any]) -> tuple[McpSpec, ...]:
     out: list[McpSpec] = []
     for i, table in enumerate(p.tables(doc, "mcp_servers", ())):
         path: Path = ("mcp_servers", i)

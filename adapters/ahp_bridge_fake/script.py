@@ -397,7 +397,7 @@ _TOOL_KEYS += ("exit_code", "duration", "progress", "file_edits")
 _QUESTION_RESERVED = ("reject", "cancel", "answered", "default")
 
 
-class _Parser:
+class ScriptParser:
     """Validates the raw TOML tree; every error carries the file, line and field."""
 
     def __init__(self, name: str, source: str) -> None:
@@ -947,7 +947,7 @@ def parse_script(source: str, name: str = "<script>") -> Script:
         raise ScriptError(
             name, int(match.group(1)) if match else 1, "", f"invalid TOML: {exc}"
         ) from exc
-    return _Parser(name, source).script(doc, name)
+    return ScriptParser(name, source).script(doc, name)
 
 
 def load_script(path: str | FsPath) -> Script:

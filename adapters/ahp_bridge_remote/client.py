@@ -92,23 +92,23 @@ class RemoteProvider(ProviderLifetime):
         if not address.startswith(("unix:", "unix-abstract:")):
             auth.split_host_port(address)  # validates
         self._address = address
-        self._metadata = auth.bearer(token) if token else ()
+        self.metadata = auth.bearer(token) if token else ()
         self._connect_timeout = connect_timeout
         self._shutdown_timeout = connect_timeout
         self._owns_server = owns_server
-        self._stream_limiter = trio.CapacityLimiter(max_streams)
+        self.stream_limiter = trio.CapacityLimiter(max_streams)
         self._channel: grpc.Channel | None = None
         self._connected = False  # False until a call succeeds, and after UNAVAILABLE
         self._info: pb.ProviderInfo | None = None
         self._capabilities: agentapi.Capabilities | None = None
-        self._conversations: set[RemoteConversation] = set()
+        self.conversations: set[RemoteConversation] = set()
 
     # -- lifetime ------------------------------------------------------------------------
 
     async def _on_start(self) -> None:
         self._channel = grpc.insecure_channel(self._address, options=CHANNEL_OPTIONS)
         self._provider = pb_grpc.ProviderServiceStub(self._channel)
-        self._conv = pb_grpc.ConversationServiceStub(self._channel)
+        self.conversations_rpc = pb_grpc.ConversationServiceStub(self._channel)
         info = await self._first_info()
         self._info = info
         served = from_proto(info.capabilities, agentapi.Capabilities)
@@ -135,7 +135,7 @@ class RemoteProvider(ProviderLifetime):
         """Info, saying at once when nothing answers (then waiting up to connect_timeout)."""
         future = self._provider.Info.future(
             pb.InfoRequest(),
-            metadata=self._metadata,
+            metadata=self.metadata,
             timeout=min(FIRST_CONTACT, self._connect_timeout),
         )
         await _wait_future(future)
@@ -177,7 +177,7 @@ class RemoteProvider(ProviderLifetime):
             raise errors.RemoteNotConnected(f"{where}: the provider is not started")
         future = self._provider.Info.future(
             pb.InfoRequest(),
-            metadata=self._metadata,
+            metadata=self.metadata,
             wait_for_ready=True,
             timeout=self._connect_timeout,
         )
@@ -198,7 +198,7 @@ class RemoteProvider(ProviderLifetime):
 
     async def _call(self, method: Any, request: Any, where: str) -> Any:
         await self._ready(where)
-        future = method.future(request, metadata=self._metadata)
+        future = method.future(request, metadata=self.metadata)
         await _wait_future(future)
         try:
             return future.result()
@@ -232,17 +232,17 @@ class RemoteProvider(ProviderLifetime):
         nursery = self._turn_nursery()
         reply = await self._call(self._provider.Open, to_proto(req), "open")
         conversation = RemoteConversation(self, reply.handle, reply.conversation_id, req.events)
-        self._conversations.add(conversation)
+        self.conversations.add(conversation)
         with trio.CancelScope(shield=True):  # opened: never leave it without its stream
-            await nursery.start(conversation._pump_task)
+            await nursery.start(conversation.pump_task)
             if req.tools and req.call_tool is not None:
-                await nursery.start(conversation._host_pump_task, req.call_tool)
+                await nursery.start(conversation.host_pump_task, req.call_tool)
         return conversation
 
     async def shutdown(self, *, stop_remote: bool | None = None) -> None:
         """Close this client's conversations; with stop_remote also the served provider."""
         async with trio.open_nursery() as nursery:
-            for conversation in list(self._conversations):
+            for conversation in list(self.conversations):
                 nursery.start_soon(conversation.close)
         if self._owns_server if stop_remote is None else stop_remote:
             await self._call(self._provider.Shutdown, EMPTY, "shutdown")
@@ -301,13 +301,13 @@ class _UtilityRunner(RemoteProvider):
     async def run_utility(self, req: agentapi.UtilityRequest) -> str:
         self._require_started()
         await self._ready("run_utility")
-        stream = self._provider.RunUtility(to_proto(req), metadata=self._metadata)
+        stream = self._provider.RunUtility(to_proto(req), metadata=self.metadata)
         handle: list[str] = []
 
         async def reply(call_id: int, result: agentapi.HostToolResult) -> None:
             message = pb.HostToolReply(handle=handle[0], id=call_id, result=to_proto(result))
             with contextlib.suppress(errors.RemoteError, agentapi.AgentAPIError):
-                await self._call(self._conv.HostToolReturn, message, "host tool result")
+                await self._call(self.conversations_rpc.HostToolReturn, message, "host tool result")
 
         token = trio.lowlevel.current_trio_token()
         async with trio.open_nursery() as nursery:
@@ -325,7 +325,7 @@ class _UtilityRunner(RemoteProvider):
             done = None
             try:
                 done = await trio.to_thread.run_sync(
-                    pump, abandon_on_cancel=True, limiter=self._stream_limiter
+                    pump, abandon_on_cancel=True, limiter=self.stream_limiter
                 )
             except grpc.RpcError as exc:
                 failure = errors.from_rpc_error(exc, where="run_utility")

@@ -55,20 +55,20 @@ class RemoteConversation:
 
     # -- the event stream ----------------------------------------------------------------
 
-    async def _pump_task(
+    async def pump_task(
         self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        call = self._p._conv.Events(self._ref, metadata=self._p._metadata)
+        call = self._p.conversations_rpc.Events(self._ref, metadata=self._p.metadata)
         self._call_obj = call
         task_status.started()
         try:
             await trio.to_thread.run_sync(
-                self._pump, call, abandon_on_cancel=True, limiter=self._p._stream_limiter
+                self._pump, call, abandon_on_cancel=True, limiter=self._p.stream_limiter
             )
         finally:
             call.cancel()
             self._pump_done.set()
-            self._p._conversations.discard(self)
+            self._p.conversations.discard(self)
 
     def _pump(self, call: Any) -> None:
         """Worker thread: deliver every event in order, then at most one synthesized exit."""
@@ -120,12 +120,12 @@ class RemoteConversation:
 
     # -- host tool calls -----------------------------------------------------------------
 
-    async def _host_pump_task(
+    async def host_pump_task(
         self,
         call_tool: agentapi.CallTool,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        call = self._p._conv.HostToolCalls(self._ref, metadata=self._p._metadata)
+        call = self._p.conversations_rpc.HostToolCalls(self._ref, metadata=self._p.metadata)
         self._host_call = call
         token = trio.lowlevel.current_trio_token()
         async with trio.open_nursery() as nursery:
@@ -138,7 +138,7 @@ class RemoteConversation:
                     runner,
                     token,
                     abandon_on_cancel=True,
-                    limiter=self._p._stream_limiter,
+                    limiter=self._p.stream_limiter,
                 )
             finally:
                 call.cancel()
@@ -158,7 +158,7 @@ class RemoteConversation:
     async def _host_reply(self, call_id: int, result: agentapi.HostToolResult) -> None:
         reply = pb.HostToolReply(handle=self._handle, id=call_id, result=to_proto(result))
         try:
-            await self._p._call(self._p._conv.HostToolReturn, reply, "host tool result")
+            await self._p._call(self._p.conversations_rpc.HostToolReturn, reply, "host tool result")
         except (errors.RemoteError, agentapi.AgentAPIError) as exc:
             log.info("host tool result not delivered: %s", type(exc).__name__)
 
@@ -186,55 +186,57 @@ class RemoteConversation:
         return self._id
 
     async def history(self) -> agentapi.History:
-        reply = await self._call(self._p._conv.History, self._ref, "history")
+        reply = await self._call(self._p.conversations_rpc.History, self._ref, "history")
         return from_proto(reply, agentapi.History)
 
     async def send(self, prompt: agentapi.Prompt) -> None:
         request = pb.PromptRequest(handle=self._handle, prompt=to_proto(prompt))
-        await self._call(self._p._conv.Send, request, "send", submits=True)
+        await self._call(self._p.conversations_rpc.Send, request, "send", submits=True)
 
     async def commands(self) -> list[agentapi.Command]:
-        reply = await self._call(self._p._conv.Commands, self._ref, "commands")
+        reply = await self._call(self._p.conversations_rpc.Commands, self._ref, "commands")
         return [from_proto(c, agentapi.Command) for c in reply.commands]
 
     async def run_command(self, name: str, args: agentapi.Prompt) -> None:
         request = pb.RunCommandRequest(handle=self._handle, name=name, args=to_proto(args))
-        await self._call(self._p._conv.RunCommand, request, "run_command", submits=True)
+        await self._call(self._p.conversations_rpc.RunCommand, request, "run_command", submits=True)
 
     async def steer(self, prompt: agentapi.Prompt) -> None:
         request = pb.PromptRequest(handle=self._handle, prompt=to_proto(prompt))
-        await self._call(self._p._conv.Steer, request, "steer", submits=True)
+        await self._call(self._p.conversations_rpc.Steer, request, "steer", submits=True)
 
     async def cancel(self) -> None:
-        await self._call(self._p._conv.Cancel, self._ref, "cancel")
+        await self._call(self._p.conversations_rpc.Cancel, self._ref, "cancel")
 
     async def cancel_subagent(self, agent_id: str) -> None:
         request = pb.SubagentRef(handle=self._handle, agent_id=agent_id)
-        await self._call(self._p._conv.CancelSubagent, request, "cancel_subagent")
+        await self._call(self._p.conversations_rpc.CancelSubagent, request, "cancel_subagent")
 
     async def prompt_subagent(self, agent_id: str, text: str) -> None:
         request = pb.PromptSubagentRequest(handle=self._handle, agent_id=agent_id, text=text)
-        await self._call(self._p._conv.PromptSubagent, request, "prompt_subagent", submits=True)
+        await self._call(
+            self._p.conversations_rpc.PromptSubagent, request, "prompt_subagent", submits=True
+        )
 
     async def respond(self, interaction_id: str, answer: agentapi.Answer) -> None:
         request = pb.RespondRequest(
             handle=self._handle, interaction_id=interaction_id, answer=to_proto(answer)
         )
-        await self._call(self._p._conv.Respond, request, "respond")
+        await self._call(self._p.conversations_rpc.Respond, request, "respond")
 
     async def diff(self) -> list[agentapi.FileDiff]:
-        reply = await self._call(self._p._conv.Diff, self._ref, "diff")
+        reply = await self._call(self._p.conversations_rpc.Diff, self._ref, "diff")
         return [from_proto(f, agentapi.FileDiff) for f in reply.files]
 
     async def set_model(self, model: str, effort: str, context_size: str) -> None:
         request = pb.SetModelRequest(
             handle=self._handle, model=model, effort=effort, context_size=context_size
         )
-        await self._call(self._p._conv.SetModel, request, "set_model")
+        await self._call(self._p.conversations_rpc.SetModel, request, "set_model")
 
     async def set_title(self, title: str) -> None:
         request = pb.SetTitleRequest(handle=self._handle, title=title)
-        await self._call(self._p._conv.SetTitle, request, "set_title")
+        await self._call(self._p.conversations_rpc.SetTitle, request, "set_title")
 
     async def close(self) -> None:
         """Close on the server; return once every event before it was delivered."""
@@ -247,7 +249,7 @@ class RemoteConversation:
         try:
             if not already_gone:
                 with contextlib.suppress(errors.RemoteError, agentapi.Closed):
-                    await self._p._call(self._p._conv.Close, self._ref, "close")
+                    await self._p._call(self._p.conversations_rpc.Close, self._ref, "close")
                     closed = True
         finally:
             if not closed and self._call_obj is not None:
