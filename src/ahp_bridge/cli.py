@@ -357,9 +357,11 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from ahp_bridge.host.app import run_bridge
 
     async def main_task() -> None:
+        stop = trio.Event()
         async with trio.open_nursery() as nursery:
-            trio.lowlevel.spawn_system_task(_stop_on_signals, nursery.cancel_scope)
-            port = await nursery.start(run_bridge, settings)
+            grace = settings.server.shutdown_grace
+            trio.lowlevel.spawn_system_task(_stop_on_signals, nursery.cancel_scope, stop, grace)
+            port = await nursery.start(functools.partial(run_bridge, settings, stop=stop))
             _banner(settings, port, source)
 
     try:
@@ -408,8 +410,12 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-async def _stop_on_signals(scope: trio.CancelScope) -> None:
-    """The first SIGINT or SIGTERM stops cleanly; a second one exits at once.
+async def _stop_on_signals(
+    scope: trio.CancelScope, stop: trio.Event | None = None, grace: float = 0.0
+) -> None:
+    """The first SIGINT or SIGTERM stops cleanly (`stop`: every client is told goodbye, then
+    everything stops; past `grace` and a little more, the scope is cancelled); a second one
+    exits at once.
 
     A system task, so it keeps listening while the main task shuts down (a task in the
     cancelled nursery would stop listening, and the second Ctrl-C would become a traceback).
@@ -418,11 +424,21 @@ async def _stop_on_signals(scope: trio.CancelScope) -> None:
     """
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
-            if scope.cancel_called:
+            if scope.cancel_called or (stop is not None and stop.is_set()):
                 print("ahp-bridge: stopping now (second interrupt)", file=sys.stderr, flush=True)
                 os._exit(EXIT_INTERRUPTED)
             log.info("shutting down", signal=signal.Signals(signum).name)
-            scope.cancel()
+            if stop is None:
+                scope.cancel()
+                continue
+            stop.set()
+            trio.lowlevel.spawn_system_task(_cancel_later, scope, grace + 3)
+
+
+async def _cancel_later(scope: trio.CancelScope, seconds: float) -> None:
+    """A clean stop that takes too long is cut short."""
+    await trio.sleep(seconds)
+    scope.cancel()
 
 
 def _doctor(args: argparse.Namespace, settings: Settings) -> int:

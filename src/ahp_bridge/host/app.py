@@ -24,6 +24,7 @@ from ahp_bridge.host.runtime.auth import CHECK, SignIn, SignInWatch
 from ahp_bridge.host.runtime.providers import Providers
 from ahp_bridge.host.runtime.workers import Workers
 from ahp_bridge.host.shell import Shell
+from ahp_bridge.host.transport.connection import CLOSE_GOING_AWAY, GOING_AWAY
 from ahp_bridge.host.transport.server import ServerOptions, check_bind, is_loopback, serve
 from ahp_bridge.host.transport.wirelog import WireLog
 from ahp_bridge.host.workspace import content as content_scheme
@@ -94,14 +95,19 @@ async def _keep_catalog(
 
 
 async def run_bridge(
-    settings: Settings, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+    settings: Settings,
+    *,
+    stop: trio.Event | None = None,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run one bridge until cancelled; reports the bound port through `task_status`."""
+    """Run one bridge until `stop` is set (then every client gets close 1001 "going away"
+    after what was queued for it, `server.shutdown_grace` at most) or until cancelled; reports
+    the bound port through `task_status`."""
     wire = None
     if settings.server.wire_log is not None:
         wire = WireLog(settings.server.wire_log, max_bytes=settings.server.wire_log_max_bytes)
     try:
-        await _run(settings, server_options(settings, wire), task_status)
+        await _run(settings, server_options(settings, wire), stop, task_status)
     finally:
         if wire is not None:
             wire.close()
@@ -127,7 +133,10 @@ def engine_config(settings: Settings, *, workdir: str, durable: bool) -> EngineC
 
 
 async def _run(
-    settings: Settings, options: ServerOptions, task_status: trio.TaskStatus[int]
+    settings: Settings,
+    options: ServerOptions,
+    stop: trio.Event | None,
+    task_status: trio.TaskStatus[int],
 ) -> None:
     check_bind(options)
     if not is_loopback(options.host) and not settings.bridge.allowed_directories:
@@ -147,8 +156,17 @@ async def _run(
         try:
             async with providers.running(), trio.open_nursery() as nursery:
                 await _serve(
-                    settings, options, clock, catalog, providers, workdir, nursery, task_status
+                    settings,
+                    options,
+                    clock,
+                    catalog,
+                    providers,
+                    workdir,
+                    nursery,
+                    stop,
+                    task_status,
                 )
+                nursery.cancel_scope.cancel()  # stopped: the listener and every task go too
         finally:
             catalog.close()  # the writer finishes what is queued, then ends
 
@@ -161,6 +179,7 @@ async def _serve(
     providers: Providers,
     workdir: str,
     nursery: trio.Nursery,
+    stop: trio.Event | None,
     task_status: trio.TaskStatus[int],
 ) -> None:
     store = Store(
@@ -240,6 +259,10 @@ async def _serve(
                 "serving", host=settings.server.host, port=port, providers=settings.bridge.providers
             )
             task_status.started(port)
-            await trio.sleep_forever()
+            if stop is None:
+                await trio.sleep_forever()
+            await stop.wait()
+            log.info("saying goodbye to every client")
+            await shell.goodbye(CLOSE_GOING_AWAY, GOING_AWAY, settings.server.shutdown_grace)
         finally:
             workers.detach_all()

@@ -63,6 +63,7 @@ class Shell:
         self.nursery = nursery
         #: The open connections, by peer (the transport adds and removes them).
         self.connections_by_peer: dict[Peer, Socket] = {}
+        self._no_connections = trio.Event()
         #: Deferred requests by method, and named shell jobs, as the services register them.
         self.answers: dict[str, Answer] = {}
         self.jobs: dict[str, JobRunner] = {}
@@ -165,6 +166,26 @@ class Shell:
             return
         if result is not ANSWERED:
             self.feed(inputs.Answered(effect.peer, effect.request_id, result=result))
+
+    # -- connections ---------------------------------------------------------------------------
+
+    def connection_opened(self, peer: Peer, socket: Socket) -> None:
+        self.connections_by_peer[peer] = socket
+        self._no_connections = trio.Event()
+
+    def connection_closed(self, peer: Peer) -> None:
+        self.connections_by_peer.pop(peer, None)
+        if not self.connections_by_peer:
+            self._no_connections.set()
+
+    async def goodbye(self, code: int, reason: str, grace: float) -> None:
+        """Close every connection with `code` and `reason` after what was queued for it, and
+        wait for them to be done, `grace` seconds at most (a clean stop of the bridge)."""
+        for peer, socket in list(self.connections_by_peer.items()):
+            socket.close(fx.ClosePeer(peer, code, reason))
+        if self.connections_by_peer:
+            with trio.move_on_after(grace):
+                await self._no_connections.wait()
 
     # -- jobs ----------------------------------------------------------------------------------
 

@@ -114,7 +114,7 @@ class Connection:
     # -- loops ---------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        self.shell.connections_by_peer[self.peer] = self
+        self.shell.connection_opened(self.peer, self)
         try:
             with trio.CancelScope() as scope:
                 self._cancel = scope
@@ -130,7 +130,7 @@ class Connection:
                 # from a crash.
                 with trio.CancelScope(shield=True), trio.move_on_after(self._shutdown_grace):
                     await self._goodbye()
-            self.shell.connections_by_peer.pop(self.peer, None)
+            self.shell.connection_closed(self.peer)
             if not self.closed:
                 self.closed = True
                 self.shell.feed(inputs.PeerGone(self.peer))
