@@ -278,7 +278,7 @@ class Harness:
         self,
         peer: Peer,
         method: str,
-        params: Mapping[str, Any] | None = None,
+        params: Any = None,
         *,
         id: int | str | None = None,
         notify: bool = False,
@@ -286,7 +286,7 @@ class Harness:
         """A JSON-RPC request (with `id`, or the next number) or, with `notify`, a notification."""
         frame: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
-            frame["params"] = dict(params)
+            frame["params"] = params
         if not notify:
             frame["id"] = id if id is not None else next(self._request_ids)
         return self.send_raw(peer, orjson.dumps(frame).decode())
