@@ -10,8 +10,9 @@ all carried out (as a worker would report it later), in the order the jobs were 
   class of a `CallChat`'s call: `Send`, `SetModel`, ...) raise `exc`; `hold(key)` keeps its jobs
   in `held` until `finish(...)` answers one.
 * `Serve` for `createSession` -> `engine.session_prepared(...)` with the settings resolved from
-  the provider's models (what `host.features.creation` does); other served requests wait in
-  `served` for the test to answer (`Answered`).
+  the provider's models (what `host.features.creation` does), at once or, with
+  `defer_creations`, when the test calls `prepare`; other served requests wait in `served` for
+  the test to answer (`Answered`).
 * Timers wait in `timers` until `fire(key)`; host tool results go to `resolved`; closes to
   `closed`.
 
@@ -47,9 +48,10 @@ from ahp_bridge.engine.inputs import Input, JobDone, ProviderEvents, Received, T
 from ahp_bridge.engine.jobs import CallChat, Job, OpenConversation, Opened
 from ahp_bridge.engine.peers import Peer
 from ahp_bridge.engine.providers import ProviderInfo
+from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.uris import ROOT
 from ahp_bridge.state.store import Store
-from ahp_bridge.translate.session_config import resolve, settings_of
+from ahp_bridge.translate.session_config import Settings, resolve, settings_of
 
 __all__ = [
     "NOW_ISO",
@@ -110,6 +112,8 @@ class Harness:
     providers: list[ProviderInfo] = field(default_factory=lambda: [fake_provider()])
     config: EngineConfig = field(default_factory=lambda: config())
     store: Store = field(default_factory=Store)
+    #: `createSession` waits in `served` until `prepare` (else it is prepared at once).
+    defer_creations: bool = False
 
     def __post_init__(self) -> None:
         ids = itertools.count(1)
@@ -145,6 +149,11 @@ class Harness:
         """Hand `event` to the engine, carry out its effects, then feed the outcomes of the jobs
         it handed out (and theirs, until nothing is left); returns `event`'s own effects."""
         effects = self.engine.handle(event)
+        self.feed_all(effects)
+        return effects
+
+    def feed_all(self, effects: Iterable[Effect]) -> None:
+        """Carry out effects decided outside `handle`, then the outcomes of their jobs."""
         self.execute(effects)
         if not self._feeding:
             self._feeding = True
@@ -153,9 +162,9 @@ class Harness:
                     self.execute(self.engine.handle(self._done.popleft()))
             finally:
                 self._feeding = False
-        return effects
 
     def execute(self, effects: Iterable[Effect]) -> None:
+        creations: list[Serve] = []  # served once the rest is done, as the shell awaits them
         for effect in effects:
             self.effects.append(effect)
             match effect:
@@ -163,8 +172,8 @@ class Harness:
                     self.flushes.append(peers)
                 case ClosePeer():
                     self.closed.append(effect)
-                case Serve(method="createSession"):
-                    self._create(effect)
+                case Serve(method="createSession") if not self.defer_creations:
+                    creations.append(effect)
                 case Serve():
                     self.served.append(effect)
                 case Restore():
@@ -179,6 +188,8 @@ class Harness:
                     self.resolved.append(effect)
                 case Log():
                     pass
+        for request in creations:
+            self.prepare(request)
 
     # -- jobs ----------------------------------------------------------------------------------
 
@@ -238,8 +249,22 @@ class Harness:
 
     # -- the shell's half of createSession -----------------------------------------------------
 
-    def _create(self, request: Serve) -> None:
-        """What `host.features.creation` does: resolve the settings, then hand it back."""
+    def prepare(self, request: Serve, error: RpcError | None = None) -> list[Effect]:
+        """What `host.features.creation` does: resolve the settings (or refuse with `error`),
+        then hand the session back; returns the engine's effects for it."""
+        if request in self.served:
+            self.served.remove(request)
+        if error is not None:
+            effects = self.engine.session_prepared(
+                request.peer,
+                request.request_id,
+                workdir="",
+                config_state=None,
+                settings=Settings(),
+                error=error,
+            )
+            self.execute(effects)
+            return effects
         new = self.engine.new_session(request.peer, request.request_id)
         info = self.engine.sessions.providers[new.provider]
         schema, values = resolve(
@@ -249,15 +274,15 @@ class Harness:
             agents=[],
             working_directory=f"file://{WORKDIR}",
         )
-        self.execute(
-            self.engine.session_prepared(
-                request.peer,
-                request.request_id,
-                workdir=WORKDIR,
-                config_state={"schema": schema, "values": values},
-                settings=settings_of(values),
-            )
+        effects = self.engine.session_prepared(
+            request.peer,
+            request.request_id,
+            workdir=WORKDIR,
+            config_state={"schema": schema, "values": values},
+            settings=settings_of(values),
         )
+        self.feed_all(effects)
+        return effects
 
     # -- timers --------------------------------------------------------------------------------
 
