@@ -287,6 +287,10 @@ def test_a_1_0_turn_id_the_chat_knows_is_echoed_as_a_no_op_and_nothing_else_happ
         "t1",
         "turn t1 already exists: start a turn with a new id",
     )
+    # The chat is idle as before: the next turn is taken and sent.
+    h.start_turn(new, chat, "t2", "next", seq=4)
+    assert [e.get("rejectionReason") for e in h.envelopes(new, chat)] == [None]
+    assert h.calls(chat)[-1] == Send(agentapi.Prompt(text="next"))
 
 
 def test_an_accepted_action_is_echoed_to_every_subscriber_with_its_origin() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from ahp_bridge.engine.effects import Run
+from ahp_bridge.engine.inputs import PeerGone
 from ahp_bridge.engine.jobs import CloseConversation, OpenConversation
 from ahp_bridge.engine.providers import GITHUB_RESOURCE
 from ahp_bridge.protocol.errors import RpcError
@@ -297,3 +298,69 @@ def test_summary_changes_are_announced_in_each_lines_shape() -> None:
         {"chats": [{**entry, "status": 8 | 32}]}
     ]
     assert h.frames(old) == []
+
+
+def test_create_session_reports_its_progress_to_the_creator_when_asked() -> None:
+    h = Harness()
+    peer = h.connect()
+    h.send(peer, "createSession", {"channel": S1, "provider": "fake", "progressToken": "tok"})
+    progress = [f["params"] for f in h.frames(peer) if f.get("method") == "root/progress"]
+    assert progress == [
+        {
+            "channel": ROOT,
+            "progressToken": "tok",
+            "progress": step,
+            "total": 2,
+            "message": message,
+        }
+        for step, message in ((0, "opening the provider conversation"), (2, "ready"))
+    ]
+    h.send(peer, "createSession", {"channel": S2, "provider": "fake"})
+    assert not any(f.get("method") == "root/progress" for f in h.frames(peer))
+
+
+def test_create_and_dispose_chat_refuse_what_they_cannot_do() -> None:
+    h = Harness()
+    peer = h.connect()
+    default = h.create_session(peer, S1)
+    extra = "ahp-chat:/extra"
+    assert h.result(peer, "createChat", {"channel": S1, "chat": extra}) is None
+    assert [c["resource"] for c in h.store.state(S1)["chats"]] == [default, extra]
+    assert h.error(peer, "createChat", {"channel": S1, "chat": extra}) == {
+        "code": -32010,
+        "message": f"Chat already exists: {extra}",
+    }
+    assert h.error(peer, "createChat", {"channel": S1, "chat": "x:/y"}) == {
+        "code": -32602,
+        "message": "Invalid params: chat: expected ahp-chat:/<id>, got 'x:/y'",
+    }
+    assert h.error(peer, "disposeChat", {"channel": default}) == {
+        "code": -32602,
+        "message": "Invalid params: channel: the default chat cannot be disposed",
+    }
+    effects = h.send(peer, "disposeChat", {"channel": extra})
+    assert Run(CloseConversation(extra, "close", stop=True)) in effects
+    assert [c["resource"] for c in h.store.state(S1)["chats"]] == [default]
+    assert h.error(peer, "disposeChat", {"channel": extra})["code"] == -32008
+
+
+def test_a_client_that_does_not_come_back_in_time_stops_being_active() -> None:
+    h = Harness()
+    leaver = h.connect("leaver")
+    h.create_session(leaver, S1, activeClient={"clientId": "leaver", "tools": []})
+    watcher = h.connect("watcher", subscriptions=[S1])
+    h.feed(PeerGone(leaver))
+    assert h.timers == {("active-client", "leaver"): 30.0}
+    h.fire(("active-client", "leaver"))
+    assert h.actions(watcher, S1) == [{"type": "session/activeClientRemoved", "clientId": "leaver"}]
+    assert h.store.state(S1)["activeClients"] == []
+
+
+def test_a_client_back_within_its_grace_stays_active() -> None:
+    h = Harness()
+    leaver = h.connect("leaver")
+    h.create_session(leaver, S1, activeClient={"clientId": "leaver", "tools": []})
+    h.feed(PeerGone(leaver))
+    h.connect("leaver")  # back on a new socket
+    h.fire(("active-client", "leaver"))
+    assert [c["clientId"] for c in h.store.state(S1)["activeClients"]] == ["leaver"]

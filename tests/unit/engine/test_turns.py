@@ -285,3 +285,40 @@ def test_messages_queued_during_a_turn_start_one_by_one_when_it_ends() -> None:
     assert [t["message"]["text"] for t in turns] == ["first", "second", "third"]
     assert [t["state"] for t in turns] == ["complete"] * 3
     assert "queuedMessages" not in h.store.state(chat)
+
+
+def test_cancelling_a_turn_starts_the_next_queued_message_once_the_provider_ended_it() -> None:
+    h = Harness()
+    peer, chat = ready(h)
+    h.start_turn(peer, chat, "t1", "first")
+    h.provider(chat, WORKING)
+    message = {"text": "queued", "origin": {"kind": "user"}}
+    h.dispatch(
+        peer,
+        chat,
+        {"type": "chat/pendingMessageSet", "kind": "queued", "id": "q1", "message": message},
+        2,
+    )
+    h.frames(peer)
+    h.dispatch(peer, chat, cancel("t1"), 3)
+    cancelled, started = h.actions(peer, chat)
+    assert cancelled == cancel("t1")
+    assert (started["type"], started["queuedMessageId"]) == ("chat/turnStarted", "q1")
+    assert h.calls(chat) == [send("first"), Cancel()]  # its Send waits for t1's end
+    h.provider(chat, CANCELLED)
+    assert h.calls(chat) == [send("first"), Cancel(), send("queued")]
+
+
+def test_steering_without_a_running_turn_is_refused() -> None:
+    h = Harness()
+    peer, chat = ready(h)
+    steer = {
+        "type": "chat/pendingMessageSet",
+        "kind": "steering",
+        "id": "s1",
+        "message": {"text": "too late", "origin": {"kind": "user"}},
+    }
+    h.dispatch(peer, chat, steer)
+    [echo] = h.envelopes(peer, chat)
+    assert echo["rejectionReason"] == "no turn is running to steer"
+    assert h.calls(chat) == []
