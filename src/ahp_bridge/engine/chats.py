@@ -628,6 +628,11 @@ class Chat:
                 yield from self._ensure_open()
                 if isinstance(call, SetModel | Send) and self.tools_stale():
                     yield from self._reopen()  # no turn runs yet: the new one gets the new tools
+                if isinstance(call, SetModel | Send | RunCommand) and self._cancelled_before_sent(
+                    action
+                ):
+                    self.translator.turn_not_sent()  # cancelled while the conversation opened
+                    break
                 yield CallChat(self.uri, call)
             except agentapi.InteractionGone:
                 # Answered elsewhere or expired: the provider's own event resolves the request.

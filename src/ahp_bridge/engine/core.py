@@ -140,7 +140,10 @@ class Engine:
             self, providers=providers, workdir=config.workdir, durable=config.durable
         )
         # The features' observers, in the order they have always run.
-        self.durable = DurableRecords(self.fanout, self.sessions, self.now_iso)
+        # Only a host with a catalog is told what to record (`persist` is gated alike).
+        self.durable = (
+            DurableRecords(self.fanout, self.sessions, self.now_iso) if config.durable else None
+        )
         self.sessions.observe()
         self.settings = SessionSettings(self.fanout, self.sessions)
         self.customizations = Customizations(

@@ -46,6 +46,8 @@ class DurableRecords:
         sessions = self.sessions
         chat = sessions.chats.get(envelope.channel)
         if chat is not None:
+            if not envelope.changed:
+                return ()  # a no-op (a 1.0 retry of a turn the chat knows): nothing to record
             if kind == A.CHAT_TURN_STARTED:
                 running = {
                     "id": action.get("turnId"),

@@ -61,17 +61,15 @@ def initialize(host: HandshakeHost, peer: Peer, params: dict[str, Any]) -> dict[
         ) from None
     except MalformedVersion as exc:
         raise RpcError(E.INVALID_PARAMS, f"Invalid params: protocolVersions: {exc}") from None
+    store = host.store
+    initial = params.get("initialSubscriptions") or ()
+    _check_room(host, [uri for uri in initial if store.has(uri)], "initialSubscriptions")
     peer.client_id = params["clientId"]
     peer.protocol_version = version
     peer.wire = host.fanout.wires[line]
     host.clients.remember(peer.client_id, line)
     host.connected(peer)
-    store = host.store
-    snapshots = [
-        _subscribed(host, peer, uri, None)
-        for uri in params.get("initialSubscriptions") or ()
-        if store.has(uri)
-    ]
+    snapshots = [_subscribed(host, peer, uri, None) for uri in initial if store.has(uri)]
     result: dict[str, Any] = {
         "protocolVersion": version,
         "serverSeq": store.server_seq,
@@ -92,14 +90,15 @@ def initialize(host: HandshakeHost, peer: Peer, params: dict[str, Any]) -> dict[
 def reconnect(host: HandshakeHost, peer: Peer, params: dict[str, Any]) -> dict[str, Any]:
     if peer.initialized:
         raise RpcError(E.INVALID_REQUEST, "Invalid request: reconnect replaces initialize")
-    peer.client_id = params["clientId"]
-    peer.wire = host.fanout.wires[host.clients.line(peer.client_id)]
-    peer.protocol_version = peer.wire.version
-    host.connected(peer)
     store = host.store
     wanted = list(dict.fromkeys(params["subscriptions"]))
     present = [uri for uri in wanted if store.has(uri)]
     missing = [uri for uri in wanted if not store.has(uri)]
+    _check_room(host, present, "subscriptions")
+    peer.client_id = params["clientId"]
+    peer.wire = host.fanout.wires[host.clients.line(peer.client_id)]
+    peer.protocol_version = peer.wire.version
+    host.connected(peer)
     last_seen = params["lastSeenServerSeq"]
     replay = store.replay(last_seen, present) if last_seen <= store.server_seq else None
     if replay is None:
@@ -136,6 +135,16 @@ def unsubscribe(host: HandshakeHost, peer: Peer, params: Any) -> None:
 
     checked_params(peer, "unsubscribe", params)
     host.fanout.unsubscribe(peer, params["channel"])
+
+
+def _check_room(host: HandshakeHost, uris: Sequence[str], key: str) -> None:
+    """Refuse a handshake naming more channels than the limit before it changes anything: a
+    refused handshake leaves the peer as it was, free to try again."""
+    if len(set(uris)) > host.max_subscriptions:
+        raise RpcError(
+            E.INVALID_PARAMS,
+            f"Invalid params: {key}: subscription limit {host.max_subscriptions} reached",
+        )
 
 
 def _add(host: HandshakeHost, peer: Peer, uri: str) -> None:

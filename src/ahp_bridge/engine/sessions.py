@@ -410,8 +410,8 @@ class Sessions:
             self.host.persist("forget", uri)
         for chat in list(session.chats.values()):
             self.forget_chat(chat)
-        for chat in [c for c in self.opening.values() if c.session.uri == uri]:
-            chat.detach()
+        # A chat still opening is left to its opening work: once the open is done it sees the
+        # session disposed and lets the conversation go (detached now, it would never close it).
         self.forget_channel(uri)
         self.forget_channel(uri + ANNOTATIONS_SUFFIX)
         self.fanout.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
@@ -470,7 +470,7 @@ class Sessions:
                     Log("warning", "chat creation failed", {"chat": chat_uri, "error": str(exc)})
                 )
                 return
-            if session.disposed or self.opening.pop(chat_uri, None) is not chat:
+            if self.opening.pop(chat_uri, None) is not chat or session.disposed:
                 yield chat.closing(stop=True)
                 return
             self.publish_chat(session, chat)
