@@ -49,10 +49,11 @@ async def test_a_turn_started_right_after_a_cancel_runs(
     await cancel(client, chat, slow)
     quick = await client.start_turn(chat, "quick")  # at once: the agent may still be busy
     done = await client.wait_for(lambda: ended(client, chat, quick), timeout=10)
-    assert done["state"] == "complete", done
-    assert "error" not in done, done
+    seen = (done, client.action_types(chat))
+    assert done["state"] == "complete", seen
+    assert "error" not in done, seen
     texts = [p.get("content") for p in done["responseParts"] if p.get("kind") == "markdown"]
-    assert texts == ["Done."], done
+    assert texts == ["Done."], seen
     assert ended(client, chat, slow)["state"] == "cancelled"
 
 
