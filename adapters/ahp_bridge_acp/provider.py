@@ -193,7 +193,7 @@ class AcpProvider:
     async def _stop_agent(self) -> None:
         agent, self._agent = self._agent, None
         if agent is not None:
-            await agent.stop()
+            await agent.stop(eof_grace=self._opts.stop_grace)
 
     # -- the agent (asyncio thread) -------------------------------------------------------
 

@@ -12,8 +12,8 @@ import pytest
 from acp import schema as S
 from acp.exceptions import RequestError
 from ahp_bridge_acp.mapping import SessionMapper, fold_history
-from ahp_bridge_acp.options import AcpOptions
-from ahp_bridge_acp.process import StderrTail
+from ahp_bridge_acp.options import AcpOptions, OptionsError
+from ahp_bridge_acp.process import AgentProcess, StderrTail
 from ahp_bridge_acp.terminals import Terminal
 from ahp_bridge_acp.transport import AgentTransport, _malformed
 from ahp_bridge_acp.workspace import Workspace
@@ -252,3 +252,36 @@ def test_a_minimal_environment_keeps_only_the_basics(monkeypatch: pytest.MonkeyP
         "SOME_SECRET" not in env and env["K"] == "1" and env.get("PATH") == os.environ.get("PATH")
     )
     assert "SOME_SECRET" in AcpOptions.parse({"command": ["a"]}).environment()
+
+
+@pytest.mark.parametrize(
+    ("stop_grace", "ending"), [(0.0, "was killed by SIGTERM"), (None, "exited with code 7")]
+)
+def test_stop_grace_is_how_long_an_agent_may_take_to_exit_at_end_of_input(
+    stop_grace: float | None, ending: str
+) -> None:
+    """codex-acp ignores end of input: ``stop_grace`` sends SIGTERM sooner than the 3 s default.
+
+    The agent here exits by itself a second after its stdin closes: within the default grace it
+    gets to, with ``stop_grace = 0`` it is terminated first.
+    """
+    raw: dict[str, object] = {"command": ["/bin/sh", "-c", "cat >/dev/null; sleep 1; exit 7"]}
+    if stop_grace is not None:
+        raw["stop_grace"] = stop_grace
+    opts = AcpOptions.parse(raw)
+
+    async def run() -> str:
+        async def handler(method: str, params: object, is_notification: bool) -> None:
+            return None
+
+        agent = await AgentProcess.spawn(opts, handler)
+        await agent.stop(eof_grace=opts.stop_grace)
+        return agent.describe_exit()
+
+    assert asyncio.run(run()) == f"the ACP agent 'sh' {ending}"
+
+
+def test_stop_grace_is_refused_below_zero() -> None:
+    with pytest.raises(OptionsError, match=r"^`stop_grace` must be at least 0$"):
+        AcpOptions.parse({"command": ["a"], "stop_grace": -1})
+
