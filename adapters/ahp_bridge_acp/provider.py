@@ -135,6 +135,7 @@ class AcpProvider:
         return Capabilities(
             cancel=True,
             permissions=True,
+            session_diff=True,
             history=bool(caps and caps.load_session),
             import_=bool(caps and caps.load_session and sessions and sessions.list is not None),
         )

@@ -7,6 +7,7 @@ import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from acp import schema as S
@@ -285,3 +286,40 @@ def test_stop_grace_is_refused_below_zero() -> None:
     with pytest.raises(OptionsError, match=r"^`stop_grace` must be at least 0$"):
         AcpOptions.parse({"command": ["a"], "stop_grace": -1})
 
+
+def edit_call(call_id: str, status: str, old: str | None, new: str, path: str = "/w/f") -> Any:
+    return S.ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=call_id,
+        kind="edit",
+        status=status,
+        content=[S.FileEditToolCallContent(type="diff", path=path, old_text=old, new_text=new)],
+    )
+
+
+def test_the_conversations_changes_are_the_diffs_of_its_completed_tool_calls() -> None:
+    """Conversation.diff: before is the first completed call's oldText, after the latest
+    newText; a diff shown while a call waits for permission (Codex shows one) is no change
+    until the call completes, and a denied or failed call changes nothing."""
+    m = mapper()
+    m.begin_turn(Prompt(text="go"))
+    m.update(edit_call("c1", "pending", "a\n", "b\n"))
+    m.update(edit_call("c2", "failed", None, "new\n", path="/w/g"))
+    assert m.file_diffs() == []
+    m.update(edit_call("c1", "completed", "a\n", "b\n"))
+    m.update(edit_call("c1", "completed", "a\n", "b\n"))  # counted once
+    m.update(edit_call("c3", "completed", "b\n", "b\nc\n"))
+    m.update(edit_call("c4", "completed", None, "new\n", path="/w/g"))
+    m.update(edit_call("c5", "completed", "x\n", "y\n", path="/w/h"))
+    m.update(edit_call("c6", "completed", "y\n", "x\n", path="/w/h"))  # back as it was
+    assert [d.model_dump(exclude_defaults=True) for d in m.file_diffs()] == [
+        {
+            "path": "/w/f",
+            "status": "modified",
+            "additions": 2,
+            "deletions": 1,
+            "before": "a\n",
+            "after": "b\nc\n",
+        },
+        {"path": "/w/g", "status": "added", "additions": 1, "after": "new\n"},
+    ]
