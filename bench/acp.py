@@ -5,8 +5,9 @@ the turn's end), first-delta latency (send to the first delta of a short answer,
 p90), and agent start time (provider entered, i.e. spawned and ``initialize`` answered; then
 the first ``session/new``). For the fake in-process, the ACP provider driving the SDK-built test
 agent (``tests/support/acp_agent.py``, a Python subprocess), and, when scripts/install-acp-agents.sh
-installed it, Claude Code's ACP agent against the scripted Anthropic server on 127.0.0.1 (its
-latency is Claude Code's own work per prompt; it is not asked to stream thousands of events).
+installed them, Claude Code's ACP agent against the scripted Anthropic server and Codex's
+(codex-acp) against the scripted Responses API server, both on 127.0.0.1 (their latency is the
+agent's own work per prompt; they are not asked to stream thousands of events).
 
     .venv/bin/python bench/acp.py [--events 5000] [--turns 20] [--starts 5]
 """
@@ -36,9 +37,16 @@ from ahp_bridge_fake import FakeProvider, parse_script  # noqa: E402
 
 from ahp_bridge import agentapi  # noqa: E402
 from bench._common import ProviderSink  # noqa: E402
-from tests.support.acp_agents import CLAUDE_ACP, claude_options, sdk_agent_options  # noqa: E402
+from tests.support.acp_agents import (  # noqa: E402
+    CLAUDE_ACP,
+    CODEX_ACP,
+    claude_options,
+    codex_options,
+    sdk_agent_options,
+)
 from tests.support.anthropic_server import AnthropicServer  # noqa: E402
 from tests.support.model_server import Text  # noqa: E402
+from tests.support.openai_responses_server import ResponsesServer  # noqa: E402
 
 SCRIPT = """
 display_name = "bench"
@@ -149,6 +157,17 @@ async def main(events: int, turns: int, starts: int) -> None:
                 srv.script("bench answer", [Text("Hello from the scripted model.")])
                 results["ACP: Claude Code"] = await measure(
                     acp_factory(claude_options(srv.base_url, Path(tmp) / "home")),
+                    str(work),
+                    None,
+                    "bench answer",
+                    max(3, turns // 4),
+                    max(2, starts // 2),
+                )
+        if CODEX_ACP.is_file():
+            with ResponsesServer() as responses:
+                responses.script("bench answer", [Text("Hello from the scripted model.")])
+                results["ACP: Codex"] = await measure(
+                    acp_factory(codex_options(responses.base_url, Path(tmp) / "codex-home")),
                     str(work),
                     None,
                     "bench answer",

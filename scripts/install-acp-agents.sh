@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Install the pinned ACP agent the acp provider's real-agent tests drive: Claude Code's ACP agent
+# Install the pinned ACP agents the acp provider's real-agent tests drive. Claude Code's ACP agent
 # (npm @zed-industries/claude-code-acp, which brings Claude Code itself as
 # @anthropic-ai/claude-agent-sdk) into a project-local prefix (.tools/acp). The tests run it with
 # `node` against a scripted Anthropic API on 127.0.0.1, so it never needs an account or network.
-# Idempotent: does nothing when the pinned version is already there. Prints the entry script.
+# Codex's (the block below it) likewise. Idempotent: does nothing when the pinned versions are
+# already there. Prints each agent's entry, one a line.
 set -euo pipefail
 VERSION="${CLAUDE_CODE_ACP_VERSION:-0.16.2}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -25,3 +26,28 @@ if [ "$(installed_version)" != "$VERSION" ] || [ ! -f "$ENTRY" ]; then
 fi
 [ -f "$ENTRY" ] || { echo "install-acp-agents: $ENTRY missing after install" >&2; exit 1; }
 echo "$ENTRY"
+
+# --- Codex: @zed-industries/codex-acp ------------------------------------------------------------
+# A native binary (Rust, Codex itself built in) from the platform package npm picks among its
+# optionalDependencies (@zed-industries/codex-acp-linux-x64 on Linux x86-64). The tests run it directly
+# against a scripted OpenAI Responses API on 127.0.0.1, with CODEX_HOME in a scratch directory.
+CODEX_VERSION="${CODEX_ACP_VERSION:-0.16.0}"
+CODEX_DIR="$PREFIX/node_modules/@zed-industries/codex-acp"
+CODEX_PLATFORM="$(node -p 'process.platform + "-" + process.arch')"
+CODEX_BIN="$PREFIX/node_modules/@zed-industries/codex-acp-$CODEX_PLATFORM/bin/codex-acp"
+
+codex_installed_version() {
+  [ -f "$CODEX_DIR/package.json" ] || return 0
+  node -e 'process.stdout.write(require(process.argv[1]).version)' "$CODEX_DIR/package.json"
+}
+
+if [ "$(codex_installed_version)" != "$CODEX_VERSION" ] || [ ! -x "$CODEX_BIN" ]; then
+  command -v npm >/dev/null || { echo "install-acp-agents: npm is required" >&2; exit 1; }
+  mkdir -p "$PREFIX"
+  echo "install-acp-agents: installing @zed-industries/codex-acp@$CODEX_VERSION into $PREFIX" >&2
+  npm install --prefix "$PREFIX" --no-audit --no-fund --loglevel=error \
+    --save-exact "@zed-industries/codex-acp@$CODEX_VERSION" >&2
+fi
+[ -x "$CODEX_BIN" ] || { echo "install-acp-agents: $CODEX_BIN missing after install" >&2; exit 1; }
+echo "$CODEX_BIN"
+# --- end Codex -------------------------------------------------------------------------------------

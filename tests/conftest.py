@@ -1,11 +1,13 @@
-"""Tests that need the real Copilot CLI (``requires_cli``) skip where it is not installed, so a
-checkout without npm still runs everything else. Under CI (``CI=true``) they fail instead: a CI
-run that silently skipped the Copilot tests would pass without testing the Copilot provider."""
+"""Tests that need the real Copilot CLI (``requires_cli``) or Codex's ACP agent
+(``requires_codex``) skip where it is not installed, so a checkout without npm still runs
+everything else. Under CI (``CI=true``) they fail instead: a CI run that silently skipped them
+would pass without testing what they test."""
 
 from __future__ import annotations
 
 import pytest
 
+from tests.support.acp_agents import CODEX_ACP, MISSING_CODEX
 from tests.support.copilot_cli import MISSING_CLI, cli_missing, under_ci
 
 
@@ -14,12 +16,20 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "requires_copilot_cli: needs the Copilot CLI (skips without it, fails under CI=true)",
     )
+    config.addinivalue_line(
+        "markers", "requires_codex: needs codex-acp (skips without it, fails under CI=true)"
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("requires_copilot_cli") is None or not cli_missing():
+    missing = None
+    if item.get_closest_marker("requires_copilot_cli") is not None and cli_missing():
+        missing = MISSING_CLI
+    elif item.get_closest_marker("requires_codex") is not None and not CODEX_ACP.is_file():
+        missing = MISSING_CODEX
+    if missing is None:
         return
     if under_ci():
-        pytest.fail(f"{MISSING_CLI}; CI=true requires it", pytrace=False)
-    pytest.skip(MISSING_CLI)
+        pytest.fail(f"{missing}; CI=true requires it", pytrace=False)
+    pytest.skip(missing)

@@ -45,7 +45,9 @@ ACP                            agentapi
 ``tool_call`` / ``_update``    ITEM tool, merged per toolCallId: kind -> name, title, status
                                (pending, in_progress -> running, completed, failed), rawInput and
                                locations (path:line) -> input, content text / rawOutput ->
-                               output, ``diff`` content -> file_edits, ``terminal`` content -> the
+                               output, ``diff`` content -> file_edits (and, once the call
+                               completed, Conversation.diff: before = the first oldText, after =
+                               the latest newText per path), ``terminal`` content -> the
                                bridge's own terminal: tail while running, output and exit_code
                                when ended. Calls still open when the turn ends -> failed
 ``plan``                       TODOS (pending, in_progress, completed -> done); the unstable
@@ -75,7 +77,7 @@ process exit                   EXIT (the running turn failed, pending permission
 malformed / unexpected         dropped with a JSON-RPC error, logged by kind, never by content
 =============================  ==================================================================
 
-Not offered (Unsupported, as Capabilities say): steer, subagents, set_title, diff, custom agents;
+Not offered (Unsupported, as Capabilities say): steer, subagents, set_title, custom agents;
 nor the unstable elicitation/create (answered "method not found") or MCP servers for sessions.
 """
 

@@ -473,7 +473,14 @@ class AcpConversation:
         await self._run(go)
 
     async def diff(self) -> list[FileDiff]:
-        raise Unsupported("ACP agents keep no per-conversation file changes the bridge can read")
+        """The files this conversation's completed tool calls changed, from the ACP diffs they
+        showed (oldText/newText): what the bridge saw, so none from before a restart."""
+
+        async def go() -> list[FileDiff]:
+            self._check_open()
+            return self.mapper.file_diffs()
+
+        return await self._run(go, read=True)
 
     async def set_model(self, model: str, effort: str, context_size: str) -> None:
         async def go() -> None:

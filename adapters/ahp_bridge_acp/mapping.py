@@ -32,6 +32,7 @@ from ahp_bridge.agentapi import (
     Event,
     EventKind,
     ExecutionState,
+    FileDiff,
     FileEdit,
     Interaction,
     InteractionKind,
@@ -54,6 +55,8 @@ from ahp_bridge.agentapi import (
 
 MAX_TAIL_LINES = 10
 MAX_LINE_BYTES = 512
+MAX_CHANGE_TEXT = 1024 * 1024
+"""Characters kept per side of a file change a finished tool reported (a larger one: counts)."""
 
 _STATUS = {
     "pending": ToolStatus.PENDING,
@@ -111,10 +114,25 @@ class _Tool:
     edits: list[FileEdit] = field(default_factory=list)
     """The first MAX_FILE_EDITS diffs of the latest content, counted once when they arrive."""
     edits_truncated: bool = False
+    diffs: list[tuple[str, str | None, str]] = field(default_factory=list)
+    """(path, oldText, newText) of the latest content's diffs, recorded when the call completes."""
+    recorded: bool = False
     terminals: list[str] = field(default_factory=list)
     locations: list[tuple[str, int | None]] = field(default_factory=list)
     ended: datetime | None = None
     turn: int = 0
+
+
+@dataclass
+class _Change:
+    """A file's change across the conversation, from the diffs of its completed tool calls."""
+
+    before: str | None
+    """The first call's oldText (None: the conversation created the file)."""
+    after: str
+    additions: int = 0
+    deletions: int = 0
+    truncated: bool = False
 
 
 @dataclass
@@ -154,6 +172,8 @@ class SessionMapper:
         self.unstable_models = False
         """The agent reported ``models`` (unstable ``session/set_model``) instead."""
         self.title = ""
+        self.changes: dict[str, _Change] = {}
+        """Files the completed tool calls changed, by path (Conversation.diff)."""
 
     def set_terminal_lookup(self, terminal: TerminalLookup) -> None:
         self._terminal = terminal
@@ -380,6 +400,7 @@ class SessionMapper:
         if update.content is not None:
             # ACP content replaces the whole collection.
             tool.texts, tool.edits, tool.edits_truncated = [], [], False
+            tool.diffs = []
             terminals: list[str] = []
             for part in update.content:
                 ptype = getattr(part, "type", "")
@@ -390,6 +411,7 @@ class SessionMapper:
                 elif ptype == "diff":
                     if len(tool.edits) < MAX_FILE_EDITS:
                         tool.edits.append(_file_edit(part.path, part.old_text, part.new_text))
+                        tool.diffs.append((part.path, part.old_text, part.new_text))
                     else:
                         tool.edits_truncated = True
                 elif ptype == "terminal":
@@ -397,7 +419,52 @@ class SessionMapper:
             for term in terminals:
                 self._terminal_tools[term] = tid
             tool.terminals = terminals or tool.terminals
+        if tool.status is ToolStatus.COMPLETED and not tool.recorded:
+            tool.recorded = True
+            self._record_changes(tool.diffs)
         return [self._tool_event(tool)]
+
+    def _record_changes(self, diffs: list[tuple[str, str | None, str]]) -> None:
+        """Fold a completed call's diffs into the conversation's changes (a diff shown while
+        the call waits for permission is no change until the call completes)."""
+        for path, old, new in diffs:
+            prev = self.changes.get(path)
+            before = prev.before if prev is not None else old
+            too_long = any(len(t) > MAX_CHANGE_TEXT for t in (before or "", new))
+            if too_long or (prev is not None and prev.truncated):
+                adds, dels = _line_counts(old, new)
+                if prev is not None:
+                    adds, dels = prev.additions + adds, prev.deletions + dels
+                self.changes[path] = _Change(None, "", adds, dels, truncated=True)
+            else:
+                adds, dels = _line_counts(before, new)
+                self.changes[path] = _Change(before, new, adds, dels)
+
+    def file_diffs(self) -> list[FileDiff]:
+        """The conversation's file changes, for Conversation.diff (unchanged files left out)."""
+        out = []
+        for path, change in self.changes.items():
+            if change.truncated:
+                out.append(
+                    FileDiff(
+                        path=path,
+                        truncated=True,
+                        additions=change.additions,
+                        deletions=change.deletions,
+                    )
+                )
+            elif change.before != change.after:
+                out.append(
+                    FileDiff(
+                        path=path,
+                        status="added" if change.before is None else "modified",
+                        additions=change.additions,
+                        deletions=change.deletions,
+                        before=change.before or "",
+                        after=change.after,
+                    )
+                )
+        return out
 
     def terminal_changed(self, terminal_id: str) -> list[Event]:
         tid = self._terminal_tools.get(terminal_id)
@@ -579,15 +646,19 @@ def _json(value: Any) -> str:
         return str(value)
 
 
-def _file_edit(path: str, old: str | None, new: str) -> FileEdit:
-    before = (old or "").splitlines()
-    after = new.splitlines()
+def _line_counts(old: str | None, new: str) -> tuple[int, int]:
+    """Lines added and removed from ``old`` to ``new``."""
     adds = dels = 0
-    for line in difflib.unified_diff(before, after, lineterm="", n=0):
+    for line in difflib.unified_diff((old or "").splitlines(), new.splitlines(), lineterm="", n=0):
         if line.startswith("+") and not line.startswith("+++"):
             adds += 1
         elif line.startswith("-") and not line.startswith("---"):
             dels += 1
+    return adds, dels
+
+
+def _file_edit(path: str, old: str | None, new: str) -> FileEdit:
+    adds, dels = _line_counts(old, new)
     return FileEdit(
         path=path,
         kind="add" if old is None else "edit",

@@ -30,6 +30,7 @@ _FLOATS = {
     "start_timeout": (60.0, 1.0),
     "request_timeout": (120.0, 1.0),
     "terminal_timeout": (600.0, 1.0),
+    "stop_grace": (3.0, 0.0),
 }
 _STRINGS = ("display_name", "workdir", "data_dir", "mode", "auth_method")
 _BOOLS = {"inherit_env": True, "probe_models": True}
@@ -74,6 +75,9 @@ class AcpOptions:
     """Seconds for any request but ``session/prompt`` (new, load, set_mode ...)."""
     terminal_timeout: float = 600.0
     """Seconds a terminal command may run before the bridge kills it."""
+    stop_grace: float = 3.0
+    """Seconds the agent has to exit once its stdin is closed before it gets SIGTERM (codex-acp
+    0.16.0 does not exit at end of input; it does at SIGTERM, at once)."""
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> AcpOptions:

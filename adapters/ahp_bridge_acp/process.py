@@ -203,8 +203,9 @@ class AgentProcess:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._proc.pid, signal.SIGKILL)
 
-    async def stop(self, grace: float = 3.0) -> None:
-        """Close stdin, wait ``grace`` seconds, then SIGTERM and SIGKILL the process group."""
+    async def stop(self, grace: float = 3.0, eof_grace: float | None = None) -> None:
+        """Close stdin, wait ``eof_grace`` (default ``grace``) seconds, then SIGTERM and, after
+        ``grace`` more, SIGKILL the process group."""
         self._stopping = True
         proc = self._proc
         if self._conn is not None:
@@ -214,7 +215,9 @@ class AgentProcess:
             return
         if proc.returncode is None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.exited.wait(), grace)
+                await asyncio.wait_for(
+                    self.exited.wait(), grace if eof_grace is None else eof_grace
+                )
         for sig in (signal.SIGTERM, signal.SIGKILL):
             if self.exited.is_set():
                 break

@@ -135,6 +135,7 @@ class AcpProvider(ProviderLifetime):
         return Capabilities(
             cancel=True,
             permissions=True,
+            session_diff=True,
             history=bool(caps and caps.load_session),
             import_=bool(caps and caps.load_session and sessions and sessions.list is not None),
         )
@@ -176,7 +177,7 @@ class AcpProvider(ProviderLifetime):
     async def _stop_agent(self) -> None:
         agent, self._agent = self._agent, None
         if agent is not None:
-            await agent.stop()
+            await agent.stop(eof_grace=self._opts.stop_grace)
 
     # -- the agent (asyncio thread) -------------------------------------------------------
 

@@ -8,6 +8,7 @@ gRPC hop (serve-provider + remote), as the other real providers do.
 from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,13 +26,15 @@ def acp_target(tmp_path: Path) -> Target:
     workdir = tmp_path / "work"
     workdir.mkdir(exist_ok=True)
     options = sdk_agent_options(tmp_path / "store")
+    # The test agent writes through fs/write_text_file and shows the diff on its tool call.
+    prompts = replace(PROMPTS, edit=f"write {workdir / 'edited.txt'} written by the suite")
 
     def factory() -> AbstractAsyncContextManager[Provider]:
         provider: Provider = create_provider(options)
         return provider
 
     request = OpenRequest(workdir=str(workdir), title="AHP conformance")
-    return Target("acp", factory, request, PROMPTS, timeout=30.0)
+    return Target("acp", factory, request, prompts, timeout=30.0)
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=[c.name for c in CHECKS])

@@ -25,7 +25,10 @@ from tests.support.model_server import Hold, Text, ToolCall
 pytestmark = requires_claude
 
 PROMPTS = Prompts(
-    answer="conformance answer", long="conformance long", permission="conformance permission"
+    answer="conformance answer",
+    long="conformance long",
+    permission="conformance permission",
+    edit="conformance edit",
 )
 
 
@@ -53,6 +56,17 @@ def claude(anthropic: AnthropicServer, tmp_path: Path) -> Target:
     options = claude_options(anthropic.base_url, tmp_path / "home")
     workdir = tmp_path / "work"
     workdir.mkdir()
+    # Re-scripted per check: Claude Code writes the absolute path, in this check's workdir.
+    anthropic.script(
+        "conformance edit",
+        [
+            ToolCall(
+                "mcp__acp__Write",
+                {"file_path": str(workdir / "edited.txt"), "content": "written by the suite\n"},
+            )
+        ],
+        [Text("written")],
+    )
 
     def factory() -> AbstractAsyncContextManager[Provider]:
         provider: Provider = create_provider(options)

@@ -7,13 +7,14 @@ import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from acp import schema as S
 from acp.exceptions import RequestError
 from ahp_bridge_acp.mapping import SessionMapper, fold_history
-from ahp_bridge_acp.options import AcpOptions
-from ahp_bridge_acp.process import StderrTail
+from ahp_bridge_acp.options import AcpOptions, OptionsError
+from ahp_bridge_acp.process import AgentProcess, StderrTail
 from ahp_bridge_acp.terminals import Terminal
 from ahp_bridge_acp.transport import AgentTransport, _malformed
 from ahp_bridge_acp.workspace import Workspace
@@ -252,3 +253,73 @@ def test_a_minimal_environment_keeps_only_the_basics(monkeypatch: pytest.MonkeyP
         "SOME_SECRET" not in env and env["K"] == "1" and env.get("PATH") == os.environ.get("PATH")
     )
     assert "SOME_SECRET" in AcpOptions.parse({"command": ["a"]}).environment()
+
+
+@pytest.mark.parametrize(
+    ("stop_grace", "ending"), [(0.0, "was killed by SIGTERM"), (None, "exited with code 7")]
+)
+def test_stop_grace_is_how_long_an_agent_may_take_to_exit_at_end_of_input(
+    stop_grace: float | None, ending: str
+) -> None:
+    """codex-acp ignores end of input: ``stop_grace`` sends SIGTERM sooner than the 3 s default.
+
+    The agent here exits by itself a second after its stdin closes: within the default grace it
+    gets to, with ``stop_grace = 0`` it is terminated first.
+    """
+    raw: dict[str, object] = {"command": ["/bin/sh", "-c", "cat >/dev/null; sleep 1; exit 7"]}
+    if stop_grace is not None:
+        raw["stop_grace"] = stop_grace
+    opts = AcpOptions.parse(raw)
+
+    async def run() -> str:
+        async def handler(method: str, params: object, is_notification: bool) -> None:
+            return None
+
+        agent = await AgentProcess.spawn(opts, handler)
+        await agent.stop(eof_grace=opts.stop_grace)
+        return agent.describe_exit()
+
+    assert asyncio.run(run()) == f"the ACP agent 'sh' {ending}"
+
+
+def test_stop_grace_is_refused_below_zero() -> None:
+    with pytest.raises(OptionsError, match=r"^`stop_grace` must be at least 0$"):
+        AcpOptions.parse({"command": ["a"], "stop_grace": -1})
+
+
+def edit_call(call_id: str, status: str, old: str | None, new: str, path: str = "/w/f") -> Any:
+    return S.ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=call_id,
+        kind="edit",
+        status=status,
+        content=[S.FileEditToolCallContent(type="diff", path=path, old_text=old, new_text=new)],
+    )
+
+
+def test_the_conversations_changes_are_the_diffs_of_its_completed_tool_calls() -> None:
+    """Conversation.diff: before is the first completed call's oldText, after the latest
+    newText; a diff shown while a call waits for permission (Codex shows one) is no change
+    until the call completes, and a denied or failed call changes nothing."""
+    m = mapper()
+    m.begin_turn(Prompt(text="go"))
+    m.update(edit_call("c1", "pending", "a\n", "b\n"))
+    m.update(edit_call("c2", "failed", None, "new\n", path="/w/g"))
+    assert m.file_diffs() == []
+    m.update(edit_call("c1", "completed", "a\n", "b\n"))
+    m.update(edit_call("c1", "completed", "a\n", "b\n"))  # counted once
+    m.update(edit_call("c3", "completed", "b\n", "b\nc\n"))
+    m.update(edit_call("c4", "completed", None, "new\n", path="/w/g"))
+    m.update(edit_call("c5", "completed", "x\n", "y\n", path="/w/h"))
+    m.update(edit_call("c6", "completed", "y\n", "x\n", path="/w/h"))  # back as it was
+    assert [d.model_dump(exclude_defaults=True) for d in m.file_diffs()] == [
+        {
+            "path": "/w/f",
+            "status": "modified",
+            "additions": 2,
+            "deletions": 1,
+            "before": "a\n",
+            "after": "b\nc\n",
+        },
+        {"path": "/w/g", "status": "added", "additions": 1, "after": "new\n"},
+    ]
