@@ -451,7 +451,7 @@ class Chat:
         )
         self.host.subagent_chat_added(self, uri)
         summary = {k: v for k, v in state.items() if k != "turns"}
-        self.host.fanout.apply(self.session.uri, {"type": "session/chatAdded", "summary": summary})
+        self.host.fanout.apply(self.session.uri, {"type": A.SESSION_CHAT_ADDED, "summary": summary})
 
     def on_events(self, events: list[agentapi.Event]) -> None:
         """A batch from the sink: runs of deltas are translated together and coalesced."""
@@ -487,7 +487,7 @@ class Chat:
         emitted = self.translator.translate(event)
         if event.kind == agentapi.EventKind.TITLE and not self.host.names_session(self):
             # Another chat's title names that chat (its catalog entry), not the whole session.
-            emitted = [(c, a) for c, a in emitted if a.get("type") != "session/titleChanged"]
+            emitted = [(c, a) for c, a in emitted if a.get("type") != A.SESSION_TITLE_CHANGED]
         self.apply_all(emitted)
         if event.turn is not None and event.turn.state == agentapi.TurnState.FAILED:
             self.host.suspect_sign_in(self.provider.name)  # an expired sign-in, perhaps
@@ -598,9 +598,9 @@ class Chat:
         kind = action.get("type")
         if kind in CLIENT_TOOL_ACTIONS:
             self.host.resolve_tools(self.tools.client_action(action))
-        elif kind == "chat/turnCancelled":
+        elif kind == A.CHAT_TURN_CANCELLED:
             self.host.resolve_tools(self.tools.sweep(self.translator.active_turn_id))
-        if kind == "chat/turnResume":
+        if kind == A.CHAT_TURN_RESUME:
             # The reopened turn runs on: its duration counts from when it first started.
             active = self.host.fanout.store.state(self.uri).get("activeTurn") or {}
             started = ms_from_iso(active.get("startedAt")) or self.host.now_ms()
@@ -684,13 +684,13 @@ class Chat:
                 self.apply_all(self.translator.fail_turn(_error_type(exc), _message(exc)))
             else:  # cancelled meanwhile: whatever it sent, nothing more comes of it
                 self.translator.turn_not_sent()
-        elif isinstance(call, Steer) and action.get("type") == "chat/pendingMessageSet":
+        elif isinstance(call, Steer) and action.get("type") == A.CHAT_PENDING_MESSAGE_SET:
             self._remove_pending("steering", str(action.get("id")))
         if isinstance(exc, agentapi.SignedOut) or starts:
             self.host.suspect_sign_in(self.provider.name)  # an expired sign-in?
 
     def _after_success(self, call: Call, action: dict[str, Any]) -> None:
-        if isinstance(call, Steer) and action.get("type") == "chat/pendingMessageSet":
+        if isinstance(call, Steer) and action.get("type") == A.CHAT_PENDING_MESSAGE_SET:
             self._remove_pending("steering", str(action.get("id")))
 
     def _remove_pending(self, kind: str, message_id: str) -> None:
@@ -707,7 +707,7 @@ class Chat:
         )
         if present:
             self.host.fanout.apply(
-                self.uri, {"type": "chat/pendingMessageRemoved", "kind": kind, "id": message_id}
+                self.uri, {"type": A.CHAT_PENDING_MESSAGE_REMOVED, "kind": kind, "id": message_id}
             )
 
     # -- healing -------------------------------------------------------------------------------
@@ -752,17 +752,22 @@ class Chat:
         if turn_id is not None:
             # The turn that found out: its provider content comes after the notice (a turn the
             # lost conversation was running has ended before a replacement is made).
-            fanout.apply(self.uri, {"type": "chat/responsePart", "turnId": turn_id, "part": part})
+            fanout.apply(self.uri, {"type": A.CHAT_RESPONSE_PART, "turnId": turn_id, "part": part})
             return
         host_turn = self.host.new_id()
         now = iso_from_ms(self.host.now_ms())
         message = {"text": NOTICE, "origin": {"kind": "systemNotification"}}
         fanout.apply(
             self.uri,
-            {"type": "chat/turnStarted", "turnId": host_turn, "startedAt": now, "message": message},
+            {
+                "type": A.CHAT_TURN_STARTED,
+                "turnId": host_turn,
+                "startedAt": now,
+                "message": message,
+            },
         )
-        fanout.apply(self.uri, {"type": "chat/responsePart", "turnId": host_turn, "part": part})
-        fanout.apply(self.uri, {"type": "chat/turnComplete", "turnId": host_turn, "duration": 0})
+        fanout.apply(self.uri, {"type": A.CHAT_RESPONSE_PART, "turnId": host_turn, "part": part})
+        fanout.apply(self.uri, {"type": A.CHAT_TURN_COMPLETE, "turnId": host_turn, "duration": 0})
 
     # -- turns the host starts -----------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ahp_bridge import agentapi
+from ahp_bridge.protocol.action_types import ActionType as A
 from ahp_bridge.translate.host_tools import (
     OfferedTool,
     ToolPlan,
@@ -172,13 +173,13 @@ class ClientTools:
         if pending is None:
             return []
         kind = action.get("type")
-        if kind == "chat/toolCallComplete":
+        if kind == A.CHAT_TOOL_CALL_COMPLETE:
             result = host_result(action.get("result") or {}, max_bytes=self.limits.max_result_bytes)
             if action.get("requiresResultConfirmation") is True:
                 pending.unconfirmed = result
                 return []
             return self._finish(pending, result)
-        if kind == "chat/toolCallResultConfirmed" and pending.unconfirmed is not None:
+        if kind == A.CHAT_TOOL_CALL_RESULT_CONFIRMED and pending.unconfirmed is not None:
             if action.get("approved") is True:
                 return self._finish(pending, pending.unconfirmed)
             text = f"The user rejected the result of the {pending.call.name} tool call."

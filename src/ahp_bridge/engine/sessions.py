@@ -32,6 +32,8 @@ from ahp_bridge.engine.summaries import (
     session_chats,
 )
 from ahp_bridge.protocol import errors as E
+from ahp_bridge.protocol import notifications as N
+from ahp_bridge.protocol.action_types import ActionType as A
 from ahp_bridge.protocol.errors import RpcError
 from ahp_bridge.protocol.jsonrpc import notification_frame
 from ahp_bridge.protocol.uris import ANNOTATIONS_SUFFIX, ROOT, session_uri_problem
@@ -47,7 +49,7 @@ __all__ = ["IMPORT_CONFIG_KEY", "Dormant", "NewSession", "ReopenedChat", "Sessio
 IMPORT_CONFIG_KEY = "ahpBridge.importConversation"
 
 #: Session actions that change the active clients, and so the chats' client tools.
-ACTIVE_CLIENT_ACTIONS = frozenset({"session/activeClientSet", "session/activeClientRemoved"})
+ACTIVE_CLIENT_ACTIONS = frozenset({A.SESSION_ACTIVE_CLIENT_SET, A.SESSION_ACTIVE_CLIENT_REMOVED})
 
 
 @dataclass
@@ -174,7 +176,7 @@ class Sessions:
 
     def announce_agents(self) -> None:
         """`root/agentsChanged` with every agent as it is now (models, sign-in)."""
-        self.fanout.apply(ROOT, {"type": "root/agentsChanged", "agents": self.agents()})
+        self.fanout.apply(ROOT, {"type": A.ROOT_AGENTS_CHANGED, "agents": self.agents()})
 
     def capabilities(self) -> dict[str, Any]:
         """Each provider's agentapi capabilities (AgentInfo has no `_meta`: the initialize
@@ -294,9 +296,7 @@ class Sessions:
         self.add_session_channels(new.uri, state)
         self.sessions[new.uri] = session
         session.announced = self.summary(session)
-        self.fanout.notify(
-            ROOT, "root/sessionAdded", {"channel": ROOT, "summary": session.announced}
-        )
+        self.fanout.notify(ROOT, N.SESSION_ADDED, {"channel": ROOT, "summary": session.announced})
         self.active_sessions_changed()
         return session
 
@@ -321,7 +321,7 @@ class Sessions:
                     "total": 2,
                     "message": message,
                 }
-                self.fanout.send(peer, notification_frame("root/progress", params))
+                self.fanout.send(peer, notification_frame(N.PROGRESS, params))
 
         def work() -> Generator[Step, Any, None]:
             progress(0, "opening the provider conversation")
@@ -345,7 +345,7 @@ class Sessions:
                 self.fanout.apply(
                     session.uri,
                     {
-                        "type": "session/creationFailed",
+                        "type": A.SESSION_CREATION_FAILED,
                         "error": {"errorType": type(exc).__name__, "message": message},
                     },
                 )
@@ -358,9 +358,9 @@ class Sessions:
             turns = result.turns
             self.publish_chat(session, chat, turns=turns)
             self.fanout.apply(
-                session.uri, {"type": "session/defaultChatChanged", "defaultChat": chat_uri}
+                session.uri, {"type": A.SESSION_DEFAULT_CHAT_CHANGED, "defaultChat": chat_uri}
             )
-            self.fanout.apply(session.uri, {"type": "session/ready"})
+            self.fanout.apply(session.uri, {"type": A.SESSION_READY})
             progress(2, "ready")
 
         chat.enqueue(work)
@@ -386,7 +386,7 @@ class Sessions:
         session.chats[chat.uri] = chat
         self.chats[chat.uri] = chat
         summary = {k: state[k] for k in ("resource", "title", "status", "modifiedAt")}
-        self.fanout.apply(session.uri, {"type": "session/chatAdded", "summary": summary})
+        self.fanout.apply(session.uri, {"type": A.SESSION_CHAT_ADDED, "summary": summary})
 
     def add_session_channels(self, uri: str, state: dict[str, Any]) -> None:
         """The session's channel and its annotations channel (`<session>/annotations`), bound
@@ -400,7 +400,7 @@ class Sessions:
         uri = params["channel"]
         if self.durable and self.dormant.take(uri) is not None:
             self.host.persist("forget", uri)
-            self.fanout.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
+            self.fanout.notify(ROOT, N.SESSION_REMOVED, {"channel": ROOT, "session": uri})
             return None
         session = self.sessions.pop(uri, None)
         if session is None:
@@ -414,7 +414,7 @@ class Sessions:
         # session disposed and lets the conversation go (detached now, it would never close it).
         self.forget_channel(uri)
         self.forget_channel(uri + ANNOTATIONS_SUFFIX)
-        self.fanout.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
+        self.fanout.notify(ROOT, N.SESSION_REMOVED, {"channel": ROOT, "session": uri})
         self.active_sessions_changed()
         return None
 
@@ -435,7 +435,7 @@ class Sessions:
 
     def active_sessions_changed(self) -> None:
         self.fanout.apply(
-            ROOT, {"type": "root/activeSessionsChanged", "activeSessions": len(self.sessions)}
+            ROOT, {"type": A.ROOT_ACTIVE_SESSIONS_CHANGED, "activeSessions": len(self.sessions)}
         )
 
     # -- chats ---------------------------------------------------------------------------------
@@ -505,7 +505,7 @@ class Sessions:
         if self.durable:
             self.host.persist("remove_chat", uri)
         if self.store.has(session_uri):
-            self.fanout.apply(session_uri, {"type": "session/chatRemoved", "chat": uri})
+            self.fanout.apply(session_uri, {"type": A.SESSION_CHAT_REMOVED, "chat": uri})
 
     def session(self, uri: str) -> Session:
         session = self.sessions.get(uri)
@@ -612,7 +612,7 @@ class Sessions:
         changes.pop("title", None)
         if not changes:
             return ()
-        update = {"type": "session/chatUpdated", "chat": channel, "changes": changes}
+        update = {"type": A.SESSION_CHAT_UPDATED, "chat": channel, "changes": changes}
         return (HostAction(session_uri, update),)
 
     def _session_news(self, envelope: Envelope) -> Iterable[Reaction]:
@@ -636,7 +636,7 @@ class Sessions:
             session.announced = current
             params = {"channel": ROOT, "session": session.uri, "changes": changes}
             reactions.append(
-                Later(lambda: self.fanout.notify(ROOT, "root/sessionSummaryChanged", params))
+                Later(lambda: self.fanout.notify(ROOT, N.SESSION_SUMMARY_CHANGED, params))
             )
         return reactions
 
@@ -713,7 +713,7 @@ class Sessions:
             )
             if chat_record.uri == record.default_chat:
                 self.fanout.apply(
-                    record.uri, {"type": "session/defaultChatChanged", "defaultChat": chat.uri}
+                    record.uri, {"type": A.SESSION_DEFAULT_CHAT_CHANGED, "defaultChat": chat.uri}
                 )
                 if not reopened.replaced:  # a new conversation was opened with the settings
                     self._fall_back(chat, session, dropped)
@@ -808,7 +808,7 @@ class Sessions:
             active = self.store.state(session.uri).get("activeClients") or []
             if any(c.get("clientId") == client_id for c in active):
                 self.fanout.apply(
-                    session.uri, {"type": "session/activeClientRemoved", "clientId": client_id}
+                    session.uri, {"type": A.SESSION_ACTIVE_CLIENT_REMOVED, "clientId": client_id}
                 )
 
 
