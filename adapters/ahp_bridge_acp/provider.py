@@ -25,6 +25,7 @@ from acp import schema as S
 from acp.exceptions import RequestError
 from acp.meta import PROTOCOL_VERSION
 from ahp_bridge_support import AsyncioThread, ProviderLifetime, close_each
+from ahp_bridge_support.private import private_dir
 from pydantic import ValidationError
 
 from ahp_bridge.agentapi import (
@@ -353,7 +354,10 @@ class AcpProvider(ProviderLifetime):
         """Models are per session in ACP: read them from one scratch session."""
         agent = await self._ensure_agent()
         cwd = self._opts.data_dir or self._opts.workdir or os.getcwd()
-        Path(cwd).mkdir(parents=True, exist_ok=True)
+        if self._opts.data_dir:
+            private_dir(cwd)  # the bridge's own directory for this agent: the user's only
+        else:
+            Path(cwd).mkdir(parents=True, exist_ok=True)
         try:
             raw = await agent.request(
                 "session/new",

@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ahp_bridge_support.private import private_dir
+
 from .options import CopilotOptions
 
 
@@ -73,6 +75,8 @@ def make_client(opts: CopilotOptions, cli: Path | None) -> Any:
             raise ValueError("a CLI path is required when cli_url is not set")
         connection = RuntimeConnection.for_stdio(path=str(cli))
     token = opts.token()
+    if opts.data_dir:
+        private_dir(opts.data_dir)  # COPILOT_HOME keeps the sign-in: the user's only
     return _tracking(CopilotClient)(
         connection=connection,
         env=opts.runtime_env(),

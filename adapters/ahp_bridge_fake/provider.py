@@ -16,6 +16,7 @@ from pathlib import Path
 
 import trio
 from ahp_bridge_support import ProviderLifetime
+from ahp_bridge_support.private import private_dir
 
 from ahp_bridge.agentapi import (
     ACCOUNT_STORED,
@@ -129,7 +130,7 @@ class FakeProvider(ProviderLifetime):
 
     async def _on_start(self) -> None:
         if self.data_dir is not None:
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.data_dir)  # transcripts are the user's only
 
     def spawn(self, fn: Callable[..., Awaitable[object]], *args: object) -> None:
         """Run fn in the provider's nursery (where turns live)."""

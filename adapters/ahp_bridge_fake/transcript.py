@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ahp_bridge_support.private import private_file
+
 from ahp_bridge.agentapi import (
     Event,
     EventKind,
@@ -135,6 +137,8 @@ class Transcript:
     def _append(self, line: dict[str, Any]) -> None:
         if self.file is None:
             return
+        if not self.file.exists():
+            private_file(self.file)  # a transcript is the user's only, whatever the umask
         with self.file.open("a", encoding="utf-8") as out:
             out.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
 

@@ -33,6 +33,7 @@ from typing import Any, TypeVar, cast
 
 import structlog
 import trio
+from ahp_bridge_support.private import private_dir, private_file
 
 from ahp_bridge.engine.records import READY, ChatRecord, SessionRecord
 from ahp_bridge.translate._wire import iso_from_ms
@@ -143,7 +144,8 @@ class Catalog:
         lock_fd: int | None = None
         if not read_only:
             try:
-                Path(data_dir).mkdir(parents=True, exist_ok=True)
+                private_dir(data_dir)  # transcripts' map, titles, settings: the user's only
+                private_file(path)  # SQLite gives the -wal and -shm files the db file's mode
             except OSError as exc:
                 raise CatalogError(f"cannot create the data directory {data_dir}: {exc}") from None
             lock_fd = _lock(Path(data_dir) / LOCK_NAME, path)

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ahp_bridge_support.private import private_dir
+
 from ahp_bridge.config import Settings
 from ahp_bridge.host.transport.server import has_token, is_loopback
 
@@ -58,7 +60,7 @@ def ensure_token(settings: Settings) -> TokenSource | None:
         server.token = kept
         return TokenSource("reused", path)
     token = secrets.token_urlsafe(24)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         os.fchmod(f.fileno(), 0o600)
