@@ -726,9 +726,14 @@ def _time(value: str | None) -> datetime | None:
         return None
 
 
+#: How agents say "no such session" besides ACP's -32002: most say "not found" or "no session";
+#: Gemini CLI answers session/load of an unknown id -32603 'Invalid session identifier "..."'.
+_NOT_FOUND_WORDS = ("not found", "no session", "invalid session identifier")
+
+
 def _not_found(exc: RequestError) -> bool:
     text = error_detail(exc).lower()
-    return exc.code == NOT_FOUND or "not found" in text or "no session" in text
+    return exc.code == NOT_FOUND or any(words in text for words in _NOT_FOUND_WORDS)
 
 
 _REQUESTS: dict[str, Any] = {
