@@ -727,8 +727,14 @@ def _time(value: str | None) -> datetime | None:
 
 
 #: How agents say "no such session" besides ACP's -32002: most say "not found" or "no session";
-#: Gemini CLI answers session/load of an unknown id -32603 'Invalid session identifier "..."'.
-_NOT_FOUND_WORDS = ("not found", "no session", "invalid session identifier")
+#: Gemini CLI answers session/load of an unknown id -32603 'Invalid session identifier "..."',
+#: or 'No previous sessions found for this project.' while the working directory has none.
+_NOT_FOUND_WORDS = (
+    "not found",
+    "no session",
+    "invalid session identifier",
+    "no previous sessions found",
+)
 
 
 def _not_found(exc: RequestError) -> bool:

@@ -26,8 +26,18 @@ GEMINI_DETAILS = (
         RequestError(-32602, "no session ahp-no-such", None),
         # Gemini CLI 0.61: session/load's SessionError, wrapped by its SDK as an internal error.
         RequestError(-32603, "Internal error", {"details": GEMINI_DETAILS}),
+        # ... and while the working directory has no session at all.
+        RequestError(
+            -32603, "Internal error", {"details": "No previous sessions found for this project."}
+        ),
     ],
-    ids=["acp-32002", "not-found-words", "no-session-words", "gemini-invalid-identifier"],
+    ids=[
+        "acp-32002",
+        "not-found-words",
+        "no-session-words",
+        "gemini-invalid-identifier",
+        "gemini-no-sessions",
+    ],
 )
 def test_an_agents_unknown_session_answer_is_not_found(error: RequestError) -> None:
     assert _not_found(error)
