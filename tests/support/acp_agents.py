@@ -88,10 +88,17 @@ GEMINI_MODEL = "gemini-2.5-flash"
 
 #: Gemini CLI's user settings (``$GEMINI_CLI_HOME/.gemini/settings.json``): the gateway auth type
 #: (the base URL comes from the environment), no telemetry, usage statistics, self-update or IDE
-#: discovery, and the working directory trusted without the interactive trust dialog.
+#: discovery, the working directory trusted without the interactive trust dialog, and no session
+#: cleanup at start (it deletes every record that shares its id with a record it finds empty, and
+#: each session/load leaves such an empty record: a reopened session would be gone after the
+#: agent's next start).
 GEMINI_SETTINGS: dict[str, object] = {
     "security": {"auth": {"selectedType": "gateway"}, "folderTrust": {"enabled": False}},
-    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+    "general": {
+        "enableAutoUpdate": False,
+        "enableAutoUpdateNotification": False,
+        "sessionRetention": {"enabled": False},
+    },
     "privacy": {"usageStatisticsEnabled": False},
     "telemetry": {"enabled": False},
     "ide": {"enabled": False},
