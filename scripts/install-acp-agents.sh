@@ -51,3 +51,27 @@ fi
 [ -x "$CODEX_BIN" ] || { echo "install-acp-agents: $CODEX_BIN missing after install" >&2; exit 1; }
 echo "$CODEX_BIN"
 # --- end Codex -------------------------------------------------------------------------------------
+# --- Gemini CLI (npm @google/gemini-cli), run as `gemini --acp` -----------------------------------
+# Its ACP mode is the same CLI started with --acp; the tests run its bundled entry with `node`
+# against a scripted Gemini API on 127.0.0.1 (GOOGLE_GEMINI_BASE_URL), settings in a scratch HOME.
+GEMINI_VERSION="${GEMINI_CLI_VERSION:-0.61.0}"
+GEMINI_DIR="$PREFIX/node_modules/@google/gemini-cli"
+GEMINI_PKG_JSON="$GEMINI_DIR/package.json"
+gemini_installed_version() {
+  [ -f "$GEMINI_PKG_JSON" ] || return 0
+  node -e 'process.stdout.write(require(process.argv[1]).version)' "$GEMINI_PKG_JSON"
+}
+gemini_entry() {
+  node -e 'const p=require(process.argv[1]); const b=typeof p.bin==="string"?p.bin:p.bin.gemini;
+    process.stdout.write(require("path").resolve(require("path").dirname(process.argv[1]), b))' \
+    "$GEMINI_PKG_JSON"
+}
+if [ "$(gemini_installed_version)" != "$GEMINI_VERSION" ] || [ ! -f "$(gemini_entry 2>/dev/null)" ]; then
+  command -v npm >/dev/null || { echo "install-acp-agents: npm is required" >&2; exit 1; }
+  mkdir -p "$PREFIX"
+  echo "install-acp-agents: installing @google/gemini-cli@$GEMINI_VERSION into $PREFIX" >&2
+  npm install --prefix "$PREFIX" --no-audit --no-fund --loglevel=error \
+    --save-exact "@google/gemini-cli@$GEMINI_VERSION" >&2
+fi
+[ -f "$(gemini_entry)" ] || { echo "install-acp-agents: gemini-cli's entry missing after install" >&2; exit 1; }
+# --- end Gemini CLI --------------------------------------------------------------------------------

@@ -24,9 +24,11 @@ ACP                            agentapi
                                and MODEL_SELECTION
 ``session/load``               Provider.open with conversation_id (needs ``loadSession``); the
                                replayed updates become Conversation.history (durable sessions)
-                               and HistoryReader.read_history; a session this process holds is
+                               and HistoryReader.read_history (complete after one round trip:
+                               ``_ahp_bridge/sync``); a session this process holds is
                                reattached instead;
-                               an unknown id (-32002 or "not found") -> ConversationNotFound
+                               an unknown id (-32002, or words such as "not found" or "invalid
+                               session identifier") -> ConversationNotFound
 ``session/list``               Importer.previous (``sessionCapabilities.list`` and loadSession
                                give Capabilities.import); Importer.in_use knows of no other user
 ``session/close``              where offered: the model probe's scratch session, and sessions

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -140,6 +141,16 @@ class PendingPermission:
     interaction: Interaction
     kinds: dict[str, str]
     """option id -> ACP option kind (allow_once, allow_always, reject_once, reject_always)."""
+
+
+#: What a replay (session/load) gives back that neither the user nor the model wrote, and the
+#: agent's own UI leaves out. Gemini CLI replays its ``<session_context>`` preamble (the date, the
+#: OS, the working directory's listing) as the first user message, a tool call as the model's
+#: text ``[Function Call: write_file]`` and its result as a user message ``[Function Response:
+#: write_file]``.
+_REPLAYED_CONTEXT = re.compile(r"\A\s*<session_context>.*?</session_context>\s*", re.DOTALL)
+_REPLAYED_CALL = re.compile(r"\[Function Call: [^\]\n]+\]")
+_REPLAYED_RESULT = re.compile(r"\A(?:\s*\[Function Response: [^\]\n]+\])+\s*\Z")
 
 
 class SessionMapper:
@@ -330,8 +341,8 @@ class SessionMapper:
         self._assistant = None
         self._reasoning = None
 
-    def _chunk(self, update: Any, kind: ItemKind) -> list[Event]:
-        text = block_text(update.content)
+    def _chunk(self, update: Any, kind: ItemKind, text: str | None = None) -> list[Event]:
+        text = block_text(update.content) if text is None else text
         if not text:
             return []
         message_id = getattr(update, "message_id", None)
@@ -350,6 +361,9 @@ class SessionMapper:
         return [Event(kind=EventKind.DELTA, delta=Delta(item_id=item_id, kind=kind, text=text))]
 
     def _agent_message(self, update: S.AgentMessageChunk) -> list[Event]:
+        if self.replaying:
+            text = _REPLAYED_CALL.sub("", block_text(update.content))
+            return self._chunk(update, ItemKind.ASSISTANT, text)
         return self._chunk(update, ItemKind.ASSISTANT)
 
     def _agent_thought(self, update: S.AgentThoughtChunk) -> list[Event]:
@@ -359,8 +373,10 @@ class SessionMapper:
         """Only recorded conversations replay user messages (session/load)."""
         if not self.replaying:
             return []
-        text = block_text(update.content)
+        text = _REPLAYED_CONTEXT.sub("", block_text(update.content), count=1)
         self._break_text()
+        if not text or _REPLAYED_RESULT.match(text):
+            return []  # only what the agent added: no words of the user's
         if self._user is None:
             self._user = Item(
                 id=f"user-{next(self._ids)}", kind=ItemKind.USER, text=text, time=self._now()

@@ -63,6 +63,10 @@ MAX_DETACHED = 64
 MAX_LISTED = 1000
 LOAD_RETRIES = 20
 LOAD_RETRY_DELAY = 0.1
+#: An extension method (ACP keeps ``_`` names for them) no agent offers: every agent answers it
+#: at once, "method not found", after what it sent before. See ``_replayed``.
+SYNC_METHOD = "_ahp_bridge/sync"
+SYNC_TIMEOUT = 5.0
 
 
 def auth_hint(methods: list[Any]) -> str:
@@ -452,6 +456,7 @@ class AcpProvider(ProviderLifetime):
                             {**base, "sessionId": req.conversation_id},
                             timeout=timeout,
                         )
+                        await self._replayed(agent)
                     finally:
                         self._opening.pop(req.conversation_id, None)
                         conv.end_replay()
@@ -503,14 +508,29 @@ class AcpProvider(ProviderLifetime):
         tries = LOAD_RETRIES if params["sessionId"] in self._known else 1
         for attempt in range(tries):
             try:
-                return await agent.request(
+                raw = await agent.request(
                     "session/load", params, timeout=self._opts.request_timeout
                 )
+                await self._replayed(agent)
+                return raw
             except RequestError as exc:
                 if attempt == tries - 1 or not _not_found(exc):
                     raise
             await asyncio.sleep(LOAD_RETRY_DELAY)
         raise AssertionError("unreachable")
+
+    async def _replayed(self, agent: AgentProcess) -> None:
+        """Wait until the agent's replay of a loaded session has arrived.
+
+        ACP has the agent stream a session's history before it answers session/load; Gemini CLI
+        answers first and streams after, so the replay would fall into the next turn (or be
+        lost). A round trip after the answer ends it: the agent answers the next request only
+        after what it had started sending.
+        """
+        try:
+            await agent.request(SYNC_METHOD, {}, timeout=SYNC_TIMEOUT)
+        except (RequestError, TimeoutError):
+            return  # answered (method not found), or an agent that ignores it: carry on
 
     async def previous(self, workdir: str) -> list[PreviousConversation]:
         """agentapi Importer: the sessions the agent lists (``session/list``) for ``workdir``.
@@ -710,9 +730,20 @@ def _time(value: str | None) -> datetime | None:
         return None
 
 
+#: How agents say "no such session" besides ACP's -32002: most say "not found" or "no session";
+#: Gemini CLI answers session/load of an unknown id -32603 'Invalid session identifier "..."',
+#: or 'No previous sessions found for this project.' while the working directory has none.
+_NOT_FOUND_WORDS = (
+    "not found",
+    "no session",
+    "invalid session identifier",
+    "no previous sessions found",
+)
+
+
 def _not_found(exc: RequestError) -> bool:
     text = error_detail(exc).lower()
-    return exc.code == NOT_FOUND or "not found" in text or "no session" in text
+    return exc.code == NOT_FOUND or any(words in text for words in _NOT_FOUND_WORDS)
 
 
 _REQUESTS: dict[str, Any] = {

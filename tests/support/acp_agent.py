@@ -20,6 +20,7 @@ no examples). Prompts pick the behaviour (the first word):
 Sessions are kept as JSON files under ``$ACP_TEST_STORE`` so a new process can ``session/load``
 them (replaying user and agent messages). ``$ACP_TEST_NO_LOAD=1`` turns loadSession off;
 ``$ACP_TEST_AUTH=1`` refuses sessions (auth required) until ``authenticate`` with test-login.
+``$ACP_TEST_LATE_REPLAY=1`` answers ``session/load`` first and replays the record after it.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class TestAgent:
         self._model: dict[str, str] = {}
         self._signed_in = os.environ.get("ACP_TEST_AUTH") != "1"
         self._cwd: dict[str, str] = {}
+        self._late: asyncio.Task[None] | None = None
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
@@ -149,13 +151,29 @@ class TestAgent:
             raise RequestError(-32002, "Resource not found", {"uri": session_id})
         with open(self._store / "loaded.log", "a") as f:
             f.write(session_id + "\n")
+        replay = self._replay(session_id)
+        if os.environ.get("ACP_TEST_LATE_REPLAY") == "1":
+            # After the answer, as Gemini CLI does, and before it takes the next request.
+            self._late = asyncio.get_running_loop().create_task(replay)
+        else:
+            await replay
+        return LoadSessionResponse(**self._state(session_id))
+
+    async def _replayed(self) -> None:
+        if self._late is not None:
+            await self._late
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        await self._replayed()
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def _replay(self, session_id: str) -> None:
         for role, text in self._record(session_id):
             if role == "user":
                 update: Any = update_user_message_text(text)
             else:
                 update = update_agent_message_text(text)
             await self._conn.session_update(session_id, update)
-        return LoadSessionResponse(**self._state(session_id))
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kw: Any
@@ -201,6 +219,7 @@ class TestAgent:
     # -- prompts ----------------------------------------------------------------------------
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+        await self._replayed()
         text = " ".join(getattr(b, "text", "") for b in prompt if getattr(b, "type", "") == "text")
         self._append(session_id, "user", text)
         cancelled = self._cancel[session_id] = asyncio.Event()
