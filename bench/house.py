@@ -107,8 +107,10 @@ def main() -> None:
     print(f"import cycles (dependencies to remove to break them): {result['cycle_breakers']}")
     share = result["trio_lines_share"]
     print(f"lines whose imports pull in trio: {share:.0%} ({result['trio_modules']} modules)")
-    print(f"longest module: {result['longest_module'][0]} ({result['longest_module'][1]} lines)")  # type: ignore[index]
-    print(f"longest function: {result['longest_function'][0]} ({result['longest_function'][1]} lines)")  # type: ignore[index]
+    module, module_lines = result["longest_module"]  # type: ignore[misc]
+    function, function_lines = result["longest_function"]  # type: ignore[misc]
+    print(f"longest module: {module} ({module_lines} lines)")
+    print(f"longest function: {function} ({function_lines} lines)")
 
 
 if __name__ == "__main__":
