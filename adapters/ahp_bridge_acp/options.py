@@ -41,7 +41,7 @@ class AcpOptions:
     """How to start one ACP agent and the bounds the bridge keeps it in."""
 
     command: tuple[str, ...]
-    """The agent's command and arguments (``command = ["claude-code-acp"]``)."""
+    """The agent's command and arguments (``command = ["claude-agent-acp"]``)."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Variables set for the agent on top of the bridge's environment (or instead of it)."""
     inherit_env: bool = True
@@ -104,7 +104,7 @@ class AcpOptions:
         ):
             raise OptionsError(
                 "the ACP provider needs `command`, the agent command and its arguments, e.g. "
-                'command = ["claude-code-acp"]'
+                'command = ["claude-agent-acp"]'
             )
         env = opts.pop("env", {}) or {}
         if not isinstance(env, Mapping) or not all(
