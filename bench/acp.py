@@ -155,7 +155,7 @@ async def main(events: int, turns: int, starts: int) -> None:
         if CLAUDE_ACP.is_file():
             with AnthropicServer() as srv:
                 srv.script("bench answer", [Text("Hello from the scripted model.")])
-                results["ACP: Claude Code"] = await measure(
+                results["ACP: Claude Agent"] = await measure(
                     acp_factory(claude_options(srv.base_url, Path(tmp) / "home")),
                     str(work),
                     None,

@@ -1,31 +1,35 @@
 #!/usr/bin/env bash
-# Install the pinned ACP agents the acp provider's real-agent tests drive. Claude Code's ACP agent
-# (npm @zed-industries/claude-code-acp, which brings Claude Code itself as
-# @anthropic-ai/claude-agent-sdk) into a project-local prefix (.tools/acp). The tests run it with
-# `node` against a scripted Anthropic API on 127.0.0.1, so it never needs an account or network.
-# Codex's (the block below it) likewise. Idempotent: does nothing when the pinned versions are
-# already there. Prints each agent's entry, one a line.
+# Install the pinned ACP agents the acp provider's real-agent tests drive into a project-local
+# prefix (.tools/acp). Claude Agent (npm @zed-industries/claude-agent-acp, which brings Claude
+# Code itself as @anthropic-ai/claude-agent-sdk): the tests run it with `node` against a scripted
+# Anthropic API on 127.0.0.1, so it never needs an account or network. Codex's (the block below
+# it) likewise. Idempotent: does nothing when the pinned versions are already there. Prints each
+# agent's entry, one a line.
 set -euo pipefail
-VERSION="${CLAUDE_CODE_ACP_VERSION:-0.16.2}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PREFIX="${ACP_AGENTS_PREFIX:-$ROOT/.tools/acp}"
-PKG_DIR="$PREFIX/node_modules/@zed-industries/claude-code-acp"
-ENTRY="$PKG_DIR/dist/index.js"
+command -v node >/dev/null || { echo "install-acp-agents: node is required" >&2; exit 1; }
 
-installed_version() {
-  [ -f "$PKG_DIR/package.json" ] || return 0
-  node -e 'process.stdout.write(require(process.argv[1]).version)' "$PKG_DIR/package.json"
+# --- Claude Agent: @zed-industries/claude-agent-acp ------------------------------------------------
+CLAUDE_VERSION="${CLAUDE_AGENT_ACP_VERSION:-0.23.1}"
+CLAUDE_DIR="$PREFIX/node_modules/@zed-industries/claude-agent-acp"
+CLAUDE_ENTRY="$CLAUDE_DIR/dist/index.js"
+
+claude_installed_version() {
+  [ -f "$CLAUDE_DIR/package.json" ] || return 0
+  node -e 'process.stdout.write(require(process.argv[1]).version)' "$CLAUDE_DIR/package.json"
 }
 
-if [ "$(installed_version)" != "$VERSION" ] || [ ! -f "$ENTRY" ]; then
+if [ "$(claude_installed_version)" != "$CLAUDE_VERSION" ] || [ ! -f "$CLAUDE_ENTRY" ]; then
   command -v npm >/dev/null || { echo "install-acp-agents: npm is required" >&2; exit 1; }
   mkdir -p "$PREFIX"
-  echo "install-acp-agents: installing @zed-industries/claude-code-acp@$VERSION into $PREFIX" >&2
+  echo "install-acp-agents: installing @zed-industries/claude-agent-acp@$CLAUDE_VERSION into $PREFIX" >&2
   npm install --prefix "$PREFIX" --no-audit --no-fund --loglevel=error \
-    --save-exact "@zed-industries/claude-code-acp@$VERSION" >&2
+    --save-exact "@zed-industries/claude-agent-acp@$CLAUDE_VERSION" >&2
 fi
-[ -f "$ENTRY" ] || { echo "install-acp-agents: $ENTRY missing after install" >&2; exit 1; }
-echo "$ENTRY"
+[ -f "$CLAUDE_ENTRY" ] || { echo "install-acp-agents: $CLAUDE_ENTRY missing after install" >&2; exit 1; }
+echo "$CLAUDE_ENTRY"
+# --- end Claude Agent ------------------------------------------------------------------------------
 
 # --- Codex: @zed-industries/codex-acp ------------------------------------------------------------
 # A native binary (Rust, Codex itself built in) from the platform package npm picks among its

@@ -1,13 +1,13 @@
-"""Tests that need the real Copilot CLI (``requires_cli``) or Codex's ACP agent
-(``requires_codex``) skip where it is not installed, so a checkout without npm still runs
-everything else. Under CI (``CI=true``) they fail instead: a CI run that silently skipped them
-would pass without testing what they test."""
+"""Tests that need the real Copilot CLI (``requires_cli``), Codex's ACP agent
+(``requires_codex``) or Claude's (``requires_claude``) skip where it is not installed, so a
+checkout without npm still runs everything else. Under CI (``CI=true``) they fail instead: a
+CI run that silently skipped them would pass without testing what they test."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.support.acp_agents import CODEX_ACP, MISSING_CODEX
+from tests.support.acp_agents import CLAUDE_ACP, CODEX_ACP, MISSING_CLAUDE, MISSING_CODEX
 from tests.support.copilot_cli import MISSING_CLI, cli_missing, under_ci
 
 
@@ -19,6 +19,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "requires_codex: needs codex-acp (skips without it, fails under CI=true)"
     )
+    config.addinivalue_line(
+        "markers",
+        "requires_claude: needs claude-agent-acp (skips without it, fails under CI=true)",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -28,6 +32,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         missing = MISSING_CLI
     elif item.get_closest_marker("requires_codex") is not None and not CODEX_ACP.is_file():
         missing = MISSING_CODEX
+    elif item.get_closest_marker("requires_claude") is not None and not CLAUDE_ACP.is_file():
+        missing = MISSING_CLAUDE
     if missing is None:
         return
     if under_ci():

@@ -100,6 +100,7 @@ class AcpConversation:
         prompt_caps: S.PromptCapabilities | None,
         on_closed: Callable[[AcpConversation], None],
         auth_hint: str,
+        renew_after_cancel: bool = False,
     ) -> None:
         self._loop = loop
         self.agent = agent
@@ -107,6 +108,7 @@ class AcpConversation:
         self._opts = opts
         self._on_closed = on_closed
         self._auth_hint = auth_hint
+        self._renew_after_cancel = renew_after_cancel
         self._prompt_caps = prompt_caps or S.PromptCapabilities()
         self.session_id = ""
         self.workdir = workdir
@@ -374,7 +376,22 @@ class AcpConversation:
             log.warning("acp: dropped a malformed session/prompt result from the agent")
             self.emit_all(self.mapper.fail_turn("the agent's answer to the prompt was malformed"))
             return
+        cancelled = resp.stop_reason == "cancelled" or self.mapper.cancelling
+        if cancelled and self._renew_after_cancel and not self.closed:
+            await self._renew()  # before the end is reported: the host holds the next prompt
         self.emit_all(self.mapper.end_turn(resp.stop_reason, resp.usage))
+
+    async def _renew(self) -> None:
+        """Close the session on the agent and resume it (its record kept), so what the
+        cancelled turn left in the agent cannot reach the next prompt."""
+        params: dict[str, Any] = {"sessionId": self.session_id}
+        timeout = self._opts.request_timeout
+        try:
+            await self.agent.request("session/close", params, timeout=timeout)
+            resume = {**params, "cwd": self.workdir, "mcpServers": []}
+            await self.agent.request("session/resume", resume, timeout=timeout)
+        except (RequestError, AgentGone, TimeoutError) as exc:
+            log.warning("acp: the session was not renewed after a cancel (%s)", type(exc).__name__)
 
     # -- agentapi.Conversation --------------------------------------------------------------
 

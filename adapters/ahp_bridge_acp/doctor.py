@@ -1,7 +1,8 @@
 """``ahp-bridge doctor --provider NAME`` for an ACP agent.
 
 Says whether the command is found, whether it starts and answers ``initialize`` (and how
-fast), what it supports, which sign-in it offers and whether a session opens without one. A
+fast), what it supports, which sign-in it offers, whether it has credentials it can use (a
+warning when not: a session opens, but every prompt fails) and whether a session opens. A
 failure shows the newest lines of the agent's stderr (kept bounded by ``stderr_bytes``).
 """
 
@@ -15,10 +16,12 @@ import trio
 
 from ahp_bridge.agentapi import AgentAPIError, SignedOut
 
+from . import credentials
 from .options import AcpOptions, OptionsError
 from .provider import AcpProvider, auth_hint
 
-Line = tuple[bool, str, str]
+Line = tuple[bool | None, str, str]
+"""(ok, what, how to fix); ok None is a warning (shown, not failed)."""
 
 STDERR_LINES = 8
 
@@ -92,6 +95,10 @@ def report(options: Mapping[str, Any]) -> list[Line]:
                 out.append((True, f"sign-in methods it offers: {', '.join(ids)}", ""))
             else:
                 out.append((True, "it offers no sign-in methods", ""))
+            verdict = credentials.check(info.name if info else "", methods, opts.environment())
+            if verdict is not None:
+                found, what, fix = verdict
+                out.append((True if found else None, what, fix))
             try:
                 with trio.fail_after(opts.request_timeout + 5):
                     models = await provider.models()

@@ -75,6 +75,14 @@ _STOP = {
     "cancelled": TurnState.CANCELLED,
 }
 
+_LOCAL_COMMAND = re.compile(
+    r"\s*(?:<(command-name|command-message|command-args|local-command-stdout|"
+    r"local-command-stderr|local-command-caveat)>.*?</\1>\s*)+",
+    re.DOTALL,
+)
+"""A user message that is only Claude Code's record of a local command (``/model``, which
+claude-agent-acp runs at every session's start, and its output): its replay drops none."""
+
 TerminalLookup = Callable[[str], tuple[str, int | None, bool] | None]
 """terminal id -> (output text, exit code or None, whether it has exited), None when unknown."""
 
@@ -370,10 +378,13 @@ class SessionMapper:
         return self._chunk(update, ItemKind.REASONING)
 
     def _user_message(self, update: S.UserMessageChunk) -> list[Event]:
-        """Only recorded conversations replay user messages (session/load)."""
+        """Only recorded conversations replay user messages (session/load); a local command's
+        record that Claude Code keeps as a user message is not the user's words."""
         if not self.replaying:
             return []
         text = _REPLAYED_CONTEXT.sub("", block_text(update.content), count=1)
+        if _LOCAL_COMMAND.fullmatch(text):
+            return []
         self._break_text()
         if not text or _REPLAYED_RESULT.match(text):
             return []  # only what the agent added: no words of the user's

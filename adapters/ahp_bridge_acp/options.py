@@ -41,7 +41,7 @@ class AcpOptions:
     """How to start one ACP agent and the bounds the bridge keeps it in."""
 
     command: tuple[str, ...]
-    """The agent's command and arguments (``command = ["claude-code-acp"]``)."""
+    """The agent's command and arguments (``command = ["claude-agent-acp"]``)."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Variables set for the agent on top of the bridge's environment (or instead of it)."""
     inherit_env: bool = True
@@ -78,12 +78,18 @@ class AcpOptions:
     stop_grace: float = 3.0
     """Seconds the agent has to exit once its stdin is closed before it gets SIGTERM (codex-acp
     0.16.0 does not exit at end of input; it does at SIGTERM, at once)."""
+    renew_after_cancel: bool | None = None
+    """Close and resume a session (``session/close``, ``session/resume``) after a cancelled
+    turn, before its end is reported. None: for the agents known to need it (claude-agent-acp
+    answers a cancelled prompt before its session went idle, so the next prompt ends at once,
+    empty, and its answer goes to the prompt after)."""
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> AcpOptions:
         opts = dict(options)
         opts.pop("kind", None)
-        unknown = sorted(set(opts) - {"command", "env", *_INTS, *_FLOATS, *_STRINGS, *_BOOLS})
+        known = {"command", "env", "renew_after_cancel", *_INTS, *_FLOATS, *_STRINGS, *_BOOLS}
+        unknown = sorted(set(opts) - known)
         if unknown:
             raise OptionsError(
                 f"unknown ACP provider option {unknown[0]!r}; see config.example.toml for the keys"
@@ -98,7 +104,7 @@ class AcpOptions:
         ):
             raise OptionsError(
                 "the ACP provider needs `command`, the agent command and its arguments, e.g. "
-                'command = ["claude-code-acp"]'
+                'command = ["claude-agent-acp"]'
             )
         env = opts.pop("env", {}) or {}
         if not isinstance(env, Mapping) or not all(
@@ -125,6 +131,10 @@ class AcpOptions:
                 if not isinstance(opts[key], bool):
                     raise OptionsError(f"`{key}` must be true or false")
                 values[key] = opts[key]
+        renew = opts.get("renew_after_cancel")
+        if renew is not None and not isinstance(renew, bool):
+            raise OptionsError("`renew_after_cancel` must be true or false")
+        values["renew_after_cancel"] = renew
         return cls(**values)
 
     def executable(self) -> str | None:

@@ -59,6 +59,11 @@ from .process import AgentGone, AgentProcess
 log = logging.getLogger(__name__)
 
 NOT_FOUND = -32002
+RENEW_AFTER_CANCEL = frozenset({"@zed-industries/claude-agent-acp"})
+"""Agents (``agentInfo.name``) whose sessions are renewed after a cancel by default: after
+claude-agent-acp 0.23.1 answers a cancelled prompt, its session still owes the cancelled
+turn's "idle", which ends the next prompt at once (empty); that prompt's answer then goes to
+the prompt after it."""
 MAX_DETACHED = 64
 MAX_LISTED = 1000
 LOAD_RETRIES = 20
@@ -67,6 +72,14 @@ LOAD_RETRY_DELAY = 0.1
 #: at once, "method not found", after what it sent before. See ``_replayed``.
 SYNC_METHOD = "_ahp_bridge/sync"
 SYNC_TIMEOUT = 5.0
+
+
+def current_first(models: list[Model], current: str) -> list[Model]:
+    """The agent's models with its current one first: the default a client is shown (and the
+    host asks for when no client chose one) is the model the agent runs anyway."""
+    out = [m.model_copy() for m in models]
+    out.sort(key=lambda m: m.id != current)  # stable: the agent's order otherwise
+    return out
 
 
 def auth_hint(methods: list[Any]) -> str:
@@ -362,6 +375,9 @@ class AcpProvider(ProviderLifetime):
             private_dir(cwd)  # the bridge's own directory for this agent: the user's only
         else:
             Path(cwd).mkdir(parents=True, exist_ok=True)
+        # What the agent reports for the scratch session before its answer is read (commands,
+        # say) is held as for any session being created, and dropped with it below.
+        self._creating += 1
         try:
             raw = await agent.request(
                 "session/new",
@@ -374,11 +390,27 @@ class AcpProvider(ProviderLifetime):
             raise AgentAPIError(agent_error("open a session", exc)) from None
         except (AgentGone, TimeoutError) as exc:
             raise AgentAPIError(str(exc)) from None
+        finally:
+            self._creating -= 1
         self._note_models(raw)
         self._models_known = True
         if isinstance(raw, dict) and isinstance(raw.get("sessionId"), str):
             self._known.add(raw["sessionId"])
+            self._early.pop(raw["sessionId"], None)
             await self._close_session(agent, raw["sessionId"])
+
+    def _renews(self) -> bool:
+        """Whether conversations close and resume their session after a cancelled turn
+        (``renew_after_cancel``; by default for the agents known to need it)."""
+        caps = self._init.agent_capabilities if self._init else None
+        sessions = caps.session_capabilities if caps else None
+        if not (sessions and sessions.close is not None and sessions.resume is not None):
+            return False
+        wanted = self._opts.renew_after_cancel
+        if wanted is None:
+            info = self._init.agent_info if self._init else None
+            return info is not None and info.name in RENEW_AFTER_CANCEL
+        return wanted
 
     def _can_close(self) -> bool:
         caps = self._init.agent_capabilities if self._init else None
@@ -404,7 +436,7 @@ class AcpProvider(ProviderLifetime):
             probe.config_options(config_options(raw["configOptions"]))
         probe.unstable_model_state(raw.get("models"))
         if probe.models:
-            self._models = probe.models
+            self._models = current_first(probe.models, probe.model)
             self._models_known = True
 
     async def open(self, req: OpenRequest) -> Conversation:
@@ -432,6 +464,7 @@ class AcpProvider(ProviderLifetime):
                 prompt_caps=caps.prompt_capabilities if caps else None,
                 on_closed=self._forget,
                 auth_hint=self.auth_hint(),
+                renew_after_cancel=self._renews(),
             )
             base = {"cwd": workdir, "mcpServers": []}
             timeout = self._opts.request_timeout
@@ -490,7 +523,16 @@ class AcpProvider(ProviderLifetime):
                 self._early.clear()
             if self._opts.mode and conv.mapper.mode != self._opts.mode:
                 await self._set_mode(conv, self._opts.mode)
-            if req.model and not req.conversation_id and conv.mapper.models:
+            # Only a model other than the session's own: the host asks for the default it
+            # shows (the agent's current model, listed first) when no client chose one, and
+            # an agent may record every switch (Claude Code replays each as a /model prompt).
+            mapper = conv.mapper
+            if (
+                req.model
+                and not req.conversation_id
+                and mapper.models
+                and req.model != mapper.model
+            ):
                 try:
                     await conv.set_model_here(req.model)
                 except AgentAPIError as exc:
@@ -654,7 +696,7 @@ class AcpProvider(ProviderLifetime):
             events += mapper.config_options(config_options(raw["configOptions"]))
         events += mapper.unstable_model_state(raw.get("models"))
         if mapper.models:
-            self._models = [m.model_copy() for m in mapper.models]
+            self._models = current_first(mapper.models, mapper.model)
             self._models_known = True
         conv.emit_all(events)
 

@@ -290,11 +290,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(str(exc), 2)
     at = _command_word(argv, _value_options(parser))
     if at is not None and argv[at] == "conformance":
-        # The suite has its own parser (provider options and check selection).
+        # The suite has its own parser (provider options and check selection); a --config
+        # given before the command word names its providers too.
         from ahp_bridge.conformance.cli import main as conformance_main
 
         logsetup.configure("console", "warning")
-        return conformance_main(argv[at + 1 :])
+        top = parser.parse_args(argv[:at]) if at else None
+        rest = argv[at + 1 :]
+        if top is not None and top.config is not None and "--config" not in rest:
+            rest = ["--config", str(top.config), *rest]
+        return conformance_main(rest)
     args = parser.parse_args(argv)
     try:
         settings = _settings(args)

@@ -17,7 +17,8 @@ import trio
 
 from ahp_bridge import agentapi, providers
 
-Line = tuple[bool, str, str]
+Line = tuple[bool | None, str, str]
+"""(ok, what, how to fix); ok None is a warning: shown with its fix, the exit code stays 0."""
 
 
 def _adapter_report(name: str) -> Callable[[Mapping[str, Any]], list[Line]] | None:
@@ -68,7 +69,7 @@ def generic_report(name: str, options: Mapping[str, Any]) -> list[Line]:
 
 
 def run_doctor(name: str, options: Mapping[str, Any]) -> int:
-    """Print the report; exit code 0 only when every line is ok.
+    """Print the report; exit code 0 only when no line failed (warnings do not).
 
     `name` is a configured provider; its `kind` option (if any) names the adapter.
     """
@@ -80,7 +81,7 @@ def run_doctor(name: str, options: Mapping[str, Any]) -> int:
     opts = {k: v for k, v in options.items() if k != "kind"}
     lines = report(opts) if report is not None else generic_report(kind, opts)
     for ok, what, fix in lines:
-        print(f"{'ok  ' if ok else 'FAIL'}  {what}")
+        print(f"{'ok  ' if ok else 'WARN' if ok is None else 'FAIL'}  {what}")
         if not ok and fix:
             print(f"      fix: {fix}")
-    return 0 if all(ok for ok, _, _ in lines) else 1
+    return 0 if all(ok is not False for ok, _, _ in lines) else 1

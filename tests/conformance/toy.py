@@ -87,6 +87,7 @@ class Faults:
     fold_send: bool = False  # busy_or_queued: a send during a turn silently joins it
     busy_but_queued: bool = False  # busy_or_queued: raises Busy, then runs the prompt anyway
     cancel_completes: bool = False  # cancel: a cancelled turn reports completed
+    answer_lost_after_cancel: bool = False  # turn_after_cancel: the next turn ends empty
     cancel_answers: bool = False  # respond_gone: cancel reports pending interactions answered
     respond_again: bool = False  # respond_gone: an answered interaction accepts a new answer
     close_answers: bool = False  # close_expires: close reports pending interactions answered
@@ -252,6 +253,7 @@ class ToyConversation:
         self._sink = sink
         self._record = record
         self._turn: _Turn | None = None
+        self._after_cancel = False
         self._closed = False
         self._exited = False
         self._seq = itertools.count(1)
@@ -332,14 +334,20 @@ class ToyConversation:
         await self._item(Item(id=f"u{n}", kind=ItemKind.USER, text=text))
         await self._turn_state(TurnState.WORKING)
         state = TurnState.COMPLETED
+        lost, self._after_cancel = (
+            self._faults.answer_lost_after_cancel and self._after_cancel,
+            False,
+        )
         with turn.scope:
-            await self._script(turn, text, n)
+            if not lost:  # the fault: what the cancelled turn left ends this one at once
+                await self._script(turn, text, n)
         if turn.exited:
             self._turn = None
             turn.done.set()
             return
         if turn.scope.cancelled_caught:
             state = TurnState.COMPLETED if self._faults.cancel_completes else TurnState.CANCELLED
+            self._after_cancel = True
         fabricate = self._faults.cancel_answers and turn.cancelled
         withdrawn = InteractionState.ANSWERED if fabricate else InteractionState.EXPIRED
         for ia in turn.pending.values():

@@ -1,14 +1,16 @@
-"""Claude Code as an AHP agent end to end: the real CLI command, claude-code-acp from npm, offline.
+"""Claude Agent as an AHP agent end to end: the real CLI command, claude-agent-acp, offline.
 
 The bridge runs as ``python -m ahp_bridge.cli`` with a named ACP instance (``[providers.claude]
-kind = "acp"``) whose agent is claude-code-acp, pointed at the scripted Anthropic server on
-127.0.0.1. An AHP client over WebSocket sees: a streamed answer; a file edit that Claude Code asks
-permission for and writes through the bridge's ``fs/write_text_file``; a shell command it runs
-through the bridge's ``terminal/create`` in the working directory; a cancelled turn; the agent
-killed mid-turn (the turn fails, the next prompt restarts the agent and reloads the session);
-and, after a bridge restart on the same data dir, the session listed, its turns rebuilt from
-Claude Code's own record through ``session/load``, and a new turn that carries the earlier
-exchange to the model.
+kind = "acp"``) whose agent is claude-agent-acp (Claude Code inside), pointed at the scripted
+Anthropic server on 127.0.0.1. Claude Code runs commands and edits files itself (it uses neither
+``terminal/*`` nor ``fs/*``), asking first through ``session/request_permission``. An AHP client
+over WebSocket sees: doctor's report; a streamed answer; a command approved (it runs) and one
+denied (it does not); an edit approved, whose ``fileEdit`` before and after sides
+``resourceRead`` serves; a turn cancelled and the next one started at once (answered on its
+own); the agent killed mid-turn (the turn fails, the next prompt restarts the agent and reloads
+the session); and, after a bridge restart on the same data dir, the session listed, its turns
+rebuilt from Claude Code's own record through ``session/load`` (no injected ``/model`` text),
+and a new turn that carries the earlier exchange to the model.
 """
 
 from __future__ import annotations
@@ -36,59 +38,56 @@ from tests.support.model_server import Hold, Text, ToolCall
 
 pytestmark = requires_claude
 
-HELLO = "Hello from Claude Code, streamed in pieces."
+HELLO = "Hello from Claude, streamed in pieces."
+BEFORE, AFTER = "first line\nold line\nlast line\n", "first line\nnew line\nlast line\n"
 TURN_TIMEOUT = 60
 
 
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    path = tmp_path / "work"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
+@pytest.fixture(scope="module")
 def gate() -> Iterator[threading.Event]:
     event = threading.Event()
     yield event
     event.set()  # release any held model call
 
 
-@pytest.fixture
-def anthropic(workdir: Path, gate: threading.Event) -> Iterator[AnthropicServer]:
+@pytest.fixture(scope="module")
+def anthropic(gate: threading.Event) -> Iterator[AnthropicServer]:
     with AnthropicServer() as srv:
         srv.script("e2e hello", [Text(HELLO, chunks=4)])
         srv.script(
-            "e2e write",
+            "e2e approve",
             [
                 ToolCall(
-                    "mcp__acp__Write",
-                    {"file_path": str(workdir / "notes.txt"), "content": "written by claude\n"},
-                )
-            ],
-            [Text("Wrote it.")],
-        )
-        srv.script(
-            "e2e terminal",
-            [
-                ToolCall(
-                    "mcp__acp__Bash",
-                    {
-                        "command": "echo terminal-output > ran.txt && pwd",
-                        "description": "Echo",
-                        "timeout": 60000,
-                    },
+                    "Bash", {"command": "echo approved > ran.txt && pwd", "description": "Echo"}
                 )
             ],
             [Text("Ran it.")],
+        )
+        srv.script(
+            "e2e deny",
+            [ToolCall("Bash", {"command": "echo denied > denied.txt", "description": "Echo"})],
+            [Text("Did not run it.")],
         )
         srv.script("e2e long", [Text("Starting"), Hold(gate, timeout=60.0)])
         srv.script("e2e again", [Text("Back again.")])
         yield srv
 
 
-def write_config(path: Path, anthropic: AnthropicServer, home: Path) -> Path:
+def script_edit(anthropic: AnthropicServer, workdir: Path) -> None:
+    """Claude Code edits only a file it has read: Read, then Edit (absolute paths)."""
+    path = str(workdir / "notes.txt")
+    anthropic.script(
+        "e2e edit",
+        [ToolCall("Read", {"file_path": path})],
+        [ToolCall("Edit", {"file_path": path, "old_string": "old line", "new_string": "new line"})],
+        [Text("Edited it.")],
+    )
+
+
+def write_config(path: Path, anthropic: AnthropicServer, home: Path, *, key: bool = True) -> Path:
     opts = claude_options(anthropic.base_url, home)
+    if not key:
+        del opts["env"]["ANTHROPIC_API_KEY"]  # type: ignore[attr-defined]
     q = json.dumps  # a JSON string literal is a valid TOML basic string
     env = ", ".join(f"{k} = {q(v)}" for k, v in opts["env"].items())  # type: ignore[attr-defined]
     command = ", ".join(q(c) for c in opts["command"])  # type: ignore[attr-defined]
@@ -105,7 +104,7 @@ def write_config(path: Path, anthropic: AnthropicServer, home: Path) -> Path:
 
 
 def agent_pids(bridge: BridgeProcess) -> list[int]:
-    """The claude-code-acp processes the bridge started (its node children running it)."""
+    """The claude-agent-acp processes the bridge started (its node children running it)."""
     out = []
     for pid in child_pids(bridge.process.pid):
         try:
@@ -179,61 +178,109 @@ def tool_parts(turn: dict[str, Any]) -> list[dict[str, Any]]:
     return [p["toolCall"] for p in turn["responseParts"] if p["kind"] == "toolCall"]
 
 
-async def approve(s: Session, turn_id: str) -> dict[str, Any]:
-    """Approve the turn's one pending permission; the request as the host showed it."""
+async def confirm(s: Session, turn_id: str, approved: bool) -> dict[str, Any]:
+    """Answer the turn's one pending permission; the request as the host showed it."""
     request = await s.pending_request()
-    call_id = request["toolCall"]["toolCallId"]
-    await s.answer(
-        {
-            "type": "chat/toolCallConfirmed",
-            "turnId": turn_id,
-            "toolCallId": call_id,
-            "approved": True,
-            "confirmed": "user-action",
-        }
-    )
+    answer: dict[str, Any] = {
+        "type": "chat/toolCallConfirmed",
+        "turnId": turn_id,
+        "toolCallId": request["toolCall"]["toolCallId"],
+        "approved": approved,
+    }
+    answer.update({"confirmed": "user-action"} if approved else {"reason": "denied"})
+    await s.answer(answer)
     return request
+
+
+async def read(s: Session, uri: str) -> str:
+    result = await s.client.request("resourceRead", {"channel": ROOT, "uri": uri})
+    assert result["encoding"] == "utf-8"
+    text: str = result["data"]
+    return text
 
 
 def saw(exchanges: list[Exchange], text: str) -> bool:
     return any(text in json.dumps(e.messages) for e in exchanges)
 
 
-async def test_claude_code_over_websocket(
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    path = tmp_path / "work"
+    path.mkdir()
+    return path
+
+
+async def test_claude_agent_over_websocket(
     tmp_path: Path, workdir: Path, anthropic: AnthropicServer, gate: threading.Event
 ) -> None:
+    (workdir / "notes.txt").write_text(BEFORE)
+    script_edit(anthropic, workdir)
     async with running_bridge(tmp_path, anthropic) as bridge, claude_session(bridge.url) as s:
         root = s.client.states[ROOT]
         (agent,) = [a for a in root["agents"] if a["provider"] == "claude"]
-        assert agent["displayName"] == "Claude Code"
-        assert {m["id"] for m in agent["models"]} >= {"default", "haiku"}
+        assert agent["displayName"] == "Claude Agent"
+        # The agent's own model first: the default a session shows, and runs on unswitched.
+        assert [m["id"] for m in agent["models"]][:1] == ["default"]
+        assert s.client.states[s.session]["config"]["values"]["model"] == "default"
 
         # A streamed answer.
         await s.start_turn("t-hello", "e2e hello")
         hello = await s.ended("t-hello")
         assert hello["state"] == "complete" and text_of(hello) == HELLO
-        deltas = [a for a in s.actions(s.chat) if a["type"] == "chat/delta"]
-        assert deltas, "the answer was not streamed"
+        assert [a for a in s.actions(s.chat) if a["type"] == "chat/delta"], "not streamed"
 
-        # A file edit: permission asked, then written through fs/write_text_file.
-        await s.start_turn("t-write", "e2e write")
-        request = await approve(s, "t-write")
-        assert "notes.txt" in json.dumps(request)
-        wrote = await s.ended("t-write")
-        assert wrote["state"] == "complete" and text_of(wrote) == "Wrote it."
-        assert (workdir / "notes.txt").read_text() == "written by claude\n"
-        (edit,) = tool_parts(wrote)
-        assert edit["status"] == "completed"
-
-        # A shell command: permission asked, run by the bridge as a terminal in the workdir.
-        await s.start_turn("t-term", "e2e terminal")
-        await approve(s, "t-term")
-        ran = await s.ended("t-term")
+        # A command Claude Code asks to run: approved, it runs (Claude Code's own, in the workdir).
+        await s.start_turn("t-approve", "e2e approve")
+        request = await confirm(s, "t-approve", approved=True)
+        assert "echo approved > ran.txt" in json.dumps(request)
+        ran = await s.ended("t-approve")
         assert ran["state"] == "complete" and text_of(ran) == "Ran it."
-        assert (workdir / "ran.txt").read_text() == "terminal-output\n"
+        assert (workdir / "ran.txt").read_text() == "approved\n"
         (shell,) = tool_parts(ran)
         assert shell["status"] == "completed"
-        assert str(workdir) in json.dumps(shell["content"])  # the terminal's output (pwd)
+        assert str(workdir) in json.dumps(shell)  # its output: pwd
+
+        # Denied: the command never runs; the model hears the refusal and answers.
+        await s.start_turn("t-deny", "e2e deny")
+        await confirm(s, "t-deny", approved=False)
+        denied = await s.ended("t-deny")
+        assert not (workdir / "denied.txt").exists()
+        assert denied["state"] == "complete" and text_of(denied) == "Did not run it.", denied
+        assert [e.reply_index for e in anthropic.main_requests("e2e deny")] == [0, 1]
+
+        # An edit: read (no question), then asked, applied by Claude Code; both sides read back.
+        await s.start_turn("t-edit", "e2e edit")
+        await confirm(s, "t-edit", approved=True)
+        edited = await s.ended("t-edit")
+        assert edited["state"] == "complete" and text_of(edited) == "Edited it."
+        assert (workdir / "notes.txt").read_text() == AFTER
+        edit_tool = [t for t in tool_parts(edited) if "Edit" in json.dumps(t)][-1]
+        (edit,) = [c for c in edit_tool["content"] if c.get("type") == "fileEdit"]
+        uri = (workdir / "notes.txt").as_uri()
+        assert edit["before"]["uri"] == edit["after"]["uri"] == uri
+        assert edit["diff"] == {"added": 1, "removed": 1}
+        # Claude Agent's diff is the edited hunk with its context lines (the whole of a file
+        # this short), its last newline dropped.
+        assert await read(s, edit["before"]["content"]["uri"]) == BEFORE.rstrip("\n")
+        assert await read(s, edit["after"]["content"]["uri"]) == AFTER.rstrip("\n")
+
+        # Cancel a running turn and start the next one at once: it answers on its own.
+        await s.start_turn("t-cancel", "e2e long")
+        await s.client.wait_for(lambda: text_of_active(s) == "Starting", TURN_TIMEOUT)
+        echo = await s.client.echo_of(
+            await s.client.dispatch(
+                s.chat, {"type": "chat/turnCancelled", "turnId": "t-cancel", "duration": 0}
+            )
+        )
+        assert "rejectionReason" not in echo, echo
+        await s.start_turn("t-next", "e2e again")
+        following = await s.ended("t-next")
+        assert following["state"] == "complete" and text_of(following) == "Back again."
+        (cancelled,) = [t for t in s.client.states[s.chat]["turns"] if t["id"] == "t-cancel"]
+        assert cancelled["state"] == "cancelled"
+        await s.start_turn("t-after", "e2e hello")
+        after = await s.ended("t-after")
+        assert text_of(after) == HELLO  # nothing of the turn before leaked into it
 
         # The agent killed mid-turn: the turn fails; the next prompt restarts it and works.
         (pid,) = agent_pids(bridge)
@@ -243,28 +290,20 @@ async def test_claude_code_over_websocket(
         killed = await s.ended("t-kill")
         assert killed["state"] == "error", killed
         assert "SIGKILL" in json.dumps(killed["error"])
+        before = len(anthropic.main_requests("e2e again"))
         await s.start_turn("t-again", "e2e again")
         again = await s.ended("t-again")
         assert again["state"] == "complete" and text_of(again) == "Back again."
         (new_pid,) = agent_pids(bridge)
         assert new_pid != pid
         # The reloaded session carried the conversation so far to the model.
-        assert saw(anthropic.main_requests("e2e again"), HELLO)
-        # Cancel a running turn. (Last: Claude Code 2.x may hand the next prompt the
-        # interrupted turn's late result, which ends that prompt at once.)
-        await s.start_turn("t-cancel", "e2e long")
-        await s.client.wait_for(lambda: text_of_active(s) == "Starting", TURN_TIMEOUT)
-        echo = await s.client.echo_of(
-            await s.client.dispatch(
-                s.chat, {"type": "chat/turnCancelled", "turnId": "t-cancel", "duration": 0}
-            )
-        )
-        assert "rejectionReason" not in echo, echo
-        cancelled = await s.ended("t-cancel")
-        assert cancelled["state"] == "cancelled"
+        (reloaded,) = anthropic.main_requests("e2e again")[before:]
+        assert saw([reloaded], HELLO)
 
         await s.assert_mirrors_host()
-    assert b"written by claude" not in bridge.stderr and HELLO.encode() not in bridge.stderr
+    assert HELLO.encode() not in bridge.stderr
+    # Every request was the agent loop's or a side request of Claude Code's; none unscripted.
+    assert [e.rule for e in anthropic.main_requests() if e.rule is None] == []
 
 
 def text_of_active(s: Session) -> str:
@@ -273,7 +312,7 @@ def text_of_active(s: Session) -> str:
 
 
 async def test_a_bridge_restart_reopens_the_session(
-    tmp_path: Path, anthropic: AnthropicServer
+    tmp_path: Path, workdir: Path, anthropic: AnthropicServer
 ) -> None:
     async with running_bridge(tmp_path, anthropic) as first, claude_session(first.url) as s:
         await s.start_turn("t-one", "e2e hello")
@@ -291,19 +330,22 @@ async def test_a_bridge_restart_reopens_the_session(
             state = (await client.subscribe(session))["state"]
             assert state["lifecycle"] == "ready", state
             turns = (await client.subscribe(chat))["state"]["turns"]
+            # Exactly what was said: no /model command of a model switch, nothing injected.
             assert [t["message"]["text"] for t in turns] == ["e2e hello"]
             assert text_of(turns[0]) == HELLO
         finally:
             await client.close()
             nursery.cancel_scope.cancel()
+        before = len(anthropic.main_requests("e2e again"))
         async with claude_session(second.url, session) as s2:
             await s2.start_turn("t-two", "e2e again")
             two = await s2.ended("t-two")
             assert two["state"] == "complete" and text_of(two) == "Back again."
-        assert saw(anthropic.main_requests("e2e again"), HELLO)
+        (after,) = anthropic.main_requests("e2e again")[before:]
+        assert saw([after], HELLO)
 
 
-def test_doctor_on_claude_code(tmp_path: Path, anthropic: AnthropicServer) -> None:
+def test_doctor_on_claude_agent(tmp_path: Path, anthropic: AnthropicServer) -> None:
     config = write_config(tmp_path / "bridge.toml", anthropic, tmp_path / "home")
     argv = ["doctor", "--config", str(config), "--provider", "claude"]
     result = subprocess.run(
@@ -316,13 +358,32 @@ def test_doctor_on_claude_code(tmp_path: Path, anthropic: AnthropicServer) -> No
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("ok    the agent command is /") and lines[0].endswith("/node")
-    assert "it answers initialize: Claude Code 0.16.2, ACP 1" in result.stdout
+    assert "it answers initialize: Claude Agent 0.23.1, ACP 1" in result.stdout
     assert "it can reopen sessions (session/load); images in prompts: yes" in result.stdout
-    assert "sign-in methods it offers: claude-login" in result.stdout
+    assert "it offers no sign-in methods" in result.stdout
+    assert "ok    credentials for Claude: ANTHROPIC_API_KEY is set" in lines
     assert "a session opens; 4 models offered" in result.stdout
 
 
-async def test_claude_code_lists_its_sessions_for_import(
+def test_doctor_warns_of_claude_without_credentials(
+    tmp_path: Path, anthropic: AnthropicServer
+) -> None:
+    config = write_config(tmp_path / "bridge.toml", anthropic, tmp_path / "home", key=False)
+    argv = ["doctor", "--config", str(config), "--provider", "claude"]
+    result = subprocess.run(
+        [sys.executable, "-m", "ahp_bridge.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr  # a warning, not a failure
+    lines = result.stdout.splitlines()
+    at = lines.index("WARN  Claude has no credentials it can use (every prompt will fail)")
+    assert lines[at + 1].startswith("      fix: set ANTHROPIC_API_KEY in the provider's env")
+
+
+async def test_claude_agent_lists_its_sessions_for_import(
     tmp_path: Path, workdir: Path, anthropic: AnthropicServer
 ) -> None:
     from ahp_bridge_acp import create_provider

@@ -75,8 +75,10 @@ def responses(gate: threading.Event) -> Iterator[ResponsesServer]:
         yield srv
 
 
-def write_config(path: Path, responses: ResponsesServer, home: Path) -> Path:
+def write_config(path: Path, responses: ResponsesServer, home: Path, *, key: bool = True) -> Path:
     opts = codex_options(responses.base_url, home)
+    if not key:
+        del opts["env"]["CODEX_LOCAL_API_KEY"]  # type: ignore[attr-defined]
     q = json.dumps  # a JSON string literal is a valid TOML basic string
     env = ", ".join(f"{k} = {q(v)}" for k, v in opts["env"].items())  # type: ignore[attr-defined]
     command = ", ".join(q(c) for c in opts["command"])  # type: ignore[attr-defined]
@@ -197,7 +199,7 @@ async def test_codex_over_websocket(
         root = s.client.states[ROOT]
         (agent,) = [a for a in root["agents"] if a["provider"] == "codex"]
         assert agent["displayName"] == "Codex"
-        assert CODEX_MODEL in {m["id"] for m in agent["models"]}
+        assert [m["id"] for m in agent["models"]][:1] == [CODEX_MODEL]  # its own, first
 
         # A streamed answer, without a warning (Codex knows the model).
         asked = len(responses.requests("e2e hello"))
@@ -205,9 +207,10 @@ async def test_codex_over_websocket(
         hello = await s.ended("t-hello")
         assert hello["state"] == "complete" and text_of(hello) == HELLO
         assert [a for a in s.actions(s.chat) if a["type"] == "chat/delta"], "not streamed"
-        # The model the session shows is the one Codex was asked for.
-        chosen = s.client.states[s.session]["config"]["values"]["model"]
-        assert [e.body["model"] for e in responses.requests("e2e hello")[asked:]] == [chosen]
+        # No client chose a model: the session shows Codex's configured one, and Codex was
+        # asked for it (not switched to the first of its list).
+        assert s.client.states[s.session]["config"]["values"]["model"] == CODEX_MODEL
+        assert [e.body["model"] for e in responses.requests("e2e hello")[asked:]] == [CODEX_MODEL]
 
         # A command Codex asks to run: approved, it runs (Codex's own process, in the workdir).
         await s.start_turn("t-approve", "e2e approve")
@@ -335,6 +338,30 @@ def test_doctor_on_codex(tmp_path: Path, responses: ResponsesServer) -> None:
     assert "it can reopen sessions (session/load); images in prompts: yes" in result.stdout
     assert "sign-in methods it offers: chatgpt, codex-api-key, openai-api-key" in result.stdout
     assert "a session opens; 5 models offered" in result.stdout
+    assert (
+        "ok    credentials for Codex's model provider 'local': CODEX_LOCAL_API_KEY is set" in lines
+    )
+
+
+def test_doctor_warns_of_codex_without_its_providers_key(
+    tmp_path: Path, responses: ResponsesServer
+) -> None:
+    config = write_config(tmp_path / "bridge.toml", responses, tmp_path / "home", key=False)
+    argv = ["doctor", "--config", str(config), "--provider", "codex"]
+    result = subprocess.run(
+        [sys.executable, "-m", "ahp_bridge.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr  # a warning, not a failure
+    lines = result.stdout.splitlines()
+    at = lines.index(
+        "WARN  Codex's model provider 'local' has no key: CODEX_LOCAL_API_KEY is not set "
+        "(every prompt will fail)"
+    )
+    assert lines[at + 1].startswith("      fix: set CODEX_LOCAL_API_KEY in the provider's env")
 
 
 async def test_codex_lists_its_sessions_for_import(

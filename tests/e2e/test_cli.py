@@ -17,6 +17,7 @@ from trio_websocket import ConnectionClosed, open_websocket_url
 from ahp_bridge.host.transport.connection import GOING_AWAY
 from tests.e2e.test_host_core import upgrade_status
 from tests.support.ahp_client import open_client
+from tests.unit.test_conformance_cli import sdk_agent_config
 
 READY = b"ahp-bridge listening on ws://"
 
@@ -294,6 +295,28 @@ async def test_conformance_subcommand_reports_and_sets_the_exit_code() -> None:
         check=False,
     )
     assert bad.returncode != 0
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+async def test_conformance_runs_a_configured_named_provider(tmp_path: Path, where: str) -> None:
+    """`[providers.mine] kind = "acp"` in the file: the suite runs on exactly that agent,
+    with --config before or after the command word."""
+    config = str(sdk_agent_config(tmp_path / "bridge.toml"))
+    suite = ["--provider", "mine", "--check", "provider_basics"]
+    argv = (
+        ["--config", config, "conformance", *suite]
+        if where == "before"
+        else ["conformance", "--config", config, *suite]
+    )
+    result = await trio.run_process(
+        [sys.executable, "-m", "ahp_bridge.cli", *argv],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.decode().splitlines()
+    assert lines[:2] == ["conformance: mine (acp)", "PASS provider_basics: 2 models"]
 
 
 async def test_serve_provider_and_the_remote_provider_connect_through_the_cli(

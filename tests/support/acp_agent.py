@@ -21,6 +21,9 @@ Sessions are kept as JSON files under ``$ACP_TEST_STORE`` so a new process can `
 them (replaying user and agent messages). ``$ACP_TEST_NO_LOAD=1`` turns loadSession off;
 ``$ACP_TEST_AUTH=1`` refuses sessions (auth required) until ``authenticate`` with test-login.
 ``$ACP_TEST_LATE_REPLAY=1`` answers ``session/load`` first and replays the record after it.
+``$ACP_TEST_MODEL`` is the model a session starts on (default the first); every model switch is
+logged to ``switched.log`` in the store. ``$ACP_TEST_EARLY_UPDATE=1`` reports a new session's
+commands before its ``session/new`` answer (an agent may; the client must not mind).
 """
 
 from __future__ import annotations
@@ -84,7 +87,7 @@ class TestAgent:
         self._path(session_id).write_text(json.dumps(record))
 
     def _state(self, session_id: str) -> dict[str, Any]:
-        model = self._model.setdefault(session_id, MODELS[0])
+        model = self._model.setdefault(session_id, os.environ.get("ACP_TEST_MODEL") or MODELS[0])
         return {
             "modes": S.SessionModeState(
                 current_mode_id=MODES[0],
@@ -129,11 +132,18 @@ class TestAgent:
         session_id = str(uuid.uuid4())
         self._path(session_id).write_text("[]")
         self._cwd[session_id] = cwd
-        asyncio.get_running_loop().call_later(0.01, self._announce_commands, session_id)
+        if os.environ.get("ACP_TEST_EARLY_UPDATE") == "1":
+            await self._conn.session_update(session_id, self._commands_update())
+        else:
+            asyncio.get_running_loop().call_later(0.01, self._announce_commands, session_id)
         return NewSessionResponse(session_id=session_id, **self._state(session_id))
 
     def _announce_commands(self, session_id: str) -> None:
-        update = S.AvailableCommandsUpdate(
+        update = self._commands_update()
+        asyncio.get_running_loop().create_task(self._conn.session_update(session_id, update))
+
+    def _commands_update(self) -> S.AvailableCommandsUpdate:
+        return S.AvailableCommandsUpdate(
             session_update="available_commands_update",
             available_commands=[
                 S.AvailableCommand(name="review", description="Review the changes"),
@@ -144,7 +154,6 @@ class TestAgent:
                 ),
             ],
         )
-        asyncio.get_running_loop().create_task(self._conn.session_update(session_id, update))
 
     async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
         if not self._path(session_id).exists():
@@ -207,6 +216,8 @@ class TestAgent:
         if config_id != "model" or value not in MODELS:
             raise RequestError.invalid_params({"configId": config_id})
         self._model[session_id] = value
+        with open(self._store / "switched.log", "a") as f:
+            f.write(f"{session_id} {value}\n")
         return S.SetSessionConfigOptionResponse(
             config_options=self._state(session_id)["config_options"]
         )

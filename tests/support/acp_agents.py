@@ -1,8 +1,8 @@
 """Running ACP agents in tests: the SDK test agent, and the real agents from npm.
 
 ``sdk_agent_options`` runs ``tests/support/acp_agent.py`` (the official SDK's agent side) as
-the agent subprocess. ``claude_options`` runs ``claude-code-acp`` (npm
-``@zed-industries/claude-code-acp``, pinned in scripts/install-acp-agents.sh) against a
+the agent subprocess. ``claude_options`` runs ``claude-agent-acp`` (npm
+``@zed-industries/claude-agent-acp``, pinned in scripts/install-acp-agents.sh) against a
 scripted Anthropic server on 127.0.0.1; ``codex_options`` does the same for ``codex-acp`` (npm
 ``@zed-industries/codex-acp``) against a scripted OpenAI Responses API server, with
 ``CODEX_HOME`` and its ``config.toml`` in a scratch directory; and ``gemini_options`` runs
@@ -30,7 +30,7 @@ CLAUDE_ACP = (
     / "acp"
     / "node_modules"
     / "@zed-industries"
-    / "claude-code-acp"
+    / "claude-agent-acp"
     / "dist"
     / "index.js"
 )
@@ -55,10 +55,11 @@ requires_codex = pytest.mark.requires_codex
 #: does for a model without metadata) nor leaves out its own apply_patch tool.
 CODEX_MODEL = "gpt-5.3-codex"
 
-requires_claude = pytest.mark.skipif(
-    not CLAUDE_ACP.is_file(),
-    reason="claude-code-acp is not installed: run scripts/install-acp-agents.sh",
+MISSING_CLAUDE = (
+    f"claude-agent-acp is not installed at {CLAUDE_ACP} (run scripts/install-acp-agents.sh)"
 )
+#: Skips without claude-agent-acp, fails under CI=true (tests/conftest.py).
+requires_claude = pytest.mark.requires_claude
 
 
 def sdk_agent_options(store: Path, **extra: object) -> dict[str, object]:
@@ -72,7 +73,7 @@ def sdk_agent_options(store: Path, **extra: object) -> dict[str, object]:
 
 
 def claude_options(base_url: str, home: Path, **extra: object) -> dict[str, object]:
-    """Provider options that run claude-code-acp offline against ``base_url``."""
+    """Provider options that run claude-agent-acp offline against ``base_url``."""
     home.mkdir(parents=True, exist_ok=True)
     return {
         "command": ["node", str(CLAUDE_ACP)],
@@ -87,8 +88,9 @@ def claude_options(base_url: str, home: Path, **extra: object) -> dict[str, obje
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         },
         "data_dir": str(home / "data"),
-        # Only PATH, HOME and the like: the machine's own variables stay out (IS_SANDBOX, for
-        # one, makes claude-code-acp ask Claude Code for a mode that root may not use).
+        # Only PATH, HOME and the like: the machine's own variables stay out (a real
+        # ANTHROPIC_API_KEY or CLAUDE_CONFIG_DIR, say, or IS_SANDBOX, which as root adds a
+        # bypassPermissions mode).
         "inherit_env": False,
         **extra,
     }

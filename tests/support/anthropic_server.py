@@ -1,6 +1,6 @@
 """A scripted Anthropic Messages API server on 127.0.0.1, for driving Claude Code offline.
 
-Claude Code (under the ACP agent ``claude-code-acp``) reaches its model through
+Claude Code (under the ACP agent ``claude-agent-acp``) reaches its model through
 ``ANTHROPIC_BASE_URL``: ``POST /v1/messages`` with ``stream: true`` answered as server-sent
 events (``message_start``, ``content_block_*``, ``message_delta``, ``message_stop``). Rules work
 as in ``model_server``: a trigger substring of the latest user message that carries text picks
@@ -145,6 +145,18 @@ class AnthropicServer(ThreadedServer):
             return self._ids
 
 
+def _usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
+    """A Messages API usage object with the cache token fields the real API always sends
+    (Claude Agent adds them up; a missing one makes its context size NaN, so a malformed
+    ``usage_update``)."""
+    return {
+        "input_tokens": input_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": output_tokens,
+    }
+
+
 def _blocks(reply: Sequence[Any], base: str) -> list[dict[str, Any]]:
     """The content blocks of a non-streamed reply."""
     out: list[dict[str, Any]] = []
@@ -223,7 +235,7 @@ def _make_handler(server: AnthropicServer) -> type[BaseHTTPRequestHandler]:
                         "content": blocks,
                         "stop_reason": stop,
                         "stop_sequence": None,
-                        "usage": {"input_tokens": 10, "output_tokens": 5},
+                        "usage": _usage(10, 5),
                     },
                 )
                 return
@@ -254,7 +266,7 @@ def _make_handler(server: AnthropicServer) -> type[BaseHTTPRequestHandler]:
                             "content": [],
                             "stop_reason": None,
                             "stop_sequence": None,
-                            "usage": {"input_tokens": usage.prompt_tokens, "output_tokens": 1},
+                            "usage": _usage(usage.prompt_tokens, 1),
                         }
                     },
                 )
@@ -330,7 +342,7 @@ def _make_handler(server: AnthropicServer) -> type[BaseHTTPRequestHandler]:
                             "stop_reason": "tool_use" if tools else "end_turn",
                             "stop_sequence": None,
                         },
-                        "usage": {"output_tokens": usage.completion_tokens},
+                        "usage": _usage(usage.prompt_tokens, usage.completion_tokens),
                     },
                 )
                 self._event("message_stop", {})

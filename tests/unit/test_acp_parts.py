@@ -245,6 +245,30 @@ def test_a_replay_folds_into_history_items() -> None:
     ]
 
 
+def test_a_replayed_local_command_record_is_not_the_users_words() -> None:
+    """Claude Code keeps the /model claude-agent-acp runs at each session's start (and its
+    output) as user messages; replayed, they would open the first turn's prompt."""
+    m = mapper()
+    m.replaying = True
+    texts = [
+        "<command-name>/model</command-name>\n  <command-message>model</command-message>\n"
+        "  <command-args>default</command-args>",
+        "<local-command-stdout>Set model to claude-sonnet-4-6</local-command-stdout>",
+        "e2e hello",
+        "<command-name>/x</command-name> and words of the user's own",
+    ]
+    events = []
+    for text in texts:
+        events += m.update(
+            S.UserMessageChunk(
+                session_update="user_message_chunk",
+                content=S.TextContentBlock(type="text", text=text),
+            )
+        )
+    items = fold_history(events)
+    assert [(i.kind, i.text) for i in items] == [(ItemKind.USER, texts[2] + texts[3])]
+
+
 def test_a_minimal_environment_keeps_only_the_basics(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SOME_SECRET", "x")
     opts = AcpOptions.parse({"command": ["a"], "inherit_env": False, "env": {"K": 1}})

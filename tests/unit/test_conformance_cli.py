@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,12 +17,14 @@ from ahp_bridge.conformance.cli import (
     UsageError,
     _parser,
     build_target,
+    configured,
     load_provider,
     main,
     option_value,
 )
 from ahp_bridge.conformance.runner import run
 from tests.conformance.toy import Faults, Options, ToyProvider
+from tests.support.acp_agents import sdk_agent_options
 
 
 def run_main(*argv: str) -> tuple[int, str]:
@@ -123,4 +127,41 @@ def test_any_provider_factory_gets_the_parsed_options_and_prompts() -> None:
     assert target.prompts.long == "long"
     report = trio.run(run, target)
     assert seen[0] == {"broken": True}
-    assert [r.check for r in report.failures()] == ["cancel"]
+    assert [r.check for r in report.failures()] == ["cancel", "turn_after_cancel"]
+
+
+def sdk_agent_config(path: Path, name: str = "mine") -> Path:
+    """A bridge config naming the SDK test agent as an ACP instance (``kind = "acp"``)."""
+    options = sdk_agent_options(path.parent / "store")
+    q = json.dumps  # a JSON string literal is a valid TOML basic string
+    command = ", ".join(q(c) for c in options["command"])  # type: ignore[attr-defined]
+    env = ", ".join(f"{k} = {q(v)}" for k, v in options["env"].items())  # type: ignore[attr-defined]
+    path.write_text(
+        f"[bridge]\ndata_dir = {q(str(path.parent / 'data'))}\n"
+        f'[providers.{name}]\nkind = "acp"\ncommand = [{command}]\nenv = {{ {env} }}\n'
+        "probe_models = true\n"
+    )
+    return path
+
+
+def test_a_configured_provider_is_run_with_the_bridges_options(tmp_path: Path) -> None:
+    config = sdk_agent_config(tmp_path / "bridge.toml")
+    kind, options = configured("mine", config)
+    assert kind == "acp"
+    assert options["command"] == sdk_agent_options(tmp_path / "store")["command"]
+    assert options["probe_models"] is True
+    assert options["data_dir"] == str(tmp_path / "data" / "providers" / "mine")
+    code, text = run_main(
+        "--config", str(config), "--provider", "mine", "--check", "provider_basics"
+    )
+    assert code == 0, text
+    assert text.splitlines()[:2] == ["conformance: mine (acp)", "PASS provider_basics: 2 models"]
+
+
+def test_a_provider_the_config_does_not_name_is_a_usage_error(tmp_path: Path) -> None:
+    config = sdk_agent_config(tmp_path / "bridge.toml")
+    code, text = run_main("--config", str(config), "--provider", "claude")
+    assert code == 2
+    assert text == f"error: --provider 'claude': {config} configures no such provider (mine)\n"
+    code, text = run_main("--config", str(tmp_path / "none.toml"), "--provider", "mine")
+    assert (code, text) == (2, f"error: config file not found: {tmp_path / 'none.toml'}\n")

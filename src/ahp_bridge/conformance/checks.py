@@ -413,6 +413,63 @@ async def cancel_ends_cancelled(ctx: Context) -> str | None:
     return None
 
 
+async def turn_after_cancel(ctx: Context) -> str | None:
+    """Cancel, then send at once: the cancelled turn's end is reported, and a send right after
+    it is accepted and answers on its own.
+
+    The host holds the next prompt until the provider reports the cancelled turn's end
+    (``timeouts.turn_end``), so a provider that never reports it makes every turn after a
+    cancel wait; one that refuses the send with Busy, or whose next turn ends without its
+    answer (the agent still finishing the cancelled one), breaks "cancel and go on".
+    """
+    if not ctx.capabilities().cancel:
+        raise NotApplicable("Capabilities.cancel is false")
+    long = ctx.prompt("long", "cancel")
+    answer = ctx.prompt("answer", None)
+    conv = await ctx.open()
+    start = len(conv.sink)
+    await conv.send(long)
+    working = await conv.wait_working(start, "the long turn to start working")
+    ctx.step = "waiting for cancel to return"
+    try:
+        await conv.conversation.cancel()
+    except AgentAPIError as exc:
+        raise CheckFailed(f"cancel raised {error_name(exc)}") from exc
+    end, state = await conv.wait_end(
+        working + 1, "the cancelled turn's end (the host holds the next prompt until then)"
+    )
+    if state != TurnState.CANCELLED:
+        raise CheckFailed(f"the cancelled turn ended {state.value}, not cancelled")
+    ctx.step = "waiting for the send right after the cancelled turn's end to return"
+    try:
+        await conv.conversation.send(Prompt(text=answer))
+    except Busy as exc:
+        raise CheckFailed(
+            "a send right after the cancelled turn's end was refused Busy: the turn was "
+            "reported ended before the provider could take the next one"
+        ) from exc
+    except AgentAPIError as exc:
+        raise CheckFailed(f"the send after the cancel raised {error_name(exc)}") from exc
+    next_working = await conv.wait_working(end + 1, "the turn after the cancel to start working")
+    index, state = await conv.wait_end(next_working + 1, "the turn after the cancel to end")
+    if state != TurnState.COMPLETED:
+        turn = conv.sink.events[index].turn
+        detail = f" ({turn.error})" if turn is not None and turn.error else ""
+        raise CheckFailed(f"the turn after the cancel ended {state.value}{detail}, not completed")
+    said = [
+        e
+        for e in conv.sink.events[next_working + 1 : index]
+        if (e.delta is not None and e.delta.kind is ItemKind.ASSISTANT and e.delta.text)
+        or (e.item is not None and e.item.kind is ItemKind.ASSISTANT and e.item.text)
+    ]
+    if not said:
+        raise CheckFailed(
+            "the turn after the cancel completed without an answer (the agent may have "
+            "ended it with what the cancelled turn left, and answer in the turn after)"
+        )
+    return None
+
+
 # --- interactions ----------------------------------------------------------------------
 
 
@@ -1116,6 +1173,7 @@ CHECKS: tuple[Check, ...] = (
     Check("conversation_isolation", "events reach only their own sink", conversation_isolation),
     Check("busy_or_queued", "a send during a turn: Busy or queued", busy_or_queued),
     Check("cancel", "cancel ends the turn cancelled", cancel_ends_cancelled),
+    Check("turn_after_cancel", "cancel, then send at once: a turn of its own", turn_after_cancel),
     Check("respond_gone", "respond to a final interaction: InteractionGone", respond_when_gone),
     Check("close_expires", "close expires pending interactions", close_expires_interactions),
     Check("reopen_unknown", "unknown conversation id: ConversationNotFound", reopen_unknown),

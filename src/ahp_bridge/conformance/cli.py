@@ -1,9 +1,11 @@
 """``ahp-bridge conformance``: run the suite against a provider loaded by entry point.
 
-Usage: ``ahp-bridge conformance --provider NAME [--option key=value ...]
+Usage: ``ahp-bridge conformance --provider NAME [--config FILE] [--option key=value ...]
 [--prompt scenario=text ...] [--workdir DIR] [--check NAME ...] [--timeout SECONDS]
 [--durations]``. Without ``--workdir`` conversations open in a scratch directory that is
-removed afterwards.
+removed afterwards. With ``--config`` (before or after the command word), NAME is a provider
+the file configures: ``[providers.claude] kind = "acp"`` runs the ``acp`` adapter with exactly
+the options the bridge would give it (``--option`` on top); without it NAME is an entry point.
 Option values are read as TOML values when they parse as one (``speed=0``, ``debug=true``)
 and as plain strings otherwise. Exit code 0 only when every check passed or did not apply.
 """
@@ -18,6 +20,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any, TextIO
 
 import trio
@@ -74,10 +77,21 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
         "  ahp-bridge conformance --provider fake\n"
+        "  ahp-bridge conformance --config bridge.toml --provider claude\n"
         "  ahp-bridge conformance --provider copilot --option cli_path=/path/to/copilot "
         "--check cancel --durations",
     )
-    parser.add_argument("--provider", required=True, help="entry point name (fake, copilot, ...)")
+    parser.add_argument(
+        "--provider",
+        required=True,
+        help="a provider the --config file names, else an entry point (fake, copilot, ...)",
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="the bridge's TOML settings: the provider's kind and options come from it",
+    )
     parser.add_argument(
         "--option", action="append", default=[], metavar="KEY=VALUE", help="a provider option"
     )
@@ -97,11 +111,38 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def configured(name: str, config: Path | None) -> tuple[str, dict[str, Any]]:
+    """(entry point, options) of provider ``name`` as the bridge would run it with ``config``:
+    the ``kind`` of its ``[providers.NAME]`` table (else the name itself) and that table's
+    options, with the data directory the bridge gives it."""
+    from ahp_bridge import providers
+    from ahp_bridge.config import ConfigError, load_settings, provider_options
+
+    try:
+        settings = load_settings(config)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if config is not None and name not in settings.providers:
+        names = ", ".join(sorted(settings.providers)) or "none"
+        raise UsageError(f"--provider {name!r}: {config} configures no such provider ({names})")
+    settings.bridge.providers = [name]
+    options = provider_options(settings)[name]
+    kind = providers.kind_of(name, options)
+    options.pop("kind", None)
+    if config is None:
+        options.pop("data_dir", None)  # an entry point alone: its own defaults, as before
+    return kind, options
+
+
 def build_target(
     args: argparse.Namespace, create: CreateProvider | None = None, *, scratch: str = ""
 ) -> Target:
     """The Target the command line describes; ``scratch`` is the workdir when none is given."""
-    options = {k: option_value(v) for k, v in _pairs(args.option, "--option").items()}
+    given = {k: option_value(v) for k, v in _pairs(args.option, "--option").items()}
+    config = getattr(args, "config", None)
+    kind, options = (args.provider, {}) if create is not None else configured(args.provider, config)
+    options.update(given)
+    name = args.provider if kind == args.provider else f"{args.provider} ({kind})"
     prompts = _pairs(args.prompt, "--prompt")
     unknown = sorted(set(prompts) - set(_SCENARIOS))
     if unknown:
@@ -109,11 +150,12 @@ def build_target(
     if args.timeout <= 0:
         raise UsageError("--timeout must be positive")
     workdir = args.workdir or scratch or tempfile.gettempdir()
-    if args.provider == "fake" and create is None:
+    if kind == "fake" and create is None:
         base = fake_target(options, workdir=workdir, timeout=args.timeout)
         merged = {s: prompts.get(s, getattr(base.prompts, s)) for s in _SCENARIOS}
-        return Target(base.name, base.factory, base.open_request, Prompts(**merged), args.timeout)
-    make = create or load_provider(args.provider)
+        label = base.name if name == "fake" else name
+        return Target(label, base.factory, base.open_request, Prompts(**merged), args.timeout)
+    make = create or load_provider(kind)
     try:
         make(options)
     except Exception as exc:  # any refusal of the options is a usage error
@@ -123,7 +165,7 @@ def build_target(
         return make(options)
 
     request = OpenRequest(session_id=str(uuid.uuid4()), workdir=workdir, title="AHP conformance")
-    return Target(args.provider, factory, request, Prompts(**prompts), args.timeout)
+    return Target(name, factory, request, Prompts(**prompts), args.timeout)
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
