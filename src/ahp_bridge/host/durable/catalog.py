@@ -35,7 +35,20 @@ import structlog
 import trio
 from ahp_bridge_support.private import private_dir, private_file
 
-from ahp_bridge.engine.records import READY, ChatRecord, SessionRecord
+from ahp_bridge.engine.records import CREATING, FAILED, READY, ChatRecord, SessionRecord
+
+#: The records and their lifecycle values are the engine's; the catalog stores them.
+__all__ = [
+    "CREATING",
+    "FAILED",
+    "READY",
+    "AsyncCatalog",
+    "Catalog",
+    "CatalogError",
+    "ChatRecord",
+    "SessionRecord",
+    "open_catalog",
+]
 from ahp_bridge.translate._wire import iso_from_ms
 
 log = structlog.get_logger(__name__)
