@@ -34,6 +34,7 @@ from ahp_bridge.engine.jobs import (
     CallChat,
     CloseConversation,
     FeatureCall,
+    FollowUpFailed,
     Job,
     OpenConversation,
     Opened,
@@ -51,6 +52,7 @@ from ahp_bridge.translate.commands import (
     Call,
     CommandContext,
     Rejection,
+    Respond,
     RunCommand,
     SelectAgent,
     Send,
@@ -612,7 +614,10 @@ class Chat:
     def _run(self, calls: tuple[Call, ...], action: dict[str, Any]) -> Work:
         """Run one action's planned calls in order; the first failure ends the plan."""
         starts = action.get("type") in STARTS
+        riders = _riders(calls)
         for index, call in enumerate(calls):
+            if index in riders.values():
+                continue  # it went with the call before it
             if isinstance(call, SetModel | Send | RunCommand) and self._cancelled_before_sent(
                 action
             ):
@@ -633,7 +638,14 @@ class Chat:
                 ):
                     self.translator.turn_not_sent()  # cancelled while the conversation opened
                     break
-                yield CallChat(self.uri, call)
+                rider = riders.get(index)
+                then = (calls[rider],) if rider is not None else ()
+                yield CallChat(self.uri, call, then)
+            except FollowUpFailed as follow:
+                self._after_success(call, action)
+                assert rider is not None
+                self._failed(calls[rider], action, follow.error)
+                break
             except agentapi.InteractionGone:
                 # Answered elsewhere or expired: the provider's own event resolves the request.
                 self.host.fanout.effects.append(
@@ -657,6 +669,8 @@ class Chat:
                 break
             else:
                 self._after_success(call, action)
+                if rider is not None:
+                    self._after_success(calls[rider], action)
         self.start_queued_if_idle()
 
     def _provider_idle(self) -> bool:
@@ -821,6 +835,16 @@ class Chat:
 
 def effects_of(resolved: Iterable[Resolve]) -> list[ResolveHostTool]:
     return [ResolveHostTool(waiter, result) for waiter, result in resolved]
+
+
+def _riders(calls: tuple[Call, ...]) -> dict[int, int]:
+    """Calls that ride with the one before them in one job: a denial's suggestion (`Steer`
+    right after a `Respond`) must reach the provider before the turn it steers can end."""
+    return {
+        i: i + 1
+        for i, call in enumerate(calls[:-1])
+        if isinstance(call, Respond) and isinstance(calls[i + 1], Steer)
+    }
 
 
 def _resumable_turn_id(state: dict[str, Any]) -> str | None:

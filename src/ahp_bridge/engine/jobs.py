@@ -20,6 +20,7 @@ __all__ = [
     "CallChat",
     "CloseConversation",
     "FeatureCall",
+    "FollowUpFailed",
     "Job",
     "OpenConversation",
     "Opened",
@@ -73,10 +74,25 @@ FeatureCall = SetSkillDisabled | SetMcpServerEnabled | RestartMcpServer | Reload
 
 @dataclass(frozen=True, slots=True)
 class CallChat:
-    """One call on the chat's open conversation."""
+    """One call on the chat's open conversation, and `then` right after it in the same job.
+
+    `then` holds calls that must reach the provider before anything else it does: a denial's
+    suggestion (`Steer`) goes with the denial (`Respond`), or the turn it steers may end first.
+    A failure of one of them is `FollowUpFailed` (the call itself went through).
+    """
 
     chat: str
     call: Call | FeatureCall
+    then: tuple[Call, ...] = ()
+
+
+class FollowUpFailed(Exception):
+    """A `CallChat.then` call failed after the call itself succeeded."""
+
+    def __init__(self, index: int, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.index = index
+        self.error = error
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from ahp_bridge.engine import inputs
 from ahp_bridge.engine.jobs import (
     CallChat,
     CloseConversation,
+    FollowUpFailed,
     Job,
     OpenConversation,
     Opened,
@@ -166,6 +167,15 @@ class ChatWorker:
         conversation = self.conversation
         if conversation is None:
             raise agentapi.Closed("the conversation is closed")
+        await self._call(conversation, call)
+        for index, follow in enumerate(job.then):
+            try:
+                await self._call(conversation, follow)
+            except Exception as exc:
+                raise FollowUpFailed(index, exc) from exc
+        return None
+
+    async def _call(self, conversation: agentapi.Conversation, call: Any) -> None:
         match call:
             case SetModel(model=model, effort=effort, context_size=size):
                 await conversation.set_model(model, effort, size)
@@ -197,7 +207,6 @@ class ChatWorker:
             case RestartMcpServer(name=name):
                 assert isinstance(conversation, agentapi.MCPController)
                 await conversation.restart_mcp_server(name)
-        return None
 
 
 class Workers:

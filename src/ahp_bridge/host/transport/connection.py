@@ -42,6 +42,8 @@ GOING_AWAY = "going away: the bridge is stopping; reconnect when it is back"
 #: How long a stopping bridge spends sending each client what was queued and the close frame;
 #: the default of `server.shutdown_grace`.
 SHUTDOWN_GRACE = 2.0
+#: How long a cancelled bridge waits for a client's close reply (nobody can read it then).
+_CLOSE_REPLY_WAIT = 0.1
 
 _ids = itertools.count(1)
 
@@ -142,12 +144,22 @@ class Connection:
                 await self.ws.aclose(code=code, reason=reason)
 
     async def _goodbye(self) -> None:
+        """The bridge is being cancelled: what was queued, the close frame, then the TCP close.
+
+        The WebSocket layer's reader is cancelled too, so the peer's close reply is never read;
+        the server closes the TCP connection itself (RFC 6455: the server initiates it), which
+        also tells a client waiting for that close that the connection is over.
+        """
         self._close = None
         outbox = self.peer.outbox
-        with contextlib.suppress(ConnectionClosed):
+        with contextlib.suppress(
+            ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError
+        ):
             while outbox:
                 await self.ws.send_message(outbox.popleft())
-            await self.ws.aclose(code=CLOSE_GOING_AWAY, reason=GOING_AWAY)
+            with trio.move_on_after(_CLOSE_REPLY_WAIT):
+                await self.ws.aclose(code=CLOSE_GOING_AWAY, reason=GOING_AWAY)
+        await trio.aclose_forcefully(self.ws._stream)
 
     async def _writer(self, scope: trio.CancelScope) -> None:
         outbox = self.peer.outbox
