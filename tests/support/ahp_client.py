@@ -147,6 +147,9 @@ class AhpClient:
             self.closed = exc
             async with self._changed:
                 self._changed.notify_all()
+            # The bridge closed it (a clean stop says goodbye with 1001): a client then waits
+            # for the server's TCP close, which a test's end would cancel; close it here.
+            await trio.aclose_forcefully(self.ws._stream)
 
     def _on_envelope(self, env: dict[str, Any]) -> None:
         self.envelopes.append(env)
