@@ -34,7 +34,7 @@ import trio
 from ahp_bridge.engine.chats import NOTICE
 from tests.e2e.test_copilot_bridge import ROOT, BridgeProcess, Session, child_pids
 from tests.support.acp_agents import GEMINI_CLI, gemini_options, gemini_version, requires_gemini
-from tests.support.ahp_client import RpcFailure, open_client, ready_chat
+from tests.support.ahp_client import open_client, ready_chat
 from tests.support.gemini_server import Exchange, GeminiServer
 from tests.support.model_server import Hold, Text, ToolCall
 
@@ -250,10 +250,8 @@ async def test_gemini_cli_over_websocket_and_a_bridge_restart(
         assert change["after"]["uri"] == (workdir / "notes.txt").as_uri()
         assert change["diff"] == {"added": 1, "removed": 1}
         assert await read(s, change["after"]["content"]["uri"]) == AFTER
-        # The bridge bug of issue 24 (not Gemini's: the ACP diff carried oldText): the before
-        # side of an ACP agent's edit is not kept. Once it is, this reads BEFORE.
-        with pytest.raises(RpcFailure, match=r"^-32008: .*the provider keeps no earlier content"):
-            await read(s, change["before"]["content"]["uri"])
+        # The before side comes from the ACP diff's oldText (the bridge keeps the agent's diffs).
+        assert await read(s, change["before"]["content"]["uri"]) == BEFORE
 
         # A new file: Gemini CLI first reads it through fs/read_text_file, takes the bridge's
         # "does not exist" JSON-RPC error for a failure (not ENOENT), and gives up unasked.
