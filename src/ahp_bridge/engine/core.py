@@ -421,7 +421,7 @@ class Engine:
             "resolveSessionConfig": self._serve_or(
                 {"schema": {"type": "object", "properties": {}}, "values": {}}
             ),
-            "authenticate": self._serve_or(None),
+            "authenticate": self._serve_or(None, self._not_protected),
             "createTerminal": _refuse(E.PERMISSION_DENIED, "This host does not offer terminals"),
             "disposeTerminal": _refuse(E.PERMISSION_DENIED, "This host does not offer terminals"),
             "invokeChangesetOperation": self._serve_or(None, self._no_changeset),
@@ -452,15 +452,16 @@ class Engine:
                 return self._serve(peer, params)
             if fallback is not None:
                 return fallback(peer, params)
-            if default is None and self.gate.method == "authenticate":
-                raise RpcError(
-                    E.INVALID_PARAMS,
-                    f"Invalid params: resource: {params.get('resource')!r} is not protected by "
-                    "this host",
-                )
             return default
 
         return handler
+
+    @staticmethod
+    def _not_protected(peer: Peer, params: dict[str, Any]) -> Any:
+        raise RpcError(
+            E.INVALID_PARAMS,
+            f"Invalid params: resource: {params.get('resource')!r} is not protected by this host",
+        )
 
     @staticmethod
     def _no_changeset(peer: Peer, params: dict[str, Any]) -> Any:
