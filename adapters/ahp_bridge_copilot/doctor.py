@@ -26,6 +26,7 @@ from .options import (
     OptionsError,
     find_cli,
     install_hint,
+    not_found,
     sign_in_step,
 )
 
@@ -51,7 +52,7 @@ def report(options: Mapping[str, Any]) -> list[Line]:
     else:
         cli = find_cli(opts)
         if cli is None:
-            lines.append((False, "Copilot CLI not found", install_hint()))
+            lines.append((False, *not_found(opts)))
             return lines
         lines.append((True, f"Copilot CLI found at {cli}", ""))
         lines.append(_version(cli, opts))

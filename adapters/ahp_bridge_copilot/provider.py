@@ -51,7 +51,14 @@ from .client import close_pipes, make_client, process_of
 from .conversation import CopilotConversation, clean_title
 from .customize import agent_catalog, skill_catalog
 from .host_tools import HostToolRunner, clash_error, clash_names
-from .options import PROTOCOL_VERSION, CopilotOptions, find_cli, install_hint, sign_in_hint
+from .options import (
+    PROTOCOL_VERSION,
+    CopilotOptions,
+    find_cli,
+    install_hint,
+    not_found,
+    sign_in_hint,
+)
 from .sdk_errors import is_definite_rejection, is_not_found, is_signed_out, plain_error, rpc_message
 from .throwaway import Throwaway, run_throwaway
 from .titler import run_title
@@ -155,6 +162,9 @@ class CopilotProvider(ProviderLifetime):
             opts = self._opts
             cli = None if opts.cli_url else find_cli(opts)
             if cli is None and not opts.cli_url:
+                if opts.cli_path:
+                    what, fix = not_found(opts)
+                    raise AgentAPIError(f"{what}: {fix}")
                 raise AgentAPIError(f"the Copilot CLI is not installed: {install_hint()}")
 
             async def start() -> tuple[Any, Any]:

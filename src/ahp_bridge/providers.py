@@ -41,6 +41,24 @@ def factory(name: str) -> ProviderFactory:
     raise UnknownProvider(name)
 
 
+#: Keys every `[providers.NAME]` table may hold, whatever its adapter: the host's own.
+HOST_KEYS = ("kind", "data_dir")
+
+
+def option_keys(kind: str) -> Mapping[str, Any] | None:
+    """The option keys the adapter installed as `kind` declares (its package's `OPTION_KEYS`:
+    None for any value, a mapping for a table of those keys), or None when it declares none or
+    is not installed (its own factory then checks what it is given)."""
+    import importlib
+
+    for ep in entry_points(group=GROUP):
+        if ep.name == kind:
+            module = importlib.import_module(ep.module)
+            keys: Mapping[str, Any] | None = getattr(module, "OPTION_KEYS", None)
+            return keys
+    return None
+
+
 def kind_of(name: str, options: Mapping[str, Any] | None = None) -> str:
     """The entry point a configured provider runs: its `kind` option, else its own name."""
     kind = (options or {}).get("kind")

@@ -121,5 +121,5 @@ def test_fake_options_name_the_closest() -> None:
         create_provider({"time_scal": 0})
     assert str(err.value) == (
         "unknown fake provider option(s): time_scal (did you mean `time_scale`?); "
-        "valid: script, data_dir, time_scale, sign_in_token"
+        "valid: script, data_dir, time_scale, sign_in_token, cancel_latency"
     )
