@@ -262,6 +262,19 @@ class CopilotProvider(ProviderLifetime):
         if not auth.isAuthenticated:
             raise SignedOut(self.sign_in_hint())
 
+    async def startup_problems(self) -> list[tuple[str, str]]:
+        """Your own model (BYOK): its API key set, its server answering; said at the bridge's
+        start (the host's StartupChecker), where a first turn would otherwise spend the CLI's
+        retries (some 24 s) to find out. Signed-in mode: the models read says it."""
+        from .doctor import byok_lines
+
+        if self._opts.byok is None:
+            return []
+        lines = await trio.to_thread.run_sync(
+            lambda: byok_lines(self._opts, timeout=5), abandon_on_cancel=True
+        )
+        return [(what, fix) for ok, what, fix in lines if not ok]
+
     def sign_in_hint(self) -> str:
         """What to do about a signed-out runtime, in one sentence (real paths, BYOK)."""
         if self._hint is None:

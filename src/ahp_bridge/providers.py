@@ -9,13 +9,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ahp_bridge.agentapi import Provider
 
 GROUP = "ahp_bridge.providers"
 
 ProviderFactory = Callable[[Mapping[str, Any]], Provider]
+
+
+@runtime_checkable
+class StartupChecker(Protocol):
+    """A provider that can tell, at start, what will keep it from working (a model server that
+    does not answer, a credential that is not set) before a client's first turn finds out.
+
+    The bridge asks once, after the provider started, without holding up the start, and logs
+    each problem as one warning with its fix. Not part of agentapi: a host's concern, so an
+    adapter implements it structurally, importing nothing.
+    """
+
+    async def startup_problems(self) -> list[tuple[str, str]]:
+        """Each problem found, as (what is wrong, how to fix it); [] when all is well."""
+        ...
 
 
 class UnknownProvider(LookupError):

@@ -155,6 +155,7 @@ async def _run(
         await keeper.start(_keep_catalog, catalog)
         try:
             async with providers.running(), trio.open_nursery() as nursery:
+                nursery.start_soon(providers.warn_at_start)
                 await _serve(
                     settings,
                     options,
