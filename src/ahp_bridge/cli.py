@@ -257,7 +257,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imp.add_argument("--workdir", type=Path, required=True, help="their working directory")
     imp.add_argument("--conversation", metavar="ID", help="import only this conversation id")
+    parser.epilog = _serve_options(serve) + "\n\n" + (parser.epilog or "")
     return parser
+
+
+def _serve_options(serve: argparse.ArgumentParser) -> str:
+    """The serve command's own options, for the top-level help: `ahp-bridge` alone serves,
+    so they are the ones a first `--help` is read for."""
+    lines = ["serve options (the default command; `ahp-bridge serve --help` has them all):"]
+    for action in serve._actions:
+        names = [s for s in action.option_strings if s.startswith("--")]
+        help_text = action.help
+        if "-h" in action.option_strings or not names or help_text is None:
+            continue
+        if names[0] in _option_strings_global():
+            continue
+        left = f"{names[0]} {action.metavar}" if action.metavar else names[0]
+        lines.append(f"  {left:<28}{help_text.split(' (')[0]}")
+    return "\n".join(lines)
+
+
+def _option_strings_global() -> set[str]:
+    probe = argparse.ArgumentParser(add_help=False)
+    _global_options(probe, top=True)
+    return {s for a in probe._actions for s in a.option_strings}
 
 
 def _value_options(parser: argparse.ArgumentParser) -> set[str]:
@@ -441,7 +464,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     try:
         check_providers(settings.bridge.providers, settings)
         _check_host(settings.server.host, settings.server.port)
-        source = connect.ensure_token(settings)
+        # Printing the settings writes nothing: a token is made only by a bridge that serves.
+        source = connect.ensure_token(settings, create=not args.print_vscode_settings)
     except providers.UnknownProvider as exc:
         return _error(str(exc), _named_here(exc, args.provider))
     except UsageError as exc:
@@ -455,9 +479,12 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
                 "port 0 is chosen when the bridge starts; give a fixed one with --listen HOST:PORT",
                 2,
             )
-        if source is not None and source.kind == "generated":
-            print(
-                f"ahp-bridge: generated a connection token, kept in {source.path}", file=sys.stderr
+        if source is not None and source.kind == "missing":
+            return _error(
+                f"a bridge on {server.host} needs a connection token, and none is kept in "
+                f"{source.path} yet: serve once with these options (the bridge makes one and "
+                "keeps it there), or set server.token; then print the settings again",
+                1,
             )
         settings_json = connect.vscode_settings(server.host, server.port, server.token)
         print(json.dumps(settings_json, indent=2))

@@ -10,7 +10,10 @@ one runs the real command to prove the process exit code and that stderr is all 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
+import socket
 import sys
 import uuid
 from pathlib import Path
@@ -361,3 +364,31 @@ def test_doctor_with_a_wrong_cli_path_says_the_path_is_wrong(
         "release with `npm install --prefix "
     )
     assert "set cli_path" not in out
+
+
+def test_the_readmes_vscode_entry_is_the_one_printed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The README's settings block, HOSTNAME being this machine's name, is what
+    `--print-vscode-settings` prints for the default bind."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    [block] = [b for b in re.findall(r"```json\n(.*?)```", readme, re.S) if "remoteAgentHosts" in b]
+    documented = json.loads(block.replace("HOSTNAME", socket.gethostname()))
+    code, out, err = cli(capsys, "--print-vscode-settings", "--data-dir", str(tmp_path))
+    assert (code, err) == (0, "")
+    assert json.loads(out) == documented
+    assert list(tmp_path.iterdir()) == []  # printing wrote nothing
+
+
+def test_version_is_the_packages(capsys: pytest.CaptureFixture[str]) -> None:
+    import tomllib
+
+    from ahp_bridge import __version__
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"ahp-bridge {__version__}\n"
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert pyproject["project"]["version"] == __version__
+    assert pyproject["project"]["scripts"] == {"ahp-bridge": "ahp_bridge.cli:main"}

@@ -31,7 +31,7 @@ def test_the_wheel_carries_its_licence_and_tells_wheel_users_the_npm_command(
         check=True,
         capture_output=True,
     )
-    [wheel] = (tmp_path / "dist").glob("ahp_bridge-*.whl")
+    [wheel] = (tmp_path / "dist").glob("ahp_host_bridge-*.whl")  # ahp-bridge is taken
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         [metadata] = [n for n in names if n.endswith(".dist-info/METADATA")]
@@ -39,6 +39,10 @@ def test_the_wheel_carries_its_licence_and_tells_wheel_users_the_npm_command(
         [licence] = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
         assert archive.read(licence).decode().startswith("MIT License")
     assert "License-Expression: MIT" in fields
+    assert "Name: ahp-host-bridge" in fields  # the free name on the package index
+    with zipfile.ZipFile(wheel) as archive:
+        [entry_points] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        assert "ahp-bridge = ahp_bridge.cli:main" in archive.read(entry_points).decode()
     assert "License-File: LICENSE" in fields
     assert not [n for n in names if n.startswith("scripts/") or "install-copilot-cli" in n]
 
