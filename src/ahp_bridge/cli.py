@@ -39,6 +39,8 @@ SUBCOMMANDS = ("serve", "conformance", "doctor", "serve-provider", "sessions")
 EXIT_INTERRUPTED = 130
 
 _FORMATTER = argparse.RawDescriptionHelpFormatter
+_LOG_FORMATS = ("console", "json")
+_LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 class UsageError(Exception):
@@ -98,11 +100,9 @@ def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
         "--config", type=Path, default=d, metavar="FILE", help="TOML settings (config.example.toml)"
     )
     parser.add_argument(
-        "--log-format", choices=("console", "json"), default=d, help="log format on stderr"
+        "--log-format", choices=_LOG_FORMATS, default=d, help="log format on stderr"
     )
-    parser.add_argument(
-        "--log-level", choices=("debug", "info", "warning", "error"), default=d, help="log level"
-    )
+    parser.add_argument("--log-level", choices=_LOG_LEVELS, default=d, help="log level")
     parser.add_argument(
         "--data-dir",
         type=Path,
@@ -393,11 +393,18 @@ def _log_options(argv: list[str]) -> tuple[list[str], dict[str, str]]:
     own parser knows only its options), with their values."""
     rest: list[str] = []
     found: dict[str, str] = {}
+    choices = {"--log-format": _LOG_FORMATS, "--log-level": _LOG_LEVELS}
     words = iter(argv)
     for word in words:
         name, eq, value = word.partition("=")
-        if name in ("--log-format", "--log-level"):
-            found[name[6:]] = value if eq else next(words, "")
+        if name in choices:
+            value = value if eq else next(words, "")
+            if value not in choices[name]:
+                allowed = ", ".join(repr(c) for c in choices[name])
+                raise UsageError(
+                    f"argument {name}: invalid choice: {value!r} (choose from {allowed})"
+                )
+            found[name[6:]] = value
             continue
         rest.append(word)
     return rest, found

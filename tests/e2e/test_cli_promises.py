@@ -112,6 +112,11 @@ def one_line(err: str) -> str:
         ),
         (["conformance", "--provider", "nope"], f"unknown provider 'nope' {INSTALLED}"),
         (
+            ["--log-level", "bogus", "conformance", "--provider", "fake"],
+            "argument --log-level: invalid choice: 'bogus' (choose from 'debug', 'info', "
+            "'warning', 'error') (see `ahp-bridge conformance --help`)",
+        ),
+        (
             ["conformance", "--provider", "fake", "--check", "cancl"],
             "unknown check 'cancl'; did you mean `cancel`? (checks: ",
         ),
