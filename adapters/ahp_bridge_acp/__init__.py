@@ -88,10 +88,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .options import AcpOptions, OptionsError
+from .options import OPTION_KEYS, AcpOptions, OptionsError
 from .provider import AcpProvider
 
-__all__ = ["AcpOptions", "AcpProvider", "OptionsError", "create_provider"]
+__all__ = ["OPTION_KEYS", "AcpOptions", "AcpProvider", "OptionsError", "create_provider"]
 
 
 def create_provider(options: Mapping[str, Any]) -> AcpProvider:

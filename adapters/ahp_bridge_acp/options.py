@@ -35,6 +35,12 @@ _FLOATS = {
 _STRINGS = ("display_name", "workdir", "data_dir", "mode", "auth_method")
 _BOOLS = {"inherit_env": True, "probe_models": True}
 
+#: The keys `[providers.NAME]` may hold (None: any value), which the bridge checks when it
+#: loads its configuration.
+OPTION_KEYS: Mapping[str, Any] = dict.fromkeys(
+    ("command", "env", *_INTS, *_FLOATS, *_STRINGS, *_BOOLS)
+)
+
 
 @dataclass(frozen=True)
 class AcpOptions:

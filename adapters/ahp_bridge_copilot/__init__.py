@@ -9,10 +9,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .options import CopilotOptions, OptionsError
+from .options import ByokOptions, CopilotOptions, OptionsError
 from .provider import CopilotProvider
 
-__all__ = ["CopilotOptions", "CopilotProvider", "OptionsError", "create_provider"]
+__all__ = ["OPTION_KEYS", "CopilotOptions", "CopilotProvider", "OptionsError", "create_provider"]
+
+#: The keys `[providers.NAME]` may hold (None: any value; a mapping: a table with those keys),
+#: which the bridge checks when it loads its configuration.
+OPTION_KEYS: Mapping[str, Any] = {
+    **dict.fromkeys(CopilotOptions.model_fields),
+    "byok": dict.fromkeys(ByokOptions.model_fields),
+}
 
 
 def create_provider(options: Mapping[str, Any]) -> CopilotProvider:

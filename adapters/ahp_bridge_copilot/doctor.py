@@ -26,6 +26,7 @@ from .options import (
     OptionsError,
     find_cli,
     install_hint,
+    not_found,
     sign_in_step,
 )
 
@@ -51,7 +52,7 @@ def report(options: Mapping[str, Any]) -> list[Line]:
     else:
         cli = find_cli(opts)
         if cli is None:
-            lines.append((False, "Copilot CLI not found", install_hint()))
+            lines.append((False, *not_found(opts)))
             return lines
         lines.append((True, f"Copilot CLI found at {cli}", ""))
         lines.append(_version(cli, opts))
@@ -85,7 +86,7 @@ def report(options: Mapping[str, Any]) -> list[Line]:
         lines.append(
             (True, f"using your own model provider at {opts.byok.base_url}; no sign-in needed", "")
         )
-        lines.append(_byok_reachable(opts))
+        lines.append(_byok_reachable(opts))  # its key is among the secrets above
     elif signed_in:
         lines.append((True, f"signed in to GitHub Copilot{f' as {login}' if login else ''}", ""))
     else:
@@ -126,17 +127,37 @@ def _secrets(opts: CopilotOptions) -> list[Line]:
                 )
             )
     if opts.byok is not None and opts.byok.api_key_env:
-        name = opts.byok.api_key_env
-        if os.environ.get(name):
-            out.append((True, f"the model provider's API key is set in ${name}", ""))
-        else:
-            out.append(
-                (False, f"byok.api_key_env names ${name}, which is not set", f"export {name}=...")
-            )
+        out.append(_byok_key(opts))
     return out
 
 
-def _byok_reachable(opts: CopilotOptions) -> Line:
+def _byok_key(opts: CopilotOptions) -> Line:
+    assert opts.byok is not None
+    name = opts.byok.api_key_env
+    if os.environ.get(name):
+        return (True, f"the model provider's API key is set in ${name}", "")
+    return (
+        False,
+        f"byok.api_key_env names ${name}, which is not set",
+        f"export {name}=<the model server's API key> before starting the bridge, or fix "
+        "byok.api_key_env in [providers.copilot]",
+    )
+
+
+def byok_lines(opts: CopilotOptions, *, timeout: float = 10) -> list[Line]:
+    """What doctor and the bridge's start both say of your own model: its API key (when one is
+    named) and whether the server answers. Blocking (urllib): call it from a thread."""
+    if opts.byok is None:
+        return []
+    lines = [_byok_key(opts)] if opts.byok.api_key_env else []
+    return [*lines, _byok_reachable(opts, timeout)]
+
+
+#: Where docs/copilot.md says how to run a model server on this machine.
+LOCAL_SERVER_DOC = "docs/copilot.md#a-model-server-on-this-machine"
+
+
+def _byok_reachable(opts: CopilotOptions, timeout: float = 10) -> Line:
     """GET <base_url>/models: the endpoint answers (any HTTP status counts as reachable)."""
     assert opts.byok is not None
     url = opts.byok.base_url + "/models"
@@ -146,7 +167,7 @@ def _byok_reachable(opts: CopilotOptions) -> Line:
         headers["Authorization"] = f"Bearer {key}"
     request = urllib.request.Request(url, headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=10) as resp:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
             status = resp.status
     except urllib.error.HTTPError as exc:
         status = exc.code
@@ -154,16 +175,18 @@ def _byok_reachable(opts: CopilotOptions) -> Line:
         reason = getattr(exc, "reason", exc)
         return (
             False,
-            f"the model provider at {opts.byok.base_url} does not answer ({reason})",
-            "start it, or fix byok.base_url in [providers.copilot]",
+            f"the model server at {opts.byok.base_url} does not answer ({reason}); every turn "
+            "will fail once the Copilot CLI has given up retrying",
+            f"start it (one to run on this machine, offline: {LOCAL_SERVER_DOC}), or fix "
+            "byok.base_url in [providers.copilot]",
         )
     if status >= 400:
         return (
             False,
-            f"the model provider at {opts.byok.base_url} answered /models with HTTP {status}",
-            "check byok.base_url and the API key in byok.api_key_env",
+            f"the model server at {opts.byok.base_url} answered GET /models with HTTP {status}",
+            "check byok.base_url in [providers.copilot] and the API key in byok.api_key_env",
         )
-    return (True, f"the model provider at {opts.byok.base_url} answers", "")
+    return (True, f"the model server at {opts.byok.base_url} answers", "")
 
 
 def _data_dir(path: Path) -> Line:

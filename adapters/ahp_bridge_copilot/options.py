@@ -201,7 +201,23 @@ def _checkout() -> Path | None:
     return None
 
 
-def install_hint() -> str:
+def not_found(opts: CopilotOptions) -> tuple[str, str]:
+    """What is wrong when no CLI was found, and the fix: a ``cli_path`` that names no
+    executable is the operator's typo (say which path, and that leaving it out searches the
+    usual places); otherwise the install command."""
+    if opts.cli_path:
+        path = Path(opts.cli_path).expanduser()
+        what = "is not executable" if path.is_file() else "does not exist"
+        return (
+            f"cli_path {opts.cli_path} {what}",
+            f"fix cli_path in [providers.copilot] (the path of the `copilot` binary), or remove "
+            f"it and let the bridge find the CLI where it is installed: "
+            f"{install_hint(with_path=False)}",
+        )
+    return "Copilot CLI not found", install_hint()
+
+
+def install_hint(*, with_path: bool = True) -> str:
     """The exact command that installs the tested CLI where the adapter looks for it."""
     prefix = str(user_prefix()).replace(str(Path.home()), "~", 1)
     hint = (
@@ -211,6 +227,8 @@ def install_hint() -> str:
     checkout = _checkout()
     if checkout is not None and (checkout / "scripts/install-copilot-cli.sh").is_file():
         hint += ", or run `bash scripts/install-copilot-cli.sh` in the checkout"
+    if not with_path:
+        return hint
     return hint + ", or set cli_path in [providers.copilot] (or COPILOT_CLI_PATH) to the binary"
 
 

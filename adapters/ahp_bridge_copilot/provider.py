@@ -51,7 +51,14 @@ from .client import close_pipes, make_client, process_of
 from .conversation import CopilotConversation, clean_title
 from .customize import agent_catalog, skill_catalog
 from .host_tools import HostToolRunner, clash_error, clash_names
-from .options import PROTOCOL_VERSION, CopilotOptions, find_cli, install_hint, sign_in_hint
+from .options import (
+    PROTOCOL_VERSION,
+    CopilotOptions,
+    find_cli,
+    install_hint,
+    not_found,
+    sign_in_hint,
+)
 from .sdk_errors import is_definite_rejection, is_not_found, is_signed_out, plain_error, rpc_message
 from .throwaway import Throwaway, run_throwaway
 from .titler import run_title
@@ -155,6 +162,9 @@ class CopilotProvider(ProviderLifetime):
             opts = self._opts
             cli = None if opts.cli_url else find_cli(opts)
             if cli is None and not opts.cli_url:
+                if opts.cli_path:
+                    what, fix = not_found(opts)
+                    raise AgentAPIError(f"{what}: {fix}")
                 raise AgentAPIError(f"the Copilot CLI is not installed: {install_hint()}")
 
             async def start() -> tuple[Any, Any]:
@@ -251,6 +261,19 @@ class CopilotProvider(ProviderLifetime):
             raise AgentAPIError(plain_error("read the sign-in state", exc)) from None
         if not auth.isAuthenticated:
             raise SignedOut(self.sign_in_hint())
+
+    async def startup_problems(self) -> list[tuple[str, str]]:
+        """Your own model (BYOK): its API key set, its server answering; said at the bridge's
+        start (the host's StartupChecker), where a first turn would otherwise spend the CLI's
+        retries (some 24 s) to find out. Signed-in mode: the models read says it."""
+        from .doctor import byok_lines
+
+        if self._opts.byok is None:
+            return []
+        lines = await trio.to_thread.run_sync(
+            lambda: byok_lines(self._opts, timeout=5), abandon_on_cancel=True
+        )
+        return [(what, fix) for ok, what, fix in lines if not ok]
 
     def sign_in_hint(self) -> str:
         """What to do about a signed-out runtime, in one sentence (real paths, BYOK)."""

@@ -23,6 +23,7 @@ CONFORMANCE_SCRIPT = PACKAGE_DIR / "conformance.toml"
 __all__ = [
     "CONFORMANCE_SCRIPT",
     "DEMO_SCRIPT",
+    "OPTION_KEYS",
     "FakeConversation",
     "FakeProvider",
     "Script",
@@ -33,6 +34,10 @@ __all__ = [
 ]
 
 _OPTIONS = ("script", "data_dir", "time_scale", "sign_in_token", "cancel_latency")
+
+#: The keys `[providers.NAME]` may hold for this adapter (None: any value), which the bridge
+#: checks when it loads its configuration, for every configured provider.
+OPTION_KEYS: Mapping[str, Any] = dict.fromkeys(_OPTIONS)
 
 
 def create_provider(options: Mapping[str, Any]) -> FakeProvider:

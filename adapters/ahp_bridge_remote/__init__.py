@@ -7,11 +7,12 @@ serves any Provider for it to reach.
 
 from __future__ import annotations
 
-from .client import RemoteProvider, create_provider
+from .client import OPTION_KEYS, RemoteProvider, create_provider
 from .conversation import RemoteConversation
 from .errors import RemoteAuthError, RemoteError, RemoteNotConnected, RemoteUnavailable
 
 __all__ = [
+    "OPTION_KEYS",
     "RemoteAuthError",
     "RemoteConversation",
     "RemoteError",

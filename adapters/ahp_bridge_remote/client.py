@@ -395,6 +395,10 @@ _OPTIONS = ("address", "token", "connect_timeout")
 #: Options a host gives every provider; the served provider keeps its own data, so unused here.
 _HOST_OPTIONS = ("data_dir",)
 
+#: The keys `[providers.NAME]` may hold (None: any value), which the bridge checks when it
+#: loads its configuration.
+OPTION_KEYS: Mapping[str, Any] = dict.fromkeys((*_OPTIONS, *_HOST_OPTIONS))
+
 
 def create_provider(options: Mapping[str, Any]) -> RemoteProvider:
     """Entry point ``remote``: options address (required), token, connect_timeout.

@@ -18,10 +18,11 @@ import functools
 import json
 import os
 import signal
+import socket
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import structlog
 import trio
@@ -38,17 +39,52 @@ SUBCOMMANDS = ("serve", "conformance", "doctor", "serve-provider", "sessions")
 EXIT_INTERRUPTED = 130
 
 _FORMATTER = argparse.RawDescriptionHelpFormatter
+_LOG_FORMATS = ("console", "json")
+_LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 class UsageError(Exception):
     """A command-line mistake (exit code 2); the message says what to do."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a mistake raised as one UsageError line instead of a usage block; an
+    unknown option gets the closest known one."""
+
+    def error(self, message: str) -> NoReturn:
+        unknown = message.removeprefix("unrecognized arguments: ")
+        if unknown != message and unknown.startswith("-"):
+            message += _closest_option(unknown.split()[0], self)
+        raise UsageError(message)
+
+
+def _closest_option(word: str, parser: argparse.ArgumentParser) -> str:
+    """ "; did you mean `--listen`?" for an unknown option, or ""."""
+    name = word.split("=", 1)[0]
+    close = difflib.get_close_matches(name, sorted(_option_strings(parser)), n=1, cutoff=0.6)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option string of `parser` and its commands, at any depth."""
+    out: set[str] = set()
+    for action in parser._actions:
+        out.update(s for s in action.option_strings if s.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                out |= _option_strings(child)
+    return out
+
+
 def parse_listen(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
+    if not sep or not port.isdigit():
         raise argparse.ArgumentTypeError(
             f"expected HOST:PORT (e.g. 127.0.0.1:8765, or port 0 for any free port), got {value!r}"
+        )
+    if int(port) > 65535:
+        raise argparse.ArgumentTypeError(
+            f"port {int(port)} is out of range: ports are 0 to 65535 (0 picks any free port)"
         )
     return host.strip("[]") or "127.0.0.1", int(port)
 
@@ -64,11 +100,9 @@ def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
         "--config", type=Path, default=d, metavar="FILE", help="TOML settings (config.example.toml)"
     )
     parser.add_argument(
-        "--log-format", choices=("console", "json"), default=d, help="log format on stderr"
+        "--log-format", choices=_LOG_FORMATS, default=d, help="log format on stderr"
     )
-    parser.add_argument(
-        "--log-level", choices=("debug", "info", "warning", "error"), default=d, help="log level"
-    )
+    parser.add_argument("--log-level", choices=_LOG_LEVELS, default=d, help="log level")
     parser.add_argument(
         "--data-dir",
         type=Path,
@@ -97,7 +131,7 @@ def _sub(
 
 def build_parser() -> argparse.ArgumentParser:
     installed = _installed()
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ahp-bridge",
         description="Serve agent runtimes to Agent Host Protocol (AHP) clients over WebSocket.",
         formatter_class=_FORMATTER,
@@ -163,10 +197,17 @@ def build_parser() -> argparse.ArgumentParser:
         "check a provider's runtime and say how to fix it",
         [
             "ahp-bridge doctor --provider copilot",
+            "ahp-bridge doctor --config bridge.toml      # every provider bridge.toml serves",
             "ahp-bridge doctor --provider remote --config b.toml",
         ],
     )
-    doctor.add_argument("--provider", required=True, metavar="NAME", help=f"one of: {installed}")
+    doctor.add_argument(
+        "--provider",
+        action="append",
+        metavar="NAME",
+        help=f"provider to check, repeatable (one of: {installed}; default: the ones the "
+        "configuration serves, else fake)",
+    )
 
     sp = _sub(
         sub,
@@ -216,7 +257,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imp.add_argument("--workdir", type=Path, required=True, help="their working directory")
     imp.add_argument("--conversation", metavar="ID", help="import only this conversation id")
+    parser.epilog = _serve_options(serve) + "\n\n" + (parser.epilog or "")
     return parser
+
+
+def _serve_options(serve: argparse.ArgumentParser) -> str:
+    """The serve command's own options, for the top-level help: `ahp-bridge` alone serves,
+    so they are the ones a first `--help` is read for."""
+    lines = ["serve options (the default command; `ahp-bridge serve --help` has them all):"]
+    for action in serve._actions:
+        names = [s for s in action.option_strings if s.startswith("--")]
+        help_text = action.help
+        if "-h" in action.option_strings or not names or help_text is None:
+            continue
+        if names[0] in _option_strings_global():
+            continue
+        left = f"{names[0]} {action.metavar}" if action.metavar else names[0]
+        lines.append(f"  {left:<28}{help_text.split(' (')[0]}")
+    return "\n".join(lines)
+
+
+def _option_strings_global() -> set[str]:
+    probe = argparse.ArgumentParser(add_help=False)
+    _global_options(probe, top=True)
+    return {s for a in probe._actions for s in a.option_strings}
 
 
 def _value_options(parser: argparse.ArgumentParser) -> set[str]:
@@ -231,36 +295,80 @@ def _value_options(parser: argparse.ArgumentParser) -> set[str]:
     return out
 
 
-def _command_word(argv: Sequence[str], takes_value: set[str]) -> int | None:
-    """The index of the first word that is neither an option nor an option's value."""
+def _command_word(
+    argv: Sequence[str],
+    takes_value: set[str],
+    known: set[str] | None = None,
+    commands: Sequence[str] = (),
+) -> int | None:
+    """The index of the first word that is neither an option nor an option's value.
+
+    An option not in `known` (one of the conformance suite's, which has its own parser, or a
+    typo) is taken to have a value unless the next word is one of `commands`, so `--check x
+    conformance` finds the command and `--lisen x` is reported as the option it is.
+    """
     i = 0
     while i < len(argv):
         word = argv[i]
         if word == "--":
             return None
         if word.startswith("-"):
-            i += 2 if word in takes_value else 1
+            name = word.split("=", 1)[0]
+            unknown = known is not None and name not in known and "=" not in word
+            follows = argv[i + 1] if i + 1 < len(argv) else "-"
+            value = word in takes_value or (
+                unknown and not follows.startswith("-") and follows not in commands
+            )
+            i += 2 if value else 1
             continue
         return i
     return None
 
 
-def _route(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
-    """Default to `serve`; an unknown command is an error with a suggestion."""
-    at = _command_word(argv, _value_options(parser))
-    if at is None:
-        if any(a in ("-h", "--help", "--version") for a in argv):
-            return argv  # the top-level help (it lists the commands; `serve --help` its options)
-        return ["serve", *argv]
-    word = argv[at]
-    if word in SUBCOMMANDS:
-        return argv
-    close = difflib.get_close_matches(word, SUBCOMMANDS, n=1, cutoff=0.5)
-    hint = f"; did you mean `{close[0]}`?" if close else ""
-    raise UsageError(
-        f"unknown command {word!r}{hint} (commands: {', '.join(SUBCOMMANDS)}; "
-        "see ahp-bridge --help)"
-    )
+def _commands_of(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser] | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            choices: dict[str, argparse.ArgumentParser] = action.choices
+            return choices
+    return None
+
+
+def _route(argv: list[str], parser: argparse.ArgumentParser) -> tuple[list[str], list[str]]:
+    """`argv` with `serve` where no command is named, and the command words it names (`sessions
+    list`); an unknown or missing command, at any depth, is an error with a suggestion."""
+    takes_value = _value_options(parser)
+    known = _option_strings(parser) | {"-h", "--help", "--version"}
+    helping = any(a in ("-h", "--help", "--version") for a in argv)
+    top = list(_commands_of(parser) or ())
+    if _command_word(argv, takes_value, known, top) is None:
+        # The top-level help lists the commands (`serve --help` its options).
+        return (argv, []) if helping else (["serve", *argv], ["serve"])
+    path: list[str] = []
+    positions: list[int] = []
+    current, at = parser, 0
+    while (commands := _commands_of(current)) is not None and path[-1:] != ["conformance"]:
+        found = _command_word(argv[at:], takes_value, known, list(commands))
+        where = " ".join(["ahp-bridge", *path])
+        names = ", ".join(commands)
+        if found is None:
+            if helping:
+                break
+            raise UsageError(f"`{where}` needs a command: {names} (see `{where} --help`)")
+        word = argv[at + found]
+        if word not in commands:
+            close = difflib.get_close_matches(word, list(commands), n=1, cutoff=0.5)
+            hint = f"; did you mean `{close[0]}`?" if close else ""
+            what = f"{path[-1]} command" if path else "command"
+            raise UsageError(
+                f"unknown {what} {word!r}{hint} (commands: {names}; see {where} --help)"
+            )
+        path.append(word)
+        positions.append(at + found)
+        current, at = commands[word], at + found + 1
+    # Every option may come before or after the command words: the command words go first, so
+    # the innermost command's parser reads them all (each command knows the global options too).
+    rest = [w for i, w in enumerate(argv) if i not in positions]
+    return [*path, *rest], path
 
 
 def _error(message: str, code: int) -> int:
@@ -280,27 +388,49 @@ def _settings(args: argparse.Namespace) -> Settings:
     return settings
 
 
+def _log_options(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """`--log-format` and `--log-level` taken out of `argv` (for the conformance suite, whose
+    own parser knows only its options), with their values."""
+    rest: list[str] = []
+    found: dict[str, str] = {}
+    choices = {"--log-format": _LOG_FORMATS, "--log-level": _LOG_LEVELS}
+    words = iter(argv)
+    for word in words:
+        name, eq, value = word.partition("=")
+        if name in choices:
+            value = value if eq else next(words, "")
+            if value not in choices[name]:
+                allowed = ", ".join(repr(c) for c in choices[name])
+                raise UsageError(
+                    f"argument {name}: invalid choice: {value!r} (choose from {allowed})"
+                )
+            found[name[6:]] = value
+            continue
+        rest.append(word)
+    return rest, found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
+    path: list[str] = []
     try:
-        argv = _route(argv, parser)
-    except UsageError as exc:
-        parser.print_usage(sys.stderr)
-        return _error(str(exc), 2)
-    at = _command_word(argv, _value_options(parser))
-    if at is not None and argv[at] == "conformance":
-        # The suite has its own parser (provider options and check selection); a --config
-        # given before the command word names its providers too.
-        from ahp_bridge.conformance.cli import main as conformance_main
+        argv, path = _route(argv, parser)
+        if path[:1] == ["conformance"]:
+            # The suite has its own parser (provider options and check selection); the options
+            # before the command word are its options too.
+            from ahp_bridge.conformance.cli import main as conformance_main
 
-        logsetup.configure("console", "warning")
-        top = parser.parse_args(argv[:at]) if at else None
-        rest = argv[at + 1 :]
-        if top is not None and top.config is not None and "--config" not in rest:
-            rest = ["--config", str(top.config), *rest]
-        return conformance_main(rest)
-    args = parser.parse_args(argv)
+            rest, log_options = _log_options(argv[1:])
+            logsetup.configure(
+                log_options.get("format") or "console", log_options.get("level") or "warning"
+            )
+            return conformance_main(rest)
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        where = " ".join(["ahp-bridge", *path])
+        message = str(exc)
+        return _error(message if "--help" in message else f"{message} (see `{where} --help`)", 2)
     try:
         settings = _settings(args)
     except ConfigError as exc:
@@ -340,9 +470,13 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         settings.server.wire_log = args.wire_log
     try:
         check_providers(settings.bridge.providers, settings)
-        source = connect.ensure_token(settings)
+        _check_host(settings.server.host, settings.server.port)
+        # Printing the settings writes nothing: a token is made only by a bridge that serves.
+        source = connect.ensure_token(settings, create=not args.print_vscode_settings)
     except providers.UnknownProvider as exc:
-        return _error(str(exc), 1)
+        return _error(str(exc), _named_here(exc, args.provider))
+    except UsageError as exc:
+        return _error(str(exc), 2 if args.listen else 1)
     except OSError as exc:
         return _error(f"cannot keep the connection token in {settings.data_dir()}: {exc}", 1)
     server = settings.server
@@ -352,9 +486,12 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
                 "port 0 is chosen when the bridge starts; give a fixed one with --listen HOST:PORT",
                 2,
             )
-        if source is not None and source.kind == "generated":
-            print(
-                f"ahp-bridge: generated a connection token, kept in {source.path}", file=sys.stderr
+        if source is not None and source.kind == "missing":
+            return _error(
+                f"a bridge on {server.host} needs a connection token, and none is kept in "
+                f"{source.path} yet: serve once with these options (the bridge makes one and "
+                "keeps it there), or set server.token; then print the settings again",
+                1,
             )
         settings_json = connect.vscode_settings(server.host, server.port, server.token)
         print(json.dumps(settings_json, indent=2))
@@ -374,6 +511,25 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     except Exception as exc:  # a startup failure is an operator error: say it plainly, once
         return _failed(exc)
     return 0
+
+
+def _named_here(exc: providers.UnknownProvider, named: Sequence[str] | None) -> int:
+    """The exit code of an unknown provider: 2 when the command line named it, 1 when the
+    configuration did (a `[providers.X]` table's `kind`, `bridge.providers`)."""
+    return 2 if exc.name in (named or ()) else 1
+
+
+def _check_host(host: str, port: int) -> None:
+    """A host name that does not resolve is said before anything starts (no token is made for
+    it, no warning about the network is printed), with what to use instead."""
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise UsageError(
+            f"cannot listen on {host}:{port}: the host name {host!r} does not resolve "
+            f"({exc.strerror}); use an IP address of this machine (127.0.0.1, or 0.0.0.0 for "
+            "every interface) or a name it resolves, e.g. --listen 127.0.0.1:8765"
+        ) from None
 
 
 def _failed(exc: BaseException) -> int:
@@ -447,23 +603,39 @@ async def _cancel_later(scope: trio.CancelScope, seconds: float) -> None:
 
 
 def _doctor(args: argparse.Namespace, settings: Settings) -> int:
+    """Check each provider named with --provider, else each the configuration serves."""
     from ahp_bridge.config import provider_options
     from ahp_bridge.doctor import run_doctor
 
+    names = list(dict.fromkeys(args.provider or settings.bridge.providers))
     try:
-        check_providers([args.provider], settings)
+        check_providers(names, settings)
     except providers.UnknownProvider as exc:
-        return _error(str(exc), 1)
-    settings.bridge.providers = [args.provider]
-    return run_doctor(args.provider, provider_options(settings)[args.provider])
+        return _error(str(exc), _named_here(exc, args.provider))
+    settings.bridge.providers = names
+    options = provider_options(settings)
+    codes = []
+    for name in names:
+        if len(names) > 1:
+            print(f"{name}:")
+        codes.append(run_doctor(name, options[name]))
+    return max(codes)
 
 
-def _parse_options(pairs: Sequence[str]) -> dict[str, Any]:
+def _parse_options(pairs: Sequence[str], kind: str = "") -> dict[str, Any]:
+    """`--option KEY=VALUE` pairs; a key the adapter `kind` does not declare is a mistake in
+    the words of the configuration's (the closest valid key)."""
     options: dict[str, Any] = {}
+    keys = providers.option_keys(kind) if kind else None
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise UsageError(f"--option expects KEY=VALUE, got {pair!r}")
+        if keys is not None and key not in keys and key not in providers.HOST_KEYS:
+            valid = [*providers.HOST_KEYS, *keys]
+            close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+            hint = f"; did you mean `{close[0]}`?" if close else f" (valid: {', '.join(valid)})"
+            raise UsageError(f"--option {key}: unknown key{hint}")
         options[key] = value
     return options
 
@@ -471,9 +643,11 @@ def _parse_options(pairs: Sequence[str]) -> dict[str, Any]:
 def _serve_provider(args: argparse.Namespace, settings: Settings) -> int:
     try:
         check_providers([args.provider], settings)
-        options = {**settings.providers.get(args.provider, {}), **_parse_options(args.option)}
+        table = settings.providers.get(args.provider, {})
+        kind = providers.kind_of(args.provider, table)
+        options = {**table, **_parse_options(args.option, kind)}
     except providers.UnknownProvider as exc:
-        return _error(str(exc), 1)
+        return _error(str(exc), _named_here(exc, [args.provider]))
     except UsageError as exc:
         return _error(str(exc), 2)
     token = os.environ.get(args.token_env) if args.token_env else None

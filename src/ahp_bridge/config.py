@@ -15,6 +15,7 @@ import difflib
 import json
 import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -258,16 +259,54 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     if config_file is not None:
         _CONFIG_FILE["path"] = config_file
     try:
-        return Settings(**overrides)
+        settings = Settings(**overrides)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, config_file)) from None
     except SettingsError:
         raise ConfigError(_env_parse_problem()) from None
     finally:
         _CONFIG_FILE.clear()
+    problems = _provider_key_problems(settings.providers, config_file)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return settings
+
+
+def _provider_key_problems(
+    tables: dict[str, dict[str, Any]], config_file: Path | None
+) -> list[str]:
+    """Unknown keys in every configured `[providers.NAME]` table, served or not, in the words of
+    any other unknown key (where, the key path, the closest valid key): a typo in a provider
+    that is not served today is found today, not on the day it is."""
+    from ahp_bridge import providers
+
+    lines: list[str] = []
+
+    def walk(table: Mapping[str, Any], keys: Mapping[str, Any], loc: tuple[str, ...]) -> None:
+        valid = list(keys) if len(loc) > 2 else [*providers.HOST_KEYS, *keys]
+        for key, value in table.items():
+            if len(loc) == 2 and key in providers.HOST_KEYS:
+                continue
+            where = (*loc, key)
+            if key not in keys:
+                problem = "unknown key" + _did_you_mean(key, [k for k in valid if k != key])
+                lines.append(f"{_source(where, config_file)}: {'.'.join(where)}: {problem}")
+            elif isinstance(keys[key], Mapping) and isinstance(value, Mapping):
+                walk(value, keys[key], where)
+
+    for name, table in tables.items():
+        keys = providers.option_keys(providers.kind_of(name, table))
+        if keys is not None:
+            walk(table, keys, ("providers", name))
+    return lines
 
 
 def _check_toml(path: Path) -> None:
+    if path.is_dir():
+        raise ConfigError(
+            f"--config {path} is a directory; give a TOML file, e.g. --config "
+            f"{path / 'bridge.toml'} (config.example.toml documents every setting)"
+        )
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     try:

@@ -9,13 +9,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ahp_bridge.agentapi import Provider
 
 GROUP = "ahp_bridge.providers"
 
 ProviderFactory = Callable[[Mapping[str, Any]], Provider]
+
+
+@runtime_checkable
+class StartupChecker(Protocol):
+    """A provider that can tell, at start, what will keep it from working (a model server that
+    does not answer, a credential that is not set) before a client's first turn finds out.
+
+    The bridge asks once, after the provider started, without holding up the start, and logs
+    each problem as one warning with its fix. Not part of agentapi: a host's concern, so an
+    adapter implements it structurally, importing nothing.
+    """
+
+    async def startup_problems(self) -> list[tuple[str, str]]:
+        """Each problem found, as (what is wrong, how to fix it); [] when all is well."""
+        ...
 
 
 class UnknownProvider(LookupError):
@@ -39,6 +54,24 @@ def factory(name: str) -> ProviderFactory:
             loaded: ProviderFactory = ep.load()
             return loaded
     raise UnknownProvider(name)
+
+
+#: Keys every `[providers.NAME]` table may hold, whatever its adapter: the host's own.
+HOST_KEYS = ("kind", "data_dir")
+
+
+def option_keys(kind: str) -> Mapping[str, Any] | None:
+    """The option keys the adapter installed as `kind` declares (its package's `OPTION_KEYS`:
+    None for any value, a mapping for a table of those keys), or None when it declares none or
+    is not installed (its own factory then checks what it is given)."""
+    import importlib
+
+    for ep in entry_points(group=GROUP):
+        if ep.name == kind:
+            module = importlib.import_module(ep.module)
+            keys: Mapping[str, Any] | None = getattr(module, "OPTION_KEYS", None)
+            return keys
+    return None
 
 
 def kind_of(name: str, options: Mapping[str, Any] | None = None) -> str:

@@ -275,3 +275,30 @@ async def test_content_uris_that_are_unknown_are_refused(
         with pytest.raises(RpcFailure) as failure:
             await client.request("resourceRead", {"channel": "ahp-root://", "uri": uri})
         assert (failure.value.code, failure.value.message) == (NOT_FOUND, reason)
+
+
+async def test_a_provider_without_a_record_here_is_no_failure_in_the_log(
+    start_bridge: StartBridge, settings: Settings, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Copilot answers `diff` with Unsupported outside a repository, on every turn: the
+    changeset says so and no "diff failed" is logged each time."""
+    from ahp_bridge_fake import FakeConversation
+    from structlog.testing import capture_logs
+
+    from ahp_bridge.agentapi import Unsupported
+
+    async def no_record(self: FakeConversation) -> list[Any]:
+        raise Unsupported("no repository here")
+
+    monkeypatch.setattr(FakeConversation, "diff", no_record)
+    bridge = await start_bridge(settings)
+    client = await bridge.client(versions=V1)
+    session, chat = await create(client, work)
+    await client.wait_for(lambda: client.states[session].get("changesets"))
+    with capture_logs() as logs:
+        turn = await run_turn(client, chat, "chat")
+        turn_uri = catalog(client, session)["turn"].replace("{turnId}", turn["id"])
+        snap = await client.subscribe(turn_uri)
+    assert snap["state"] == {"status": "ready", "files": []}
+    assert [e for e in logs if e["event"] == "diff failed"] == []
+    assert turn["state"] == "complete"

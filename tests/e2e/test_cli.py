@@ -223,7 +223,7 @@ async def test_unknown_provider_is_reported_plainly(tmp_path: Path) -> None:
         capture_stderr=True,
         check=False,
     )
-    assert result.returncode == 1
+    assert result.returncode == 2  # named on the command line: a command-line mistake
     assert b"unknown provider 'nope'" in result.stderr
 
 
@@ -277,7 +277,7 @@ async def test_doctor_reports_in_plain_words() -> None:
         capture_stderr=True,
         check=False,
     )
-    assert unknown.returncode == 1
+    assert unknown.returncode == 2
     assert b"unknown provider 'nope'" in unknown.stderr
 
 

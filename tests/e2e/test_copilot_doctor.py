@@ -37,8 +37,22 @@ def test_invalid_options_are_one_line_with_the_reason() -> None:
     assert "byok.base_url" in fix and "bogus" in fix
 
 
-def test_missing_cli_names_the_exact_npm_command(tmp_path: Path) -> None:
+def test_a_cli_path_that_names_nothing_says_so(tmp_path: Path) -> None:
     lines = report({"cli_path": str(tmp_path / "missing")})
+    (bad,) = failing(lines)
+    assert bad[1] == f"cli_path {tmp_path / 'missing'} does not exist"
+    assert bad[2].startswith("fix cli_path in [providers.copilot] (the path of the `copilot` ")
+    assert "or set cli_path" not in bad[2]  # it is set: the fix is to correct it
+    (tmp_path / "missing").write_text("")
+    (bad,) = failing(report({"cli_path": str(tmp_path / "missing")}))
+    assert bad[1] == f"cli_path {tmp_path / 'missing'} is not executable"
+
+
+def test_missing_cli_names_the_exact_npm_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ahp_bridge_copilot.doctor as doctor
+
+    monkeypatch.setattr(doctor, "find_cli", lambda opts: None)  # installed nowhere
+    lines = report({})
     (bad,) = failing(lines)
     assert bad[1] == "Copilot CLI not found"
     # A wheel has no scripts/: the npm command installs the tested CLI where it is looked for.
@@ -142,7 +156,7 @@ def test_real_cli_with_byok_is_healthy(tmp_path: Path) -> None:
     whats = " | ".join(w for _, w, _ in lines)
     assert "1.0.102 (the tested release)" in whats
     assert "speaks protocol 3" in whats and "no sign-in needed" in whats
-    assert f"the model provider at {base_url} answers" in whats
+    assert f"the model server at {base_url} answers" in whats
     # Without a model provider or token, the offline CLI is signed out.
     del opts["byok"]
     (bad,) = failing(report(opts))

@@ -35,6 +35,7 @@ pytestmark = requires_cli
 
 ROOT = "ahp-root://"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "copilot.md"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TURN_TIMEOUT = 90
 GITHUB = "https://api.github.com"
 
@@ -49,11 +50,16 @@ def q(value: str) -> str:
     return json.dumps(value)  # a JSON string literal is a valid TOML basic string
 
 
-def documented_offline_config(model_url: str) -> str:
-    """The `offline = true` block of docs/copilot.md, as written, pointed at our model server."""
+def offline_blocks() -> list[str]:
+    """docs/copilot.md's `offline = true` blocks: Ollama's, then the echo model server's."""
     blocks = re.findall(r"```toml\n(.*?)```", DOCS.read_text(), re.S)
-    [block] = [b for b in blocks if "offline = true" in b]
-    block = re.sub(r'base_url = ".*"', f"base_url = {q(model_url)}", block)
+    return [b for b in blocks if "offline = true" in b]
+
+
+def documented_offline_config(model_url: str) -> str:
+    """The first `offline = true` block of docs/copilot.md, as written, pointed at our model
+    server."""
+    block = re.sub(r'base_url = ".*"', f"base_url = {q(model_url)}", offline_blocks()[0])
     return re.sub(r'model = ".*"', 'model = "fake-model"', block)
 
 
@@ -163,6 +169,41 @@ async def test_the_documented_offline_configuration_runs_a_turn(
         assert request.body["model"] == "fake-model"
         assert await bridge.terminate() == 0
     assert sdk_noise(bytes(bridge.stderr)) == []
+
+
+async def test_the_shipped_echo_model_server_finishes_the_offline_setup_as_documented(
+    tmp_path: Path,
+) -> None:
+    """examples/echo_model_server.py, started as docs/copilot.md says, and its config block as
+    written (only the port is this test's: a free one): a real Copilot turn, offline."""
+    [_, block] = offline_blocks()
+    assert 'base_url = "http://127.0.0.1:8000/v1"' in block and 'model = "echo"' in block
+    server = await trio.lowlevel.open_process(
+        [sys.executable, str(EXAMPLES / "echo_model_server.py"), "--listen", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert server.stdout is not None
+        line = b""
+        with trio.fail_after(30):
+            while not line.endswith(b"\n"):
+                line += await server.stdout.receive_some(1)
+        url = line.decode().strip().removeprefix("echo model server on ")
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", url), line
+        config = block.replace("http://127.0.0.1:8000/v1", url)
+        async with copilot_bridge(tmp_path, config) as bridge, client_of(bridge.url) as client:
+            [agent] = client.states[ROOT]["agents"]
+            assert [m["id"] for m in agent["models"]] == ["echo"]
+            _, chat = await ready_chat(client, "copilot", TURN_TIMEOUT)
+            turn = await run_turn(client, chat, "t1", "hello offline echo")
+            assert turn["state"] == "complete", turn
+            assert markdown(turn).strip() == "You said: hello offline echo"
+            assert await bridge.terminate() == 0
+        assert b"does not answer" not in bytes(bridge.stderr)  # no start-up warning: it answers
+    finally:
+        server.kill()
+        await server.wait()
 
 
 # -- signed out --------------------------------------------------------------------------------

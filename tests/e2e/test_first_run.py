@@ -83,7 +83,19 @@ async def test_options_work_before_or_after_the_command(tmp_path: Path, argv: li
 @pytest.mark.parametrize(
     ("argv", "must_show"),
     [
-        (["--help"], ["examples:", "COMMAND", "sessions"]),
+        (
+            ["--help"],
+            [
+                "examples:",
+                "COMMAND",
+                "sessions",
+                "serve options (the default command;",
+                "--provider NAME",
+                "--listen HOST:PORT",
+                "--wire-log FILE",
+                "--print-vscode-settings",
+            ],
+        ),
         (["serve", "--help"], ["examples:", "installed: acp, copilot, fake, remote", "--wire-log"]),
         (["doctor", "--help"], ["examples:", "one of: acp, copilot, fake, remote"]),
         (["serve-provider", "--help"], ["examples:", "one of: acp, copilot, fake, remote"]),
@@ -106,16 +118,16 @@ async def test_help_shows_choices_and_an_example(argv: list[str], must_show: lis
 async def test_an_unknown_provider_has_one_wording_everywhere(tmp_path: Path) -> None:
     wording = f"unknown provider 'nope' {INSTALLED}"
     data = ["--data-dir", str(tmp_path)]
-    for argv, expected_code in (
-        (["--provider", "nope", "--listen", "127.0.0.1:0", *data], 1),
-        (["doctor", "--provider", "nope"], 1),
-        (["serve-provider", "--provider", "nope", "--listen", f"unix:{tmp_path}/s"], 1),
-        (["sessions", "import", "--provider", "nope", "--workdir", ".", *data], 1),
+    # Named on the command line: a command-line mistake (2); by the configuration: 1.
+    for argv in (
+        ["--provider", "nope", "--listen", "127.0.0.1:0", *data],
+        ["doctor", "--provider", "nope"],
+        ["serve-provider", "--provider", "nope", "--listen", f"unix:{tmp_path}/s"],
+        ["sessions", "import", "--provider", "nope", "--workdir", ".", *data],
+        ["conformance", "--provider", "nope"],
     ):
-        code, _, err = await run(*argv)
-        assert (code, err) == (expected_code, f"ahp-bridge: {wording}\n"), argv
-    code, out, err = await run("conformance", "--provider", "nope")
-    assert code == 2 and wording in out + err
+        code, out, err = await run(*argv)
+        assert (code, out, err) == (2, "", f"ahp-bridge: {wording}\n"), argv
     code, _, err = await run(
         "--listen", "127.0.0.1:0", *data, env={"AHP_BRIDGE__BRIDGE__PROVIDERS": '["nope"]'}
     )
@@ -263,12 +275,23 @@ async def test_print_vscode_settings(tmp_path: Path) -> None:
     assert settings["chat.remoteAgentHostsEnabled"] is True
     [entry] = settings["chat.remoteAgentHosts"]
     assert set(entry) == {"name", "address"} and entry["address"] == "127.0.0.1:9123"
-    code, out, err = await run(
-        "--print-vscode-settings", "--listen", "0.0.0.0:9123", "--data-dir", str(tmp_path)
+    wide = ["--print-vscode-settings", "--listen", "0.0.0.0:9123", "--data-dir", str(tmp_path)]
+    code, out, err = await run(*wide)
+    # Printing writes nothing: without a kept token, it says how to get one.
+    assert (code, out) == (1, "")
+    assert err == (
+        f"ahp-bridge: a bridge on 0.0.0.0 needs a connection token, and none is kept in "
+        f"{tmp_path}/connection-token yet: serve once with these options (the bridge makes one "
+        "and keeps it there), or set server.token; then print the settings again\n"
     )
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "connection-token").write_text("kept-token\n")
+    code, out, err = await run(*wide)
     [entry] = json.loads(out)["chat.remoteAgentHosts"]
-    assert entry["connectionToken"] == (tmp_path / "connection-token").read_text().strip()
-    assert err == f"ahp-bridge: generated a connection token, kept in {tmp_path}/connection-token\n"
+    assert (code, err, entry["connectionToken"]) == (0, "", "kept-token")
+    code, out, err = await run(*wide, env={"AHP_BRIDGE__SERVER__TOKEN": "set-token"})
+    [entry] = json.loads(out)["chat.remoteAgentHosts"]
+    assert (code, entry["connectionToken"]) == (0, "set-token")
     code, out, err = await run("--print-vscode-settings", "--listen", "127.0.0.1:0")
     assert (code, out) == (2, "")
     assert err == (
@@ -400,8 +423,14 @@ async def test_the_wire_log_records_every_frame_in_the_inspector_format(tmp_path
         received = len(client.envelopes)
         await client.close()
         nursery.cancel_scope.cancel()
-    code, _ = await stop(process, signal.SIGTERM)
+    code, err = await stop(process, signal.SIGTERM)
     assert code == 0
+    # Said at start, since the file holds transcripts.
+    [said] = [line for line in err.decode().splitlines() if "wire log" in line]
+    assert (
+        "[warning" in said and "recording every frame in and out (prompts and answers too)" in said
+    )
+    assert f"file={wire}" in said
     assert wire.stat().st_mode & 0o777 == 0o600
     text = wire.read_text()
     assert secret not in text

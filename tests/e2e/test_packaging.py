@@ -4,6 +4,7 @@ run."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -15,6 +16,16 @@ REPO = Path(__file__).resolve().parents[2]
 def test_the_wheel_carries_its_licence_and_tells_wheel_users_the_npm_command(
     tmp_path: Path,
 ) -> None:
+    # Built from a copy of what the wheel is made of: a build in the checkout leaves an
+    # `<distribution>.egg-info` there, whose entry points a Python started in the checkout
+    # would see beside the installed ones (every provider twice in a shared environment).
+    before = set(REPO.glob("*.egg-info"))
+    source = tmp_path / "source"
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for name in ("src", "adapters"):
+        shutil.copytree(REPO / name, source / name, ignore=ignore)
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(REPO / name, source / name)
     subprocess.run(
         [
             sys.executable,
@@ -26,12 +37,12 @@ def test_the_wheel_carries_its_licence_and_tells_wheel_users_the_npm_command(
             "--no-build-isolation",
             "-w",
             str(tmp_path / "dist"),
-            str(REPO),
+            str(source),
         ],
         check=True,
         capture_output=True,
     )
-    [wheel] = (tmp_path / "dist").glob("ahp_bridge-*.whl")
+    [wheel] = (tmp_path / "dist").glob("ahp_host_bridge-*.whl")  # ahp-bridge is taken
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         [metadata] = [n for n in names if n.endswith(".dist-info/METADATA")]
@@ -39,6 +50,11 @@ def test_the_wheel_carries_its_licence_and_tells_wheel_users_the_npm_command(
         [licence] = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
         assert archive.read(licence).decode().startswith("MIT License")
     assert "License-Expression: MIT" in fields
+    assert "Name: ahp-host-bridge" in fields  # the free name on the package index
+    assert set(REPO.glob("*.egg-info")) == before  # the checkout is left as it was
+    with zipfile.ZipFile(wheel) as archive:
+        [entry_points] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        assert "ahp-bridge = ahp_bridge.cli:main" in archive.read(entry_points).decode()
     assert "License-File: LICENSE" in fields
     assert not [n for n in names if n.startswith("scripts/") or "install-copilot-cli" in n]
 

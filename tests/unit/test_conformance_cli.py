@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,8 @@ from typing import Any
 import pytest
 import trio
 
-from ahp_bridge.conformance import CHECKS
+from ahp_bridge.conformance import CHECKS, fake_target
+from ahp_bridge.conformance.checks import CHECKS_BY_NAME
 from ahp_bridge.conformance.cli import (
     UsageError,
     _parser,
@@ -29,7 +31,7 @@ from tests.support.acp_agents import sdk_agent_options
 
 def run_main(*argv: str) -> tuple[int, str]:
     out = io.StringIO()
-    code = main(list(argv), out=out)
+    code = main(list(argv), out=out, err=out)
     return code, out.getvalue()
 
 
@@ -72,17 +74,34 @@ def test_a_failing_check_makes_the_exit_code_one() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--provider", "nope"], "error: unknown provider 'nope' (installed: "),
-        (["--provider", "fake", "--check", "nope"], "error: unknown check 'nope'"),
+        (["--provider", "nope"], "ahp-bridge: unknown provider 'nope' (installed: "),
+        (["--provider", "fake", "--check", "nope"], "ahp-bridge: unknown check 'nope'; (checks: "),
+        (["--provider", "fake", "--check", "cancl"], "'cancl'; did you mean `cancel`?"),
+        ([], "ahp-bridge: the following arguments are required: --provider (see `ahp-bridge "),
         (["--provider", "fake", "--option", "novalue"], "expected key=value"),
         (["--provider", "fake", "--prompt", "plan=x"], "--prompt 'plan': scenarios are"),
         (["--provider", "fake", "--timeout", "0"], "--timeout must be positive"),
     ],
 )
 def test_usage_errors_exit_two(argv: list[str], message: str) -> None:
-    code, text = run_main(*argv)
-    assert code == 2
-    assert message in text
+    """One line on stderr, in the words of every ahp-bridge command, and nothing on stdout."""
+    out, err = io.StringIO(), io.StringIO()
+    code = main(argv, out=out, err=err)
+    assert (code, out.getvalue()) == (2, "")
+    [line] = err.getvalue().splitlines()
+    assert line.startswith("ahp-bridge: ") and message in line, line
+
+
+def test_a_run_without_a_workdir_leaves_nothing_in_the_temporary_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fake's target and the command line both work in scratch directories they remove
+    (the edit check writes a file there)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    code, text = run_main("--provider", "fake", "--check", "cap_file_edits", "--check", "cancel")
+    assert code == 0, text
+    assert trio.run(run, fake_target(), [CHECKS_BY_NAME["cap_file_edits"]]).passed
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_provider_options_it_refuses_are_usage_errors() -> None:

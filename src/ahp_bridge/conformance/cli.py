@@ -13,6 +13,7 @@ and as plain strings otherwise. Exit code 0 only when every check passed or did 
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 import tempfile
 import tomllib
@@ -21,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import trio
 
@@ -70,8 +71,16 @@ def option_value(text: str) -> Any:
         return text
 
 
+class _Parser(argparse.ArgumentParser):
+    """Argument mistakes are a UsageError (one line on stderr, exit code 2), not a usage
+    block: the same manners as the rest of `ahp-bridge`."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see `ahp-bridge conformance --help`)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ahp-bridge conformance",
         description="Check that a provider adapter keeps the agentapi contract.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -168,8 +177,17 @@ def build_target(
     return Target(name, factory, request, Prompts(**prompts), args.timeout)
 
 
-def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
-    """Run the suite as the command line says; print the report; 0 only when all pass."""
+def _usage_error(message: object, err: TextIO | None) -> int:
+    """One line on stderr in the words of every `ahp-bridge` command; exit code 2."""
+    print(f"ahp-bridge: {message}", file=err or sys.stderr)
+    return 2
+
+
+def main(
+    argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Run the suite as the command line says; print the report (on ``out``) or a mistake
+    (one line on ``err``, exit code 2); 0 only when all pass."""
     stream = out or sys.stdout
     arguments = list(sys.argv[1:] if argv is None else argv)
     # Callers may forward argv from the word "conformance" on, or after a "--".
@@ -177,21 +195,24 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
         arguments = arguments[1:]
     if arguments[:1] == ["--"]:
         arguments = arguments[1:]
-    args = _parser().parse_args(arguments)
+    try:
+        args = _parser().parse_args(arguments)
+    except UsageError as exc:
+        return _usage_error(exc, err)
     try:
         checks = [CHECKS_BY_NAME[name] for name in args.check] if args.check else list(CHECKS)
     except KeyError as exc:
-        print(
-            f"error: unknown check {exc.args[0]!r}; checks: {', '.join(CHECKS_BY_NAME)}",
-            file=stream,
+        name = exc.args[0]
+        close = difflib.get_close_matches(name, list(CHECKS_BY_NAME), n=1, cutoff=0.6)
+        hint = f"did you mean `{close[0]}`? " if close else ""
+        return _usage_error(
+            f"unknown check {name!r}; {hint}(checks: {', '.join(CHECKS_BY_NAME)})", err
         )
-        return 2
     with tempfile.TemporaryDirectory(prefix="ahp-conformance-") as scratch:
         try:
             target = build_target(args, scratch=scratch)
         except UsageError as exc:
-            print(f"error: {exc}", file=stream)
-            return 2
+            return _usage_error(exc, err)
         report = trio.run(run, target, checks)
     print(report.format(seconds=args.durations), file=stream)
     return 0 if report.passed else 1

@@ -6,7 +6,6 @@ reference to the adapter's code: only to the script it ships.
 
 from __future__ import annotations
 
-import tempfile
 import uuid
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
@@ -61,8 +60,9 @@ def fake_target(
 
     request = OpenRequest(
         session_id=str(uuid.uuid4()),
-        # The edit scenario writes a file: a directory of its own, not the shared temp dir.
-        workdir=workdir or tempfile.mkdtemp(prefix="ahp-conformance-"),
+        # The edit scenario writes a file: without a workdir, `run` gives every run a scratch
+        # directory of its own and removes it afterwards.
+        workdir=workdir or "",
         title="AHP conformance",
     )
     return Target("fake", factory, request, FAKE_PROMPTS, timeout)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import tempfile
 import time
 from collections.abc import Iterable
 
@@ -35,8 +37,14 @@ async def run_check(target: Target, check: Check) -> CheckResult:
     """Run one check against a freshly started provider and return its result.
 
     Every exception the provider raises becomes a failure with its reason; the check is
-    bounded by ``target.timeout`` and a check that runs out reports what it waited for.
+    bounded by ``target.timeout`` and a check that runs out reports what it waited for. A
+    target whose ``open_request`` names no workdir gets a scratch directory for the check,
+    removed afterwards (the edit scenario writes there), so nothing is left behind.
     """
+    if not target.open_request.workdir:
+        with tempfile.TemporaryDirectory(prefix="ahp-conformance-") as scratch:
+            request = target.open_request.model_copy(update={"workdir": scratch})
+            return await run_check(dataclasses.replace(target, open_request=request), check)
     ctx = Context(target)
     started = time.monotonic()
     outcome, reason = Outcome.PASS, ""

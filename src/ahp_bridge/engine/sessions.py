@@ -12,6 +12,7 @@ the shell's (`effects.Serve`), and what each finished job means is decided here.
 from __future__ import annotations
 
 import base64
+import difflib
 from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -202,7 +203,13 @@ class Sessions:
         self._check_session_limits(peer.client_id, params)
         provider = params.get("provider") or (self.names[0] if self.names else "")
         if provider not in self.providers:
-            raise RpcError(E.PROVIDER_NOT_FOUND, f"Provider not found: {provider!r}")
+            served = list(self.providers)
+            close = difflib.get_close_matches(provider, served, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise RpcError(
+                E.PROVIDER_NOT_FOUND,
+                f"Provider not found: {provider!r}{hint} (served: {', '.join(served) or 'none'})",
+            )
         self.providers[provider].require_signed_in()
         if params.get("fork") is not None:
             raise RpcError(E.INVALID_PARAMS, "Invalid params: fork: forking is not supported")

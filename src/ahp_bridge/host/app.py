@@ -106,6 +106,12 @@ async def run_bridge(
     wire = None
     if settings.server.wire_log is not None:
         wire = WireLog(settings.server.wire_log, max_bytes=settings.server.wire_log_max_bytes)
+        # It holds transcripts: the operator is told it is on, every time.
+        log.warning(
+            "recording every frame in and out (prompts and answers too) to the wire log",
+            file=str(settings.server.wire_log),
+            max_bytes=settings.server.wire_log_max_bytes,
+        )
     try:
         await _run(settings, server_options(settings, wire), stop, task_status)
     finally:
@@ -155,6 +161,7 @@ async def _run(
         await keeper.start(_keep_catalog, catalog)
         try:
             async with providers.running(), trio.open_nursery() as nursery:
+                nursery.start_soon(providers.warn_at_start)
                 await _serve(
                     settings,
                     options,

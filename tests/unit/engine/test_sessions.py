@@ -51,7 +51,11 @@ def test_create_session_refuses_what_it_cannot_make() -> None:
     }
     assert create(h, peer, S2, provider="nope")["error"] == {
         "code": -32002,
-        "message": "Provider not found: 'nope'",
+        "message": "Provider not found: 'nope' (served: fake)",
+    }
+    assert create(h, peer, S2, provider="fak")["error"] == {
+        "code": -32002,
+        "message": "Provider not found: 'fak'; did you mean 'fake'? (served: fake)",
     }
     assert create(h, peer, S2, fork={"session": S1, "turnId": "t"})["error"] == {
         "code": -32602,

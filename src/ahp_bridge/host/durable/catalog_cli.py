@@ -104,7 +104,10 @@ def _import(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
     settings.bridge.providers = [name]
     try:
         provider = providers.create(name, provider_options(settings)[name])
-    except (providers.UnknownProvider, ValueError) as exc:
+    except providers.UnknownProvider as exc:
+        print(f"ahp-bridge: {exc}", file=sys.stderr)
+        return 2 if exc.name == name else 1  # named on the command line, or a table's kind
+    except ValueError as exc:
         print(f"ahp-bridge: {exc}", file=sys.stderr)
         return 1
     if not isinstance(provider, agentapi.Importer):

@@ -418,6 +418,10 @@ class Changesets:
                 f"the provider did not report its changes within "
                 f"changes.diff_timeout_seconds = {self.diff_timeout} s"
             )
+        except agentapi.Unsupported as exc:
+            # The provider keeps no record here (Copilot outside a repository, on every turn):
+            # an answer, not a failure worth a log line.
+            return None, f"the provider keeps no record of its changes here: {exc}"
         except Exception as exc:
             log.info("diff failed", chat=runtime.uri, error=type(exc).__name__)
             return None, f"the provider could not report its changes: {exc}"

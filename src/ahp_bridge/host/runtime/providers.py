@@ -65,6 +65,28 @@ class Providers:
                 await self.read_models(name)
             yield self
 
+    async def warn_at_start(self) -> None:
+        """Every provider's start-up problems (`providers.StartupChecker`), each one warning
+        with its fix; run beside the bridge, so a slow check holds up nothing. A check that
+        fails or runs out of time (`timeouts.models`) is itself worth a warning."""
+
+        async def check(name: str, provider: providers.StartupChecker) -> None:
+            found: list[tuple[str, str]] = []
+            try:
+                with trio.fail_after(self.timeouts.models):
+                    found = await provider.startup_problems()
+            except Exception as exc:
+                slow = isinstance(exc, trio.TooSlowError)
+                error = gave_up(exc, self.timeouts, "models") if slow else str(exc)
+                log.warning("provider start-up check failed", provider=name, error=error)
+            for problem, fix in found:
+                log.warning(problem, provider=name, fix=fix)
+
+        async with trio.open_nursery() as nursery:
+            for name, provider in self.providers.items():
+                if isinstance(provider, providers.StartupChecker):
+                    nursery.start_soon(check, name, provider)
+
     async def read_models(self, name: str) -> None:
         """Read a provider's models and whether its runtime is signed in (into its info)."""
         info = self.infos[name]

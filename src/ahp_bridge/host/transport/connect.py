@@ -37,17 +37,20 @@ _WILDCARDS_V6 = ("::", "[::]")
 
 @dataclass(frozen=True)
 class TokenSource:
-    """Where the token in effect came from: `configured`, `generated` or `reused` (a file)."""
+    """Where the token in effect came from: `configured`, `generated` or `reused` (a file), or
+    `missing` (none kept yet, and none made)."""
 
     kind: str
     path: Path | None = None
 
 
-def ensure_token(settings: Settings) -> TokenSource | None:
+def ensure_token(settings: Settings, *, create: bool = True) -> TokenSource | None:
     """Give a non-loopback bind without a token the one kept in the data directory.
 
     Returns None when no token is needed or one is configured (`TokenSource("configured")`).
-    Sets `settings.server.token`. Raises OSError when the file cannot be read or written.
+    Sets `settings.server.token`. Without `create`, a token not kept yet is not made (nothing
+    is written): `TokenSource("missing", path)`. Raises OSError when the file cannot be read
+    or written.
     """
     server = settings.server
     if has_token(server.token):
@@ -59,6 +62,8 @@ def ensure_token(settings: Settings) -> TokenSource | None:
     if kept is not None:
         server.token = kept
         return TokenSource("reused", path)
+    if not create:
+        return TokenSource("missing", path)
     token = secrets.token_urlsafe(24)
     private_dir(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
