@@ -181,6 +181,6 @@ def test_a_provider_the_config_does_not_name_is_a_usage_error(tmp_path: Path) ->
     config = sdk_agent_config(tmp_path / "bridge.toml")
     code, text = run_main("--config", str(config), "--provider", "claude")
     assert code == 2
-    assert text == f"error: --provider 'claude': {config} configures no such provider (mine)\n"
+    assert text == f"ahp-bridge: --provider 'claude': {config} configures no such provider (mine)\n"
     code, text = run_main("--config", str(tmp_path / "none.toml"), "--provider", "mine")
-    assert (code, text) == (2, f"error: config file not found: {tmp_path / 'none.toml'}\n")
+    assert (code, text) == (2, f"ahp-bridge: config file not found: {tmp_path / 'none.toml'}\n")
