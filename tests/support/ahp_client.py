@@ -23,7 +23,7 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, connect_websocket_url
 
 from ahp_bridge.protocol.actions_v1 import ACTIONS_09
-from ahp_bridge.protocol.reduce07 import reduce_07
+from ahp_bridge.protocol.reduce_older import reduce_07
 from ahp_bridge.protocol.uris import channel_kind
 from ahp_bridge.protocol.versions import V07, V09, Line, negotiate_line
 from ahp_bridge.state.reducers import reduce

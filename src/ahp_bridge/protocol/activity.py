@@ -5,7 +5,7 @@ dates a chat's last activity (turns starting and ending, questions, answers, tru
 its own time, in two places that must agree: the session list's ``modifiedAt`` on every line
 (the engine's activity clock), and 0.7's ``ChatState.modifiedAt``, whose 0.7.0 reducer stamps
 its clock on exactly these actions when they apply (the 0.7 wire's own view, and
-``reduce07``). Version-neutral: it reads a canonical or a 0.7.0 chat state and action alike
+``reduce_older``). Version-neutral: it reads a canonical or a 0.7.0 chat state and action alike
 (the fields it looks at are the same in both). :class:`ActivityTimes` is the memory both keep,
 fed by the envelopes; neither is canonical state, so neither is in ``state/``.
 """
