@@ -7,15 +7,17 @@ The bridge (`ahp-bridge serve`, fake provider) runs in its own process; a produc
 dispatches N actions as fast as its socket takes them, and every subscriber must receive all N
 envelopes, in order (checked). The figure is envelopes delivered per second, summed over
 subscribers, from the first dispatch sent to the last envelope received. Three bridge runs per
-count, interleaved: every subscriber at 1.0, every one at 0.7, and mixed (half 0.7, half 1.0,
-alternating), so the cost of the down-translation to 0.7 is the mixed figure against all-1.0.
-Beside them: the same payloads through a bare trio-websocket broadcast server in its own
-process (the transport's ceiling), with the same client code.
+count, interleaved: every subscriber at 1.0, every one at 0.6 (the end of the lens chain: four
+steps from the canonical form), and mixed (all five lines, 1.0, 0.9, 0.8, 0.7 and 0.6, in
+turn), so the cost of the down-translations is the mixed figure against all-1.0. Beside them:
+the same payloads through a bare trio-websocket broadcast server in its own process (the
+transport's ceiling), with the same client code.
 
 Two workloads: `draft` (`chat/draftChanged`: the same on every wire, like the deltas that make
 up most of a stream, so the versions share one encode) and `annotation` (`annotations/set`,
-whose 0.7 form differs, so every envelope is translated and encoded twice: the worst case).
-Figures only; nothing is asserted about speed.
+whose form before 0.9 differs, so every envelope is translated and encoded twice: once for 1.0
+and 0.9, once for 0.8, 0.7 and 0.6, which share it: the worst case). Figures only; nothing is
+asserted about speed.
 
 A burst must fit the bridge's per-client outbound queue (4096 frames by default): a client
 that falls further behind is disconnected by design, so N is capped below it.
@@ -53,12 +55,14 @@ from _common import (
 MAX_ACTIONS = 4000
 BARE_CHAT = "ahp-chat:/bench-fanout"
 V10 = ("1.0.0", "0.9.0")
-V07 = ("0.7.0",)
+V06 = ("0.6.0",)
+#: What a client of each line offers, newest first.
+OFFERS: tuple[tuple[str, ...], ...] = (V10, ("0.9.0",), ("0.8.0",), ("0.7.0",), V06)
 #: Bridge runs: what each subscriber offers, by index.
 MIXES: dict[str, Callable[[int], tuple[str, ...]]] = {
     "1.0": lambda i: V10,
-    "0.7": lambda i: V07,
-    "mixed": lambda i: V07 if i % 2 else V10,
+    "0.6": lambda i: V06,
+    "mixed": lambda i: OFFERS[i % len(OFFERS)],
 }
 
 Subscribe = Callable[[BenchClient, str, int], Awaitable[None]]
@@ -271,8 +275,8 @@ def main() -> None:
 HEADERS = [
     "clients",
     "all 1.0 env/s",
-    "all 0.7 env/s",
-    "mixed env/s",
+    "all 0.6 env/s",
+    "mixed (5 lines) env/s",
     "mixed/1.0",
     "bare ws env/s",
     "1.0/bare",
@@ -286,7 +290,7 @@ def _row(count: int, results: dict[str, list[Result]]) -> list[Any]:
     return [
         count,
         f"{rate['1.0']:,.0f}",
-        f"{rate['0.7']:,.0f}",
+        f"{rate['0.6']:,.0f}",
         f"{rate['mixed']:,.0f}",
         f"{rate['mixed'] / rate['1.0']:.2f}",
         f"{rate['bare']:,.0f}",

@@ -524,3 +524,25 @@ async def test_a_new_1_x_client_speaks_1_0(trio_bridge: Bridge) -> None:
     assert result["protocolVersion"] == "1.1.0"
     assert client.line == "1.0"
     assert result["_meta"]["ahpBridge.supportedVersions"][0] == ">=1.0.0 <2.0.0"
+
+
+async def test_command_results_are_each_versions(trio_bridge: Bridge, tmp_path: Path) -> None:
+    """Results other than snapshots, for every line: each client checks each against its own
+    version's schema, strictly (`AhpClient(check=True)`)."""
+    (tmp_path / "notes.txt").write_text("hi\n")  # before the session indexes its directory
+    t = await three(trio_bridge, "0.8", workingDirectories=[tmp_path.as_uri()])
+    for client in t.clients:
+        config = await client.request(
+            "resolveSessionConfig",
+            {"channel": ROOT, "provider": "fake", "workingDirectory": tmp_path.as_uri()},
+        )
+        assert "schema" in config, client.line
+        listed = await client.request("resourceList", {"channel": ROOT, "uri": tmp_path.as_uri()})
+        assert "notes.txt" in [e["name"] for e in listed["entries"]], client.line
+        text = "@no"
+        params = {"channel": t.chat, "kind": "userMessage", "text": text, "offset": len(text)}
+        items = (await client.request("completions", params))["items"]
+        assert any("notes.txt" in i["insertText"] for i in items), (client.line, items)
+        with pytest.raises(RpcFailure) as err:
+            await client.request("resourceRead", {"channel": ROOT, "uri": f"{tmp_path.as_uri()}/x"})
+        assert err.value.code == -32008, client.line
