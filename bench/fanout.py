@@ -1,7 +1,7 @@
 """Envelope fan-out throughput: one producer, N actions on one channel, 1/10/50 subscribers.
 
 Run: python bench/fanout.py [--quick] [--actions N] [--runs R] [--clients 1,10,50]
-                            [--workload draft,annotation]
+                            [--workload draft,annotation] [--in-process]
 
 The bridge (`ahp-bridge serve`, fake provider) runs in its own process; a producer client
 dispatches N actions as fast as its socket takes them, and every subscriber must receive all N
@@ -21,6 +21,10 @@ asserted about speed.
 
 A burst must fit the bridge's per-client outbound queue (4096 frames by default): a client
 that falls further behind is disconnected by design, so N is capped below it.
+
+`--in-process` measures the host's side alone, where a loaded machine matters less: the
+engine's fan-out (`Fanout.apply`) of N actions to the subscribers, as peers with no socket, in
+this process; CPU time per action, all-1.0 and mixed interleaved, median of the runs.
 """
 
 from __future__ import annotations
@@ -244,6 +248,52 @@ async def transport_ceiling(counts: list[int], actions: int, runs: int) -> dict[
     return {c: median([r.rate for r in results[c]["bare"]]) for c in counts}
 
 
+def in_process(workload: str, mix: str, count: int, actions: int) -> float:
+    """CPU µs per action of `Fanout.apply` to `count` socketless peers of `mix` (see above)."""
+    from ahp_bridge.engine.fanout import Fanout
+    from ahp_bridge.engine.peers import Peer
+    from ahp_bridge.state.store import Store
+
+    store = Store()
+    session = "ahp-session:/bench"
+    channel = session + "/annotations" if workload == "annotation" else BARE_CHAT
+    if workload == "annotation":
+        store.create(channel, "annotations", {"annotations": []})
+    else:
+        chat = {"resource": channel, "title": "c", "status": 1, "turns": []}
+        store.create(channel, "chat", {**chat, "modifiedAt": "2026-01-01T00:00:00.000Z"})
+    fanout = Fanout(store, outbound_queue=actions + 1, clock=lambda: "2026-01-01T00:00:00.000Z")
+    lines = {offer: line for offer, line in zip(OFFERS, fanout.wires, strict=True)}
+    peers = []
+    for index in range(count):
+        peer = Peer(index, fanout.wires[lines[MIXES[mix](index)]], client_id=f"c{index}")
+        fanout.subscribe(peer, channel)
+        peers.append(peer)
+    work = Workload(workload, channel, session)
+    batch = [work.action(i) for i in range(actions)]
+    started = time.process_time()
+    for action in batch:
+        fanout.apply(channel, action)
+    spent = time.process_time() - started
+    assert all(len(p.outbox) == actions for p in peers)
+    return spent * 1e6 / actions
+
+
+def main_in_process(counts: list[int], actions: int, runs: int, workloads: list[str]) -> None:
+    print("in process (no sockets): CPU µs per action of the fan-out, median of", runs, "runs")
+    rows = []
+    for workload in workloads:
+        for count in counts:
+            got: dict[str, list[float]] = {"1.0": [], "mixed": []}
+            for _ in range(runs):
+                for mix in got:
+                    got[mix].append(in_process(workload, mix, count, actions))
+            one, mixed = median(got["1.0"]), median(got["mixed"])
+            rows.append([workload, count, f"{one:.1f}", f"{mixed:.1f}", f"{mixed / one:.2f}"])
+    headers = ["workload", "clients", "all 1.0 µs/action", "mixed (5 lines) µs/action", "ratio"]
+    print(table(headers, rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="short run (fewer actions, runs)")
@@ -252,6 +302,9 @@ def main() -> None:
     parser.add_argument("--clients", default="1,10,50", help="subscriber counts, comma-separated")
     parser.add_argument(
         "--workload", default="draft,annotation", help="draft and/or annotation, comma-separated"
+    )
+    parser.add_argument(
+        "--in-process", action="store_true", help="the host's fan-out alone, no sockets"
     )
     args = parser.parse_args()
     actions = args.actions or (400 if args.quick else 2000)
@@ -265,6 +318,9 @@ def main() -> None:
     if not workloads or any(w not in ("draft", "annotation") for w in workloads):
         parser.error("--workload: draft and/or annotation")
     print(machine_note())
+    if args.in_process:
+        main_in_process(counts, actions, max(runs, 7), workloads)
+        return
     for workload in workloads:
         kind = "chat/draftChanged" if workload == "draft" else "annotations/set"
         print(f"\nfan-out, {workload}: {actions} {kind} actions per run, median of {runs} runs")

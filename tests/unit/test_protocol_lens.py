@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from ahp_bridge.engine.fanout import Fanout
-from ahp_bridge.protocol import wire06, wire07
+from ahp_bridge.protocol import wire06, wire07, wire08
 from ahp_bridge.protocol.lens import Wire, wires
 from ahp_bridge.protocol.versions import V06, V07, V08, V09, V10, Line
 from ahp_bridge.state.envelope import Envelope
@@ -1093,3 +1093,18 @@ def test_an_untouched_0_7_0_fixture_gives_its_expected_state_in_0_8_and_0_6(
         assert shown.pop("modifiedAt") in {host_time(i) for i in range(len(actions))}
         expected = {k: v for k, v in expected.items() if k != "modifiedAt"}
     assert shown == expected, name
+
+
+@pytest.mark.parametrize("line", [V08, V07, V06])
+def test_a_step_is_skipped_only_for_the_types_it_passes(line: Line) -> None:
+    """The lens skips a line's step for the types its module says it passes (`PASSED`): each of
+    those is one the step has no case for, and every type the line knows is in one set."""
+    module = {V08: wire08, V07: wire07, V06: wire06}[line]
+    wire = wires()[line]
+    assert wire.passes is module.PASSED  # type: ignore[attr-defined]
+    assert not module.PASSED & module.STEPPED
+    assert set(wire.actions.types) <= module.PASSED | module.STEPPED
+    for kind in module.PASSED:
+        action = {"type": kind}
+        sent = module.step_actions(action)
+        assert len(sent) == 1 and sent[0] is action, kind

@@ -25,6 +25,7 @@ next newer one: 0.9 (``wire09``) from 1.0, then 0.8 (``wire08``), 0.7 (``wire07`
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
@@ -229,22 +230,38 @@ class _Older(Wire):
 
     idempotent_turns = False
     reducer: OlderLine
+    #: The action types this line's step passes as they are (its module's ``PASSED``).
+    passes: frozenset[str] = frozenset()
 
     def __init__(self, parent: Wire) -> None:
         self.parent = parent
+        #: The last envelope shaped, and its actions in this line: the fan-out shapes one
+        #: envelope for every line in use before the next, and each older line asks its
+        #: parent's, so each step runs once per envelope, not once per line below it.
+        self._last: tuple[EnvelopeLike | None, list[JSON]] = (None, [])
 
     def step(self, env: EnvelopeLike, action: JSON) -> list[JSON]:
         """The actions of this line for one action ``parent`` sends for ``env``."""
         return [action]
 
     def actions_for(self, env: EnvelopeLike) -> list[JSON]:
-        return wire08.chain(self.parent.actions_for(env), lambda a: self.step(env, a))
+        last, sent = self._last
+        if last is not env:
+            above = self.parent.actions_for(env)
+            if len(above) == 1 and above[0].get("type") in self.passes:
+                sent = above
+            else:
+                sent = wire08.chain(above, lambda a: self.step(env, a))
+            self._last = (env, sent)
+        return sent
 
     def envelope_frames(self, env: EnvelopeLike) -> tuple[str, ...]:
+        sent = self.actions_for(env)
+        if len(sent) == 1 and sent[0] is env.action:  # as canonical: every such line's encode
+            return (env.frame,)
         above = self.parent.actions_for(env)
-        sent = wire08.chain(above, lambda a: self.step(env, a))
-        if len(sent) == len(above) and all(a is b for a, b in zip(sent, above, strict=True)):
-            return env.frames(self.parent)
+        if len(sent) == len(above) and all(map(operator.is_, sent, above)):
+            return env.frames(self.parent)  # this step changed nothing: the parent's encode
         return tuple(_frame(_envelope(env, a)) for a in sent)
 
     def state(self, kind: str, state: JSON, *, channel: str) -> JSON:
@@ -298,6 +315,7 @@ class Wire08(_Older):
     methods = METHODS_V08
     post_state = wire08.NEEDS_POST_STATE
     reducer = LINE_08
+    passes = wire08.PASSED
 
     def __init__(self, parent: Wire) -> None:
         super().__init__(parent)
@@ -351,6 +369,7 @@ class Wire07(_Older):
     methods = METHODS
     post_state = wire07.NEEDS_POST_STATE
     reducer = LINE_07
+    passes = wire07.PASSED
 
     def __init__(self, parent: Wire) -> None:
         super().__init__(parent)
@@ -406,6 +425,7 @@ class Wire06(_Older):
     methods = METHODS_V06
     post_state = wire07.NEEDS_POST_STATE
     reducer = LINE_06
+    passes = wire06.PASSED
 
     def step(self, env: EnvelopeLike, action: JSON) -> list[JSON]:
         return wire06.step_actions(action)

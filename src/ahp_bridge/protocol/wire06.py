@@ -40,6 +40,8 @@ from ahp_bridge.protocol import wire07, wire08
 from ahp_bridge.protocol.actions_v06 import WORKING_DIRECTORY_TYPES
 
 __all__ = [
+    "PASSED",
+    "STEPPED",
     "down_actions",
     "down_state",
     "down_summary",
@@ -58,6 +60,26 @@ __all__ = [
 JSON = dict[str, Any]
 
 _TOOL_CALL_READY_ONLY_0_7: Final = ("contributor", "intention")
+
+#: The action types :func:`step_actions` may change or drop; it passes every other one.
+STEPPED: Final[frozenset[str]] = WORKING_DIRECTORY_TYPES | {
+    "chat/toolCallReady",
+    "chat/toolCallDelta",
+    "chat/toolCallComplete",
+    "chat/toolCallContentChanged",
+    "chat/toolCallConfirmed",
+    "chat/responsePart",
+    "chat/turnStarted",
+    "chat/pendingMessageSet",
+    "chat/draftChanged",
+    "chat/turnsLoaded",
+    "session/chatAdded",
+    "session/chatUpdated",
+    "session/inputNeededSet",
+    "root/agentsChanged",
+}
+#: The action types the step passes as they are: ``lens`` skips it for them.
+PASSED: Final[frozenset[str]] = frozenset(wire07.PASSED | wire07.STEPPED) - STEPPED
 
 
 # ── values ────────────────────────────────────────────────────────────────────────────────────

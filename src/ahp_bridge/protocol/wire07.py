@@ -56,6 +56,8 @@ from ahp_bridge.protocol.wire08 import CLOCK_STAMPED, down_summary, down_turn
 __all__ = [
     "CLOCK_STAMPED",
     "NEEDS_POST_STATE",
+    "PASSED",
+    "STEPPED",
     "down_actions",
     "down_state",
     "down_summary",
@@ -77,6 +79,19 @@ JSON = dict[str, Any]
 NEEDS_POST_STATE: Final[frozenset[str]] = wire08.NEEDS_POST_STATE | {
     "session/workingDirectoryReplaced"
 }
+
+#: The action types :func:`step_actions` may change; it passes every other one as it is.
+STEPPED: Final[frozenset[str]] = frozenset(
+    {
+        "session/workingDirectoryReplaced",
+        "session/customizationToggled",
+        "session/customizationsChanged",
+        "session/customizationUpdated",
+        "session/activeClientSet",
+    }
+)
+#: The action types the step passes as they are: ``lens`` skips it for them.
+PASSED: Final[frozenset[str]] = frozenset(wire08.PASSED | wire08.STEPPED) - STEPPED
 
 _ACTIVITY = (1 << 5) - 1
 _INPUT_NEEDED = 24

@@ -41,6 +41,8 @@ from ahp_bridge.protocol.actions_v08 import ACTIONS_08
 __all__ = [
     "CLOCK_STAMPED",
     "NEEDS_POST_STATE",
+    "PASSED",
+    "STEPPED",
     "chain",
     "chat_summary",
     "down_actions",
@@ -79,20 +81,43 @@ CLOCK_STAMPED: Final[frozenset[str]] = frozenset(
 NEEDS_POST_STATE: Final[frozenset[str]] = frozenset({"chat/turnResume", "session/chatsReordered"})
 
 _TYPES: Final = frozenset(ACTIONS_08.types)
+#: The action types :func:`step_actions` may change or drop (besides the types 0.8 lacks).
+STEPPED: Final[frozenset[str]] = frozenset(
+    {
+        "chat/error",
+        "chat/turnStarted",
+        "chat/turnResume",
+        "chat/responsePart",
+        "chat/turnsLoaded",
+        "session/chatAdded",
+        "session/chatUpdated",
+        "terminal/claimed",
+        "root/terminalsChanged",
+        "annotations/set",
+        "annotations/updated",
+        "changeset/statusChanged",
+    }
+)
+#: The action types the step passes as they are (most of a stream): ``lens`` skips it for them.
+PASSED: Final[frozenset[str]] = _TYPES - STEPPED
 _SUMMARY_ONLY_0_9: Final = ("chats", "defaultChat", "origin")
 _CHAT_SUMMARY_ONLY_1_0: Final = ("changes", "movable")
 
 
 def chain(sent: list[JSON], step: Callable[[JSON], list[JSON]]) -> list[JSON]:
     """Each action of the newer line's ``sent`` through one older step, in order. An action a
-    step leaves alone stays the same object, so a line that changes nothing of an envelope
-    shares its encode with the newer one (``Envelope.frames``)."""
-    if len(sent) == 1:
-        return step(sent[0])
-    out: list[JSON] = []
-    for action in sent:
-        out.extend(step(action))
-    return out
+    step leaves alone stays the same object, and when the step leaves every one alone the
+    result is ``sent`` itself: a line that changes nothing of an envelope shares its encode
+    with the newer one (``Envelope.frames``)."""
+    out: list[JSON] | None = None
+    for i, action in enumerate(sent):
+        got = step(action)
+        if out is None:
+            if len(got) == 1 and got[0] is action:
+                continue
+            out = sent[:i]
+        out.extend(got)
+    return sent if out is None else out
 
 
 # ── states ────────────────────────────────────────────────────────────────────────────────────
@@ -237,7 +262,8 @@ def down_actions(
 
 
 def step_actions(action: JSON, *, changed: bool = True, post: JSON | None = None) -> list[JSON]:
-    """The 0.8.0 actions for one 0.9 action (``changed``, ``post``: of its canonical envelope)."""
+    """The 0.8.0 actions for one 0.9 action (``changed``, ``post``: of its canonical envelope);
+    every type in :data:`STEPPED` has its case here, every other 0.8 type is passed."""
     match action.get("type"):
         case "chat/error":
             return [_chat_error(action)]
