@@ -1,24 +1,30 @@
 """Envelope fan-out throughput: one producer, N actions on one channel, 1/10/50 subscribers.
 
 Run: python bench/fanout.py [--quick] [--actions N] [--runs R] [--clients 1,10,50]
-                            [--workload draft,annotation]
+                            [--workload draft,annotation] [--in-process]
 
 The bridge (`ahp-bridge serve`, fake provider) runs in its own process; a producer client
 dispatches N actions as fast as its socket takes them, and every subscriber must receive all N
 envelopes, in order (checked). The figure is envelopes delivered per second, summed over
 subscribers, from the first dispatch sent to the last envelope received. Three bridge runs per
-count, interleaved: every subscriber at 1.0, every one at 0.7, and mixed (half 0.7, half 1.0,
-alternating), so the cost of the down-translation to 0.7 is the mixed figure against all-1.0.
-Beside them: the same payloads through a bare trio-websocket broadcast server in its own
-process (the transport's ceiling), with the same client code.
+count, interleaved: every subscriber at 1.0, every one at 0.6 (the end of the lens chain: four
+steps from the canonical form), and mixed (all five lines, 1.0, 0.9, 0.8, 0.7 and 0.6, in
+turn), so the cost of the down-translations is the mixed figure against all-1.0. Beside them:
+the same payloads through a bare trio-websocket broadcast server in its own process (the
+transport's ceiling), with the same client code.
 
 Two workloads: `draft` (`chat/draftChanged`: the same on every wire, like the deltas that make
 up most of a stream, so the versions share one encode) and `annotation` (`annotations/set`,
-whose 0.7 form differs, so every envelope is translated and encoded twice: the worst case).
-Figures only; nothing is asserted about speed.
+whose form before 0.9 differs, so every envelope is translated and encoded twice: once for 1.0
+and 0.9, once for 0.8, 0.7 and 0.6, which share it: the worst case). Figures only; nothing is
+asserted about speed.
 
 A burst must fit the bridge's per-client outbound queue (4096 frames by default): a client
 that falls further behind is disconnected by design, so N is capped below it.
+
+`--in-process` measures the host's side alone, where a loaded machine matters less: the
+engine's fan-out (`Fanout.apply`) of N actions to the subscribers, as peers with no socket, in
+this process; CPU time per action, all-1.0 and mixed interleaved, median of the runs.
 """
 
 from __future__ import annotations
@@ -53,12 +59,14 @@ from _common import (
 MAX_ACTIONS = 4000
 BARE_CHAT = "ahp-chat:/bench-fanout"
 V10 = ("1.0.0", "0.9.0")
-V07 = ("0.7.0",)
+V06 = ("0.6.0",)
+#: What a client of each line offers, newest first.
+OFFERS: tuple[tuple[str, ...], ...] = (V10, ("0.9.0",), ("0.8.0",), ("0.7.0",), V06)
 #: Bridge runs: what each subscriber offers, by index.
 MIXES: dict[str, Callable[[int], tuple[str, ...]]] = {
     "1.0": lambda i: V10,
-    "0.7": lambda i: V07,
-    "mixed": lambda i: V07 if i % 2 else V10,
+    "0.6": lambda i: V06,
+    "mixed": lambda i: OFFERS[i % len(OFFERS)],
 }
 
 Subscribe = Callable[[BenchClient, str, int], Awaitable[None]]
@@ -240,6 +248,52 @@ async def transport_ceiling(counts: list[int], actions: int, runs: int) -> dict[
     return {c: median([r.rate for r in results[c]["bare"]]) for c in counts}
 
 
+def in_process(workload: str, mix: str, count: int, actions: int) -> float:
+    """CPU µs per action of `Fanout.apply` to `count` socketless peers of `mix` (see above)."""
+    from ahp_bridge.engine.fanout import Fanout
+    from ahp_bridge.engine.peers import Peer
+    from ahp_bridge.state.store import Store
+
+    store = Store()
+    session = "ahp-session:/bench"
+    channel = session + "/annotations" if workload == "annotation" else BARE_CHAT
+    if workload == "annotation":
+        store.create(channel, "annotations", {"annotations": []})
+    else:
+        chat = {"resource": channel, "title": "c", "status": 1, "turns": []}
+        store.create(channel, "chat", {**chat, "modifiedAt": "2026-01-01T00:00:00.000Z"})
+    fanout = Fanout(store, outbound_queue=actions + 1, clock=lambda: "2026-01-01T00:00:00.000Z")
+    lines = {offer: line for offer, line in zip(OFFERS, fanout.wires, strict=True)}
+    peers = []
+    for index in range(count):
+        peer = Peer(index, fanout.wires[lines[MIXES[mix](index)]], client_id=f"c{index}")
+        fanout.subscribe(peer, channel)
+        peers.append(peer)
+    work = Workload(workload, channel, session)
+    batch = [work.action(i) for i in range(actions)]
+    started = time.process_time()
+    for action in batch:
+        fanout.apply(channel, action)
+    spent = time.process_time() - started
+    assert all(len(p.outbox) == actions for p in peers)
+    return spent * 1e6 / actions
+
+
+def main_in_process(counts: list[int], actions: int, runs: int, workloads: list[str]) -> None:
+    print("in process (no sockets): CPU µs per action of the fan-out, median of", runs, "runs")
+    rows = []
+    for workload in workloads:
+        for count in counts:
+            got: dict[str, list[float]] = {"1.0": [], "mixed": []}
+            for _ in range(runs):
+                for mix in got:
+                    got[mix].append(in_process(workload, mix, count, actions))
+            one, mixed = median(got["1.0"]), median(got["mixed"])
+            rows.append([workload, count, f"{one:.1f}", f"{mixed:.1f}", f"{mixed / one:.2f}"])
+    headers = ["workload", "clients", "all 1.0 µs/action", "mixed (5 lines) µs/action", "ratio"]
+    print(table(headers, rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="short run (fewer actions, runs)")
@@ -248,6 +302,9 @@ def main() -> None:
     parser.add_argument("--clients", default="1,10,50", help="subscriber counts, comma-separated")
     parser.add_argument(
         "--workload", default="draft,annotation", help="draft and/or annotation, comma-separated"
+    )
+    parser.add_argument(
+        "--in-process", action="store_true", help="the host's fan-out alone, no sockets"
     )
     args = parser.parse_args()
     actions = args.actions or (400 if args.quick else 2000)
@@ -261,6 +318,9 @@ def main() -> None:
     if not workloads or any(w not in ("draft", "annotation") for w in workloads):
         parser.error("--workload: draft and/or annotation")
     print(machine_note())
+    if args.in_process:
+        main_in_process(counts, actions, max(runs, 7), workloads)
+        return
     for workload in workloads:
         kind = "chat/draftChanged" if workload == "draft" else "annotations/set"
         print(f"\nfan-out, {workload}: {actions} {kind} actions per run, median of {runs} runs")
@@ -271,8 +331,8 @@ def main() -> None:
 HEADERS = [
     "clients",
     "all 1.0 env/s",
-    "all 0.7 env/s",
-    "mixed env/s",
+    "all 0.6 env/s",
+    "mixed (5 lines) env/s",
     "mixed/1.0",
     "bare ws env/s",
     "1.0/bare",
@@ -286,7 +346,7 @@ def _row(count: int, results: dict[str, list[Result]]) -> list[Any]:
     return [
         count,
         f"{rate['1.0']:,.0f}",
-        f"{rate['0.7']:,.0f}",
+        f"{rate['0.6']:,.0f}",
         f"{rate['mixed']:,.0f}",
         f"{rate['mixed'] / rate['1.0']:.2f}",
         f"{rate['bare']:,.0f}",

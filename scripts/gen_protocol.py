@@ -4,6 +4,10 @@
 * ``src/ahp_bridge/protocol/_generated.py``    from ``proto/ahp/0.7.0/ahp.schema.json``
 * ``src/ahp_bridge/protocol/_generated_v1.py`` from ``proto/ahp/1.0.0/ahp.schema.json``
   (1.0.0 also serves 0.9 peers: the two share one wire contract, 1.0 being additive)
+* ``src/ahp_bridge/protocol/_generated_v08.py`` from ``proto/ahp/0.8.0-dev/ahp.schema.json`` with
+  the 0.8.0 release's shapes put in (:func:`_release_0_8_0`)
+* ``src/ahp_bridge/protocol/_generated_v06.py`` from ``proto/ahp/0.6.0/ahp.schema.json`` with the
+  release generator's wrong text fixed (:func:`_schema_text_0_6`)
 * ``src/ahp_bridge/protocol/action_types.py`` from both: the ``ActionType`` enum, one member per
   action ``type`` const (no codegen involved; see :func:`generate_action_types`)
 
@@ -50,6 +54,10 @@ SCHEMA = ROOT / "proto" / "ahp" / "0.7.0" / "ahp.schema.json"
 OUTPUT = ROOT / "src" / "ahp_bridge" / "protocol" / "_generated.py"
 SCHEMA_V1 = ROOT / "proto" / "ahp" / "1.0.0" / "ahp.schema.json"
 OUTPUT_V1 = ROOT / "src" / "ahp_bridge" / "protocol" / "_generated_v1.py"
+SCHEMA_V08 = ROOT / "proto" / "ahp" / "0.8.0-dev" / "ahp.schema.json"
+OUTPUT_V08 = ROOT / "src" / "ahp_bridge" / "protocol" / "_generated_v08.py"
+SCHEMA_V06 = ROOT / "proto" / "ahp" / "0.6.0" / "ahp.schema.json"
+OUTPUT_V06 = ROOT / "src" / "ahp_bridge" / "protocol" / "_generated_v06.py"
 CODEGEN_VERSION = "0.89.0"
 
 CODEGEN_FLAGS = [
@@ -152,6 +160,89 @@ def _chat_attachment_end_turn_optional(defs: Schema) -> None:
     defs["MessageChatAttachment"]["required"].remove("endTurn")
 
 
+def _structure(path: Path) -> Schema:
+    """The ``$defs`` of the schema at ``path`` without ``description`` annotations (properties
+    that are themselves named ``description`` are kept), as the structure-only copies hold them."""
+
+    def strip(node: Any, in_properties: bool = False) -> Any:
+        if isinstance(node, dict):
+            return {
+                k: strip(v, k == "properties")
+                for k, v in node.items()
+                if not (k == "description" and not in_properties and isinstance(v, str))
+            }
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    defs: Schema = strip(json.loads(path.read_text(encoding="utf-8"))["$defs"])
+    return defs
+
+
+#: Defs whose 0.6.0 text is wrong and whose wire 0.7.0 did not change: the release's schema
+#: generator wrote inline nested types as ``{"type": "string"}`` (URIs, ContentRefs, string arrays,
+#: the JSON-Schema objects of ToolDefinition), where the same commit's ``types/`` declare what the
+#: 0.7.0 generator wrote (ahp-0.6-0.8-diff.md §2.2; proto/ahp/0.6.0/PROVENANCE.md).
+TEXT_0_6_FROM_0_7: tuple[str, ...] = (
+    "FileEdit",
+    "ToolResultFileEditContent",
+    "ChangesetOperationTarget",
+    "CreateResourceWatchParams",
+    "ResourceWatchState",
+    "ResourceWatchChangedAction",
+    "ToolDefinition",
+    "AhpMcpUiHostCapabilities",
+)
+
+
+def _schema_text_0_6(defs: Schema) -> None:
+    # Real 0.6.0 traffic fails against the generator's text of these defs: they take 0.7.0's
+    # (whose wire is 0.6.0's there), and three more whose 0.7.0 form also changed the wire keep
+    # their 0.6.0 shape with only the wrong part corrected: `edits` (an array of FileEdit, not a
+    # string) on two tool-call defs, and ChatOrigin's `const` kinds (0.7.0's sideChat left out).
+    v07 = _structure(SCHEMA)
+    for name in TEXT_0_6_FROM_0_7:
+        assert defs[name] != v07[name], f"{name}: the 0.6.0 text is not the known wrong one"
+        defs[name] = copy.deepcopy(v07[name])
+    for name in ("ChatToolCallReadyAction", "ToolCallPendingConfirmationState"):
+        edits = defs[name]["properties"]["edits"]
+        assert edits["properties"]["items"] == {"type": "string"}, name
+        defs[name]["properties"]["edits"] = copy.deepcopy(v07[name]["properties"]["edits"])
+    origin = [
+        m for m in v07["ChatOrigin"]["oneOf"] if m["properties"]["kind"]["const"] != "sideChat"
+    ]
+    assert len(origin) == len(defs["ChatOrigin"]["oneOf"]) == 3
+    defs["ChatOrigin"] = {"oneOf": copy.deepcopy(origin)}
+
+
+#: Defs the 0.8.0 release has and the 0.8.0-dev snapshot lacks (proto/ahp/0.8.0-dev/PROVENANCE.md:
+#: customization enablement, `auth/required.resource` as an object, the working-directory
+#: replacement), in their 1.0.0 text: upstream's errors.schema.json at c840a572 (2026-08-14) has
+#: the 1.0.0 shapes for every one it carries, and the release changed none after.
+RELEASE_0_8_FROM_1_0: tuple[str, ...] = (
+    "CustomizationEnablement",
+    "PluginCustomization",
+    "ClientPluginCustomization",
+    "McpServerCustomization",
+    "ContainerCustomizationBase",
+    "SessionCustomizationToggledAction",
+    "AuthRequiredParams",
+    "SessionWorkingDirectoryReplacedAction",
+    "MultipleWorkingDirectoriesCapability",
+)
+
+
+def _release_0_8_0(defs: Schema) -> None:
+    # Clients built from the spec/v0.8.0 tag speak these shapes (ahp-0.6-0.8-diff.md §4, §7);
+    # the snapshot is six days older. StateAction gains the one new action type (86 in all).
+    v10 = _structure(SCHEMA_V1)
+    for name in RELEASE_0_8_FROM_1_0:
+        defs[name] = copy.deepcopy(v10[name])
+    members = defs["StateAction"]["oneOf"]
+    after = members.index({"$ref": "#/$defs/SessionWorkingDirectoryRemovedAction"})
+    members.insert(after + 1, {"$ref": "#/$defs/SessionWorkingDirectoryReplacedAction"})
+
+
 SCHEMA_FIXES: list[Callable[[Schema], None]] = [
     _optional_undefined_fields,
     _session_status_bitset,
@@ -170,6 +261,19 @@ SCHEMA_FIXES_V1: list[Callable[[Schema], None]] = [
 ]
 
 
+#: 0.8.0: the release's shapes over the dev snapshot (already fixed for `T | undefined`, ToolInput
+#: and endTurn upstream), then the codegen fixes 1.0.0 takes.
+SCHEMA_FIXES_V08: list[Callable[[Schema], None]] = [_release_0_8_0, *SCHEMA_FIXES_V1]
+
+#: 0.6.0: the release generator's wrong text, the same `T | undefined` defect as our 0.7.0
+#: snapshot (the same seven defs), then the codegen fixes.
+SCHEMA_FIXES_V06: list[Callable[[Schema], None]] = [
+    _schema_text_0_6,
+    _optional_undefined_fields,
+    *SCHEMA_FIXES_V1,
+]
+
+
 @dataclass(frozen=True)
 class Target:
     """One wire version: its schema, its fixes and the module generated from them."""
@@ -179,10 +283,17 @@ class Target:
     output: Path
     fixes: list[Callable[[Schema], None]]
 
+    @property
+    def source(self) -> str:
+        """The folder under proto/ahp/ the schema is read from."""
+        return self.schema.parent.name
+
 
 TARGETS: dict[str, Target] = {
     "0.7.0": Target("0.7.0", SCHEMA, OUTPUT, SCHEMA_FIXES),
     "1.0.0": Target("1.0.0", SCHEMA_V1, OUTPUT_V1, SCHEMA_FIXES_V1),
+    "0.8.0": Target("0.8.0", SCHEMA_V08, OUTPUT_V08, SCHEMA_FIXES_V08),
+    "0.6.0": Target("0.6.0", SCHEMA_V06, OUTPUT_V06, SCHEMA_FIXES_V06),
 }
 
 
@@ -229,7 +340,7 @@ def generate(target: Target = TARGETS["0.7.0"]) -> str:
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"datamodel-codegen failed ({proc.returncode}):\n{proc.stderr}")
-        return postprocess(out.read_text(encoding="utf-8"), target.spec)
+        return postprocess(out.read_text(encoding="utf-8"), target.source)
 
 
 ACTION_TYPES_OUTPUT = ROOT / "src" / "ahp_bridge" / "protocol" / "action_types.py"

@@ -1,4 +1,5 @@
-"""Session customizations over real WebSockets, 1.0 and 0.7: the provider's skills, custom
+"""Session customizations over real WebSockets, 1.0, 0.8, 0.7 and 0.6 (0.8 has 1.0's enablement
+decisions, 0.7 and 0.6 a flag): the provider's skills, custom
 agents, hooks, instructions, commands and MCP servers as typed customizations; toggling a skill
 reaches the provider, MCP servers start and stop, and what cannot be done is refused."""
 
@@ -16,7 +17,11 @@ from tests.support.ahp_client import AhpClient, create
 
 SCRIPT = Path(__file__).parent / "scripts" / "customize.toml"
 V1 = ("1.0.0", "0.9.0")
-LINES = pytest.mark.parametrize("versions", [V1, ("0.7.0",)], ids=["1.0", "0.7"])
+LINES = pytest.mark.parametrize(
+    "versions", [V1, ("0.8.0",), ("0.7.0",), ("0.6.0",)], ids=["1.0", "0.8", "0.7", "0.6"]
+)
+#: The lines whose customizations carry an `enabled` flag, not `enablement` decisions.
+FLAGGED = ("0.7", "0.6")
 
 
 @pytest.fixture
@@ -36,14 +41,14 @@ def by_id(client: AhpClient, session: str) -> dict[str, dict[str, Any]]:
 
 
 def toggle(client: AhpClient, ident: str, enabled: bool) -> dict[str, Any]:
-    if client.line == "0.7":
+    if client.line in FLAGGED:
         return {"type": "session/customizationToggled", "id": ident, "enabled": enabled}
     decision = [{"kind": "global", "enabled": enabled}]
     return {"type": "session/customizationToggled", "id": ident, "enablement": decision}
 
 
 def is_on(client: AhpClient, item: dict[str, Any]) -> bool:
-    if client.line == "0.7" or "enabled" in item:
+    if client.line in FLAGGED or "enabled" in item:
         return bool(item.get("enabled", True))
     return bool(item["enablement"][0]["enabled"])
 

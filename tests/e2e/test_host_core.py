@@ -95,11 +95,18 @@ async def test_unsupported_version_gets_32005_and_the_connection_closes(bridge: 
     client = await bridge.client(initialize=False)
     with pytest.raises(RpcFailure) as err:
         await client.request(
-            "initialize", {"channel": ROOT, "protocolVersions": ["0.8.0", "2.0.0"], "clientId": "c"}
+            "initialize", {"channel": ROOT, "protocolVersions": ["0.5.2", "2.0.0"], "clientId": "c"}
         )
     assert err.value.code == -32005
     assert err.value.data == {
-        "supportedVersions": [">=1.0.0 <2.0.0", ">=0.9.0 <0.10.0", ">=0.7.0 <0.8.0"]
+        "supportedVersions": [
+            ">=1.0.0 <2.0.0",
+            ">=0.10.0 <0.11.0",
+            ">=0.9.0 <0.10.0",
+            ">=0.8.0 <0.9.0",
+            ">=0.7.0 <0.8.0",
+            ">=0.6.0 <0.7.0",
+        ]
     }
     await client.wait_for(lambda: client.closed is not None)
 

@@ -224,13 +224,15 @@ async def test_a_sign_in_that_expires_mid_use_is_announced_and_a_new_sign_in_res
 ) -> None:
     c10, c07, chat = await _signed_in(expiring)
     c09 = await expiring.client("nine", versions=("0.9.0",))  # joined after the sign-in
-    seen = {c10: 1, c07: 1, c09: 0}  # agentsChanged each has heard so far
+    c08 = await expiring.client("eight", versions=("0.8.0",))
+    c06 = await expiring.client("six", versions=("0.6.0",))
+    seen = {c10: 1, c07: 1, c09: 0, c08: 0, c06: 0}  # agentsChanged each has heard so far
     end = await _turn(c10, chat, "t1", "expire")
     # The turn fails with the script's message: the runtime says why it stopped.
     assert end["type"] == "chat/error"
     assert end["part"]["error"]["message"] == "your GitHub token expired"
     # Everyone hears it through root state: the agent needs a sign-in again.
-    for client in (c10, c07, c09):
+    for client in (c10, c07, c09, c08, c06):
         await client.wait_for(lambda c=client: len(_agents_changed(c)) == seen[c] + 1)
         [agent] = _agents_changed(client)[-1]["agents"]
         assert agent["protectedResources"] == [dict(RESOURCE, resource_name=agent["displayName"])]
@@ -242,9 +244,13 @@ async def test_a_sign_in_that_expires_mid_use_is_announced_and_a_new_sign_in_res
         "method": "auth/required",
         "params": {"channel": ROOT, "resource": resource, "reason": "expired"},
     }
-    for client in (c10, c09):
+    for client in (c10, c09, c08):  # 0.8.0 made `resource` the whole metadata
         await client.wait_for(lambda c=client: _auth_required(c))
         assert _auth_required(client) == [expected]
+    # A 0.6 peer: its auth/required names the resource by its identifier (a string).
+    await c06.wait_for(lambda: _auth_required(c06))
+    params06 = {**expected["params"], "resource": resource["resource"]}
+    assert _auth_required(c06) == [{**expected, "params": params06}]
     # A 0.7 peer: our 0.7.0 has no auth/required, so nothing but the agentsChanged above
     # (every frame it got validated against both 0.7.0 schemas, strictly).
     assert _auth_required(c07) == []
@@ -262,7 +268,7 @@ async def test_a_sign_in_that_expires_mid_use_is_announced_and_a_new_sign_in_res
     assert len(_auth_required(c10)) == 1 and len(_agents_changed(c10)) == 2
     # A new sign-in clears it: announced without protectedResources, and turns run again.
     await c09.request("authenticate", {"channel": ROOT, "resource": GITHUB, "token": TOKEN})
-    for client in (c10, c07, c09):
+    for client in (c10, c07, c09, c08, c06):
         await client.wait_for(lambda c=client: len(_agents_changed(c)) == seen[c] + 2)
         [agent] = _agents_changed(client)[-1]["agents"]
         assert "protectedResources" not in agent and agent["models"]

@@ -5,8 +5,10 @@ mints session URIs in the provider's scheme (`<provider>:/<uuid>`) and subscribe
 `<session>/annotations`; it dispatches `root/configChanged` from clientSeq 0, probes `.vscode/`
 files, lists `file:///`, creates the session with its own tools and customizations and a
 progress token, names a model on its turn, opens a terminal on an `agenthost-terminal:` URI and
-pings a lot. Replayed as `["0.7.0"]` and as `["1.0.0", "0.9.0"]`: every request gets a specific
-answer, none breaks the session, and the turn runs to its end.
+pings a lot. Replayed as `["0.7.0"]`, as `["1.0.0", "0.9.0"]` and as `["0.10.0"]` (VS Code's own
+0.10.0 release, which shares the 0.9/1.0 wire contract: served on the 1.0 line, the string
+echoed): every request gets a specific answer, none breaks the session, and the turn runs to
+its end.
 """
 
 from __future__ import annotations
@@ -89,7 +91,9 @@ def _enablement(value: Any) -> Any:
     return out
 
 
-@pytest.mark.parametrize("offer", [("0.7.0",), ("1.0.0", "0.9.0")], ids=["0.7.0", "1.0.0+0.9.0"])
+@pytest.mark.parametrize(
+    "offer", [("0.7.0",), ("1.0.0", "0.9.0"), ("0.10.0",)], ids=["0.7.0", "1.0.0+0.9.0", "0.10.0"]
+)
 async def test_the_vscode_request_sequence(bridge: Bridge, offer: tuple[str, ...]) -> None:
     # 1. VS Code first tries to reconnect as the client of an earlier host run.
     stale = await bridge.client(OLD_CLIENT, initialize=False, versions=offer, check=True)
@@ -112,6 +116,8 @@ async def test_the_vscode_request_sequence(bridge: Bridge, offer: tuple[str, ...
                 "result",
                 await client.initialize(params["initialSubscriptions"]),
             )
+            assert answer[1]["protocolVersion"] == offer[0]  # the offered string, echoed
+            assert client.line == ("0.7" if offer == ("0.7.0",) else "1.0")
         else:
             answer = await replay.send(request)
         answers.setdefault(method, []).append(answer)

@@ -3,10 +3,12 @@
 It keeps every frame it receives, answers nothing on its own, and reduces `action` envelopes
 into its own copy of each subscribed channel's state, so tests can assert that every client's
 view equals the host's snapshot. It speaks the version it offers (default `["0.7.0"]`, as every
-0.7 test always did): a 0.7 client reduces with the 0.7 path (`reduce_07`, the reducer the 0.7.0
-fixtures pass through), a 0.9 or 1.0 client with the canonical reducers. With `check=True` every
-frame received is validated, strictly, against its negotiated version's schema (see
-`wire_schema`), and a 0.9 client fails on any action type 0.9 does not define.
+0.7 test always did) and reduces what it receives as a client of its line does (`Wire.reduce`):
+a 0.6, 0.7 or 0.8 client with its line's path (`reduce_older`: the one the 0.7.0 fixtures pass
+through, with the older reducers' clock and, for 0.6 and 0.7, their InputNeeded rule), a 0.9 or
+1.0 client with the canonical reducers. With `check=True` every frame received is validated,
+strictly, against its negotiated version's schema (see `wire_schema`), and a client of a line
+before 1.0 fails on any action type its version does not define.
 """
 
 from __future__ import annotations
@@ -22,10 +24,9 @@ import orjson
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, connect_websocket_url
 
-from ahp_bridge.protocol.actions_v1 import ACTIONS_09
-from ahp_bridge.protocol.reduce07 import reduce_07
+from ahp_bridge.protocol.lens import Wire, wires
 from ahp_bridge.protocol.uris import channel_kind
-from ahp_bridge.protocol.versions import V07, V09, Line, negotiate_line
+from ahp_bridge.protocol.versions import V09, V10, Line, negotiate_line
 from ahp_bridge.state.reducers import reduce
 from tests.support import wire_schema
 
@@ -55,6 +56,10 @@ _RESULTS = frozenset(
         "resourceRequest",
     }
 )
+#: One wire per line, for its peers' side of it (reducing, the action types it knows): a
+#: client's reducer is pure, so these never see an envelope of the host's.
+_LINES: dict[Line, Wire] = wires()
+
 _NOTIFICATIONS = {
     "action": "ActionEnvelope",
     "root/sessionAdded": "SessionAddedParams",
@@ -164,9 +169,8 @@ class AhpClient:
         """Reduce one received action as a client of this version does."""
         kind = self.kinds.get(channel) or channel_kind(channel) or kind_of_state(state)
         assert kind is not None, channel
-        if self.line == V07:
-            return reduce_07(kind, state, action, now=MOCK_NOW, canonical=reduce, channel=channel)
-        return reduce(kind, state, action)
+        wire = _LINES[self.line]
+        return wire.reduce(kind, state, action, now=MOCK_NOW, canonical=reduce, channel=channel)
 
     def _keep(self, snapshot: dict[str, Any]) -> None:
         uri, state = snapshot["resource"], snapshot["state"]
@@ -176,9 +180,7 @@ class AhpClient:
         self.states[uri] = state
 
     def _schemas(self) -> list[wire_schema.WireSchema]:
-        if self.line == V07:
-            return [wire_schema.ours_0_7(), wire_schema.release_0_7()]
-        return [wire_schema.v1_0()]
+        return wire_schema.for_line(self.line)
 
     def _validate(self, frame: dict[str, Any]) -> None:
         """Every frame the host sends validates against this connection's version, strictly."""
@@ -194,13 +196,13 @@ class AhpClient:
             name = _NOTIFICATIONS.get(frame["method"])
             assert name is not None, f"a notification {self.line} does not define: {frame}"
             checks.append((name, frame["params"]))
-            if frame["method"] == "action" and self.line == V09:
+            if frame["method"] == "action" and self.line != V10:
                 kind = frame["params"]["action"]["type"]
-                assert kind in ACTIONS_09.types, f"0.9 does not know {kind}"
+                assert kind in _LINES[self.line].actions.types, f"{self.line} does not know {kind}"
         elif "error" in frame:
             error = frame["error"]
             assert isinstance(error.get("code"), int) and isinstance(error.get("message"), str)
-            if self.line != V07:
+            if self.line in (V10, V09):
                 assert error["code"] != -32006, "1.0 removed ContentNotFound"
         else:
             method = self._methods.get(frame.get("id"), "")

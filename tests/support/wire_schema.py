@@ -8,7 +8,9 @@ open objects (``additionalProperties`` set) stay open.
 
 Schemas: 0.7.0 as specified here (``proto/ahp/0.7.0``, with the generator's documented fixes for
 the upstream converter's defects), 0.7.0 as released (``tests/fixtures/ahp-0.7.0-release/schema``),
-and 1.0.0 (``proto/ahp/1.0.0``), which 0.9 peers share.
+1.0.0 (``proto/ahp/1.0.0``), which 0.9 peers share, 0.8.0 (``proto/ahp/0.8.0-dev`` with the
+release's shapes put in, as the generator does) and 0.6.0 (``proto/ahp/0.6.0`` with its
+generator's wrong text corrected, as the generator does).
 """
 
 from __future__ import annotations
@@ -113,3 +115,37 @@ def v1_0() -> WireSchema:
     defs = copy.deepcopy(schema["$defs"])
     _bitset(defs)
     return WireSchema(defs, "1.0.0")
+
+
+@cache
+def v0_8() -> WireSchema:
+    """0.8.0: the dev snapshot with the release's shapes (``gen_protocol._release_0_8_0``)."""
+    gen = _generator()
+    schema = json.loads((ROOT / "proto/ahp/0.8.0-dev/ahp.schema.json").read_text(encoding="utf-8"))
+    defs = gen.patched_schema(schema, [gen._release_0_8_0])["$defs"]
+    _bitset(defs)
+    return WireSchema(defs, "0.8.0")
+
+
+@cache
+def v0_6() -> WireSchema:
+    """0.6.0: the release with its generator's wrong text corrected and its `T | undefined`
+    fields optional, as on the wire (``gen_protocol._schema_text_0_6``)."""
+    gen = _generator()
+    schema = json.loads((ROOT / "proto/ahp/0.6.0/ahp.schema.json").read_text(encoding="utf-8"))
+    fixes = [gen._schema_text_0_6, gen._optional_undefined_fields]
+    defs = gen.patched_schema(schema, fixes)["$defs"]
+    _bitset(defs)
+    return WireSchema(defs, "0.6.0")
+
+
+def for_line(line: str) -> list[WireSchema]:
+    """The schemas a frame of a connection on ``line`` must satisfy (0.7: ours and the
+    release's, since a 0.7 client may be built from either)."""
+    if line == "0.7":
+        return [ours_0_7(), release_0_7()]
+    if line == "0.8":
+        return [v0_8()]
+    if line == "0.6":
+        return [v0_6()]
+    return [v1_0()]

@@ -35,6 +35,8 @@ def gen() -> ModuleType:
     [
         (["--version", "0.7.0"], "_generated.py", "0.7.0"),
         (["--version", "1.0.0"], "_generated_v1.py", "1.0.0"),
+        (["--version", "0.8.0"], "_generated_v08.py", "0.8.0-dev"),
+        (["--version", "0.6.0"], "_generated_v06.py", "0.6.0"),
         (["--action-types"], "action_types.py", "0.7.0"),
     ],
 )
@@ -139,6 +141,85 @@ def test_1_0_0_schema_copy_is_the_transcribed_one() -> None:
     data = (ROOT / "proto/ahp/1.0.0/ahp.schema.json").read_bytes()
     digest = "23fee3af637f1985d794c9ca14e0e50af6f50249cb5fd2d4bb51ebd5b912a8c7"
     assert hashlib.sha256(data).hexdigest() == digest  # PROVENANCE.md
+
+
+@pytest.mark.parametrize(
+    ("folder", "digest"),
+    [
+        ("0.6.0", "807b957562b31207a2bb9d75665fde9ffd749a96a1a414ebe137bce3313bc306"),
+        ("0.8.0-dev", "55f7952e246a2fcd967c6302c14789e627179902e9cf761f867460a23438820b"),
+    ],
+)
+def test_the_older_schema_copies_are_the_transcribed_ones(folder: str, digest: str) -> None:
+    import hashlib
+
+    data = (ROOT / f"proto/ahp/{folder}/ahp.schema.json").read_bytes()
+    assert hashlib.sha256(data).hexdigest() == digest  # PROVENANCE.md
+
+
+def _defs(folder: str) -> dict[str, object]:
+    schema = json.loads((ROOT / f"proto/ahp/{folder}/ahp.schema.json").read_text(encoding="utf-8"))
+    defs: dict[str, object] = schema["$defs"]
+    return defs
+
+
+def test_the_0_6_0_text_fix_leaves_only_0_7_0s_wire_changes(gen: ModuleType) -> None:
+    """After the fix, 0.6.0 differs from the 0.7.0 release exactly where 0.7.0 changed the wire
+    (28 defs, ahp-0.6-0.8-diff.md §0), and the wrong `{"type": "string"}` text is gone."""
+    schema = json.loads((ROOT / "proto/ahp/0.6.0/ahp.schema.json").read_text(encoding="utf-8"))
+    fixed = gen.patched_schema(schema, [gen._schema_text_0_6, gen._optional_undefined_fields])
+    v06, v07 = fixed["$defs"], {}
+    for name in ("actions", "commands", "notifications", "state", "errors"):  # errors' StateAction
+        path = ROOT / "tests/fixtures/ahp-0.7.0-release/schema" / f"{name}.schema.json"
+        v07.update(gen._structure(path))
+    changed = {k for k in set(v06) & set(v07) if v06[k] != v07[k]}
+    assert changed == {
+        "AgentCapabilities",
+        "ChatAction",
+        "ChatOrigin",  # 0.7.0 added the sideChat variant
+        "ChatState",
+        "ChatSummary",
+        "ChatToolCallDeltaAction",
+        "ChatToolCallReadyAction",
+        "CreateChatParams",
+        "CreateSessionParams",
+        "MessageAttachment",
+        "MultipleChatsCapability",
+        "ProtectedResourceMetadata",
+        "SessionChatUpdatedAction",
+        "SessionMetadata",
+        "SessionState",
+        "SessionSummary",
+        "SessionSummaryChangedParams",
+        "StateAction",
+        "TerminalState",
+        "ToolCallAuthRequiredState",
+        "ToolCallCancelledState",
+        "ToolCallCompletedState",
+        "ToolCallParameterFields",
+        "ToolCallPendingConfirmationState",
+        "ToolCallPendingResultConfirmationState",
+        "ToolCallRunningState",
+        "ToolResultContent",
+        "ToolResultTerminalContent",
+    }
+    assert v06["FileEdit"]["properties"]["before"]["properties"]["uri"] == {"$ref": "#/$defs/URI"}
+    kinds = [m["properties"]["kind"]["const"] for m in v06["ChatOrigin"]["oneOf"]]
+    assert kinds == ["user", "fork", "tool"]
+    assert _defs("0.6.0")["FileEdit"] != v06["FileEdit"]  # the copy itself is untouched
+
+
+def test_the_0_8_0_release_shapes(gen: ModuleType) -> None:
+    schema = json.loads((ROOT / "proto/ahp/0.8.0-dev/ahp.schema.json").read_text(encoding="utf-8"))
+    defs = gen.patched_schema(schema, [gen._release_0_8_0])["$defs"]
+    assert len(defs["StateAction"]["oneOf"]) == 86  # ahp-py's count at spec/v0.8.0
+    assert defs["SessionCustomizationToggledAction"]["required"] == ["type", "id", "enablement"]
+    assert defs["AuthRequiredParams"]["properties"]["resource"] == {
+        "$ref": "#/$defs/ProtectedResourceMetadata"
+    }
+    assert "enabled" not in defs["PluginCustomization"]["properties"]
+    assert "primaryReplacement" in defs["MultipleWorkingDirectoriesCapability"]["properties"]
+    assert "CustomizationEnablement" not in _defs("0.8.0-dev")
 
 
 def test_schema_fixes_do_not_touch_the_input(gen: ModuleType) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ahp_bridge.protocol.reduce07 import reduce_07
+from ahp_bridge.protocol.reduce_older import reduce_07
 from ahp_bridge.state.reducers import reduce
 from tests.support.paths import CONFORMANCE
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ahp_bridge.protocol.actions_v1 import ACTIONS_10
-from ahp_bridge.protocol.reduce07 import reduce_07
+from ahp_bridge.protocol.reduce_older import reduce_07
 from ahp_bridge.state.reducers import reduce
 from tests.support.paths import FIXTURES
 from tests.support.wire_schema import v1_0

@@ -3,11 +3,12 @@
 AHP 1.0 derives ``ChatState.modifiedAt`` from the actions and reads no clock. The host still
 dates a chat's last activity (turns starting and ending, questions, answers, truncation) with
 its own time, in two places that must agree: the session list's ``modifiedAt`` on every line
-(the engine's activity clock), and 0.7's ``ChatState.modifiedAt``, whose 0.7.0 reducer stamps
-its clock on exactly these actions when they apply (the 0.7 wire's own view, and
-``reduce07``). Version-neutral: it reads a canonical or a 0.7.0 chat state and action alike
-(the fields it looks at are the same in both). :class:`ActivityTimes` is the memory both keep,
-fed by the envelopes; neither is canonical state, so neither is in ``state/``.
+(the engine's activity clock), and the older lines' ``ChatState.modifiedAt``, whose 0.6.0,
+0.7.0 and 0.8.0 reducers stamp their clock on exactly these actions when they apply (the 0.8
+wire's own view, which 0.7 and 0.6 show too, and ``reduce_older``). Version-neutral: it reads a
+canonical or an older chat state and action alike (the fields it looks at are the same in
+all). :class:`ActivityTimes` is the memory both keep, fed by the envelopes; neither is
+canonical state, so neither is in ``state/``.
 """
 
 from __future__ import annotations

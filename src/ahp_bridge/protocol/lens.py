@@ -12,29 +12,43 @@ it sends or accepts; nothing outside ``protocol/`` branches on the version. The 
 A line that needs derived state of its own keeps it in its wire, fed by the envelopes: the host
 calls ``observe`` for every envelope it applies, before any frame of it is made, on every wire,
 and ``forget`` when a channel is disposed (the canonical state in ``state/`` holds nothing of
-any line). Only 0.7 keeps any (``Wire07``). So the wires are the host's: each host makes its
+any line). Only 0.8 (``Wire08``: chats' clock-stamped ``modifiedAt``) and 0.7 (``Wire07``:
+sessions' status as 0.7 counts it) keep any. So the wires are the host's: each host makes its
 own (``wires()``), and two hosts in one process never share a view.
 
 The 1.0 line is the canonical state as it is, except that the provider's background tasks live
 in ``chat/backgroundWork*`` and not in session ``_meta`` (the bridge keeps the ``_meta`` copy for
-the lines that have no typed home for them). See ``wire07`` and ``wire09`` for the older lines.
+the lines that have no typed home for them). The older lines are a chain, each a step from the
+next newer one: 0.9 (``wire09``) from 1.0, then 0.8 (``wire08``), 0.7 (``wire07``), 0.6
+(``wire06``). A VS Code "0.10.0" peer is on the 1.0 line (``versions``).
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
 import orjson
 
 from ahp_bridge.protocol import errors as E
-from ahp_bridge.protocol import wire07, wire09
+from ahp_bridge.protocol import wire06, wire07, wire08, wire09
 from ahp_bridge.protocol.actions import ACTIONS_07, ActionSet
+from ahp_bridge.protocol.actions_v06 import ACTIONS_06
+from ahp_bridge.protocol.actions_v08 import ACTIONS_08
 from ahp_bridge.protocol.actions_v1 import ACTIONS_09, ACTIONS_10
 from ahp_bridge.protocol.activity import ActivityTimes
 from ahp_bridge.protocol.base import WireModel
-from ahp_bridge.protocol.params import METHODS, METHODS_V1
-from ahp_bridge.protocol.versions import V07, V09, V10, Line
+from ahp_bridge.protocol.params import METHODS, METHODS_V06, METHODS_V08, METHODS_V1
+from ahp_bridge.protocol.reduce_older import (
+    LINE_06,
+    LINE_07,
+    LINE_08,
+    CanonicalReducer,
+    OlderLine,
+    reduce_older,
+)
+from ahp_bridge.protocol.versions import V06, V07, V08, V09, V10, Line
 
 __all__ = ["BACKGROUND_META_KEY", "DEFAULT_LINE", "EnvelopeLike", "Wire", "wires"]
 
@@ -67,6 +81,9 @@ class EnvelopeLike(Protocol):
     def at(self) -> str | None: ...
     @property
     def frame(self) -> str: ...
+    def frames(self, wire: Wire) -> tuple[str, ...]:
+        """The frames ``wire``'s line receives for it (computed once per line, then cached)."""
+        ...
 
 
 def _envelope(env: EnvelopeLike, action: JSON) -> JSON:
@@ -167,6 +184,23 @@ class Wire:
     def may_dispatch(self, action_type: str) -> bool:
         return action_type in self.actions.dispatchable
 
+    # ── a peer's side ────────────────────────────────────────────────────────────────────────
+
+    def reduce(
+        self,
+        kind: str,
+        state: JSON,
+        action: JSON,
+        *,
+        now: str,
+        canonical: CanonicalReducer,
+        channel: str = "",
+    ) -> JSON:
+        """What a peer of this line holds after reducing ``action`` (as this line sends it) on
+        ``state`` (of this line) with its version's reducers; ``canonical`` is the 1.0 reducer
+        (``state/``'s), ``now`` the peer's clock, which the lines before 0.9 read."""
+        return canonical(kind, state, action)
+
 
 class Wire09(Wire):
     """0.9: the 1.0 wire contract minus 1.0-only action types (see ``wire09``)."""
@@ -183,61 +217,123 @@ class Wire09(Wire):
         return wire09.down_state(kind, state)
 
 
-class Wire07(Wire):
-    """0.7.0, exactly as this host always spoke it (see ``wire07``).
+class _Older(Wire):
+    """A line before 0.9: one step down from ``parent``, the host's wire of the next newer line
+    (0.8 from 0.9, 0.7 from 0.8, 0.6 from 0.7), so each line holds only what its own step
+    needs and shares its parent's views (the parent is in the host's ``wires()``, fed by the
+    fan-out). An envelope a step leaves alone shares the parent line's frames: one encode for
+    every line it reaches unchanged.
 
-    A 0.7 peer reduces what it is sent with the 0.7.0 reducers, and those hold two things the
-    canonical (1.0) state does not; its snapshots must show the values its reducer would have
-    reached, so this wire keeps them, derived from the envelopes it observes (they are no
-    canonical state, so the store holds neither):
-
-    * each session's status as 0.7 counts it: a ``toolClientExecution`` input is InputNeeded
-      in 0.7 and not in 1.0 (``wire07.session_status``, from the status before and the action);
-    * each chat's ``modifiedAt`` as 0.7.0's reducer stamped it with its clock: the host's time
-      of the last action that is the chat's activity (``activity.chat_activity``), where 1.0
-      derives it from the actions.
-
-    A view starts from the state the channel was created with (the state before its first
-    envelope, or, before any, the canonical one), so a 0.7 peer that reduces what it is sent
-    from any snapshot with the 0.7.0 reducers (``reduce07``) ends where the next snapshot is.
+    These lines' reducers read a clock and restart a known turn, and their peers reduce what
+    they are sent with ``reduce_older``'s path for the line (:attr:`reducer`).
     """
 
-    line: Line = V07
-    version = "0.7.0"
-    actions = ACTIONS_07
-    methods = METHODS
     idempotent_turns = False
-    post_state = wire07.NEEDS_POST_STATE
+    reducer: OlderLine
+    #: The action types this line's step passes as they are (its module's ``PASSED``).
+    passes: frozenset[str] = frozenset()
 
-    def __init__(self) -> None:
-        #: Each session's status as 0.7 counts it (present once the session had an envelope).
-        self._status: dict[str, int] = {}
-        #: Each chat's 0.7 `modifiedAt`.
-        self._modified_at = ActivityTimes()
+    def __init__(self, parent: Wire) -> None:
+        self.parent = parent
+        #: The last envelope shaped, and its actions in this line: the fan-out shapes one
+        #: envelope for every line in use before the next, and each older line asks its
+        #: parent's, so each step runs once per envelope, not once per line below it.
+        self._last: tuple[EnvelopeLike | None, list[JSON]] = (None, [])
+
+    def step(self, env: EnvelopeLike, action: JSON) -> list[JSON]:
+        """The actions of this line for one action ``parent`` sends for ``env``."""
+        return [action]
 
     def actions_for(self, env: EnvelopeLike) -> list[JSON]:
-        return wire07.down_actions(env.kind, env.action, changed=env.changed, post=env.post)
+        last, sent = self._last
+        if last is not env:
+            above = self.parent.actions_for(env)
+            if len(above) == 1 and above[0].get("type") in self.passes:
+                sent = above
+            else:
+                sent = wire08.chain(above, lambda a: self.step(env, a))
+            self._last = (env, sent)
+        return sent
+
+    def envelope_frames(self, env: EnvelopeLike) -> tuple[str, ...]:
+        sent = self.actions_for(env)
+        if len(sent) == 1 and sent[0] is env.action:  # as canonical: every such line's encode
+            return (env.frame,)
+        above = self.parent.actions_for(env)
+        if len(sent) == len(above) and all(map(operator.is_, sent, above)):
+            return env.frames(self.parent)  # this step changed nothing: the parent's encode
+        return tuple(_frame(_envelope(env, a)) for a in sent)
+
+    def state(self, kind: str, state: JSON, *, channel: str) -> JSON:
+        return self.parent.state(kind, state, channel=channel)
+
+    def summary(self, summary: JSON) -> JSON:
+        return self.parent.summary(summary)
+
+    def initialize_result(self, result: JSON, meta: JSON) -> JSON:
+        return result  # `_meta` is 0.9's
+
+    def error_code(self, code: int) -> int:
+        return code  # ContentNotFound is gone only from 1.0
+
+    def action_in(self, kind: str, action: JSON, channel: str) -> JSON:
+        return self.parent.action_in(kind, action, channel)
+
+    def params_in(self, method: str, params: JSON) -> JSON:
+        return self.parent.params_in(method, params)
+
+    def reduce(
+        self,
+        kind: str,
+        state: JSON,
+        action: JSON,
+        *,
+        now: str,
+        canonical: CanonicalReducer,
+        channel: str = "",
+    ) -> JSON:
+        return reduce_older(
+            self.reducer, kind, state, action, now=now, canonical=canonical, channel=channel
+        )
+
+
+class Wire08(_Older):
+    """0.8.0, the spec/v0.8.0 release (see ``wire08``), one step from 0.9.
+
+    A 0.8 peer's reducer (0.8.0's, like 0.7.0's and 0.6.0's) stamps a chat's ``modifiedAt``
+    with its clock on the actions that are the chat's activity (``activity.chat_activity``),
+    where 0.9 derives it from the actions; its snapshots must show the value its reducer
+    would have reached, so this wire keeps the host's time of each chat's last activity, fed
+    by the envelopes it observes (it is no canonical state, so the store holds none). A view
+    starts from the state the channel was created with (the state before its first envelope,
+    or, before any, the canonical one). 0.7 and 0.6 show it too, through their parents.
+    """
+
+    line: Line = V08
+    version = "0.8.0"
+    actions = ACTIONS_08
+    methods = METHODS_V08
+    post_state = wire08.NEEDS_POST_STATE
+    reducer = LINE_08
+    passes = wire08.PASSED
+
+    def __init__(self, parent: Wire) -> None:
+        super().__init__(parent)
+        #: Each chat's `modifiedAt` as 0.8.0's reducer stamped it.
+        self._modified_at = ActivityTimes()
+
+    def step(self, env: EnvelopeLike, action: JSON) -> list[JSON]:
+        return wire08.step_actions(action, changed=env.changed, post=env.post)
 
     def observe(self, env: EnvelopeLike, before: JSON, after: JSON) -> None:
-        if env.kind == "session":
-            previous = self._status.get(env.channel)
-            if previous is None:
-                previous = before.get("status", 0)
-            self._status[env.channel] = wire07.session_status(previous, env.action, after)
-        elif env.kind == "chat":
+        if env.kind == "chat":
             self._modified_at.observe(env.channel, before, env.action, env.changed, env.at)
 
     def forget(self, channel: str) -> None:
-        self._status.pop(channel, None)
         self._modified_at.forget(channel)
 
     def state(self, kind: str, state: JSON, *, channel: str) -> JSON:
-        if kind == "session":
-            status = self._status.get(channel)
-            if status is None:
-                status = state.get("status", 0)
-            return wire07.down_state(kind, state, session_status=status)
-        shown = wire07.down_state(kind, state)
+        shown = wire08.step_state(kind, self.parent.state(kind, state, channel=channel))
         if kind == "chat":
             modified_at = self._modified_at.at(channel, state)
             if modified_at is not None:
@@ -245,7 +341,65 @@ class Wire07(Wire):
         return shown
 
     def summary(self, summary: JSON) -> JSON:
-        return wire07.down_summary(summary)
+        return wire08.step_summary(self.parent.summary(summary))
+
+    def action_in(self, kind: str, action: JSON, channel: str) -> JSON:
+        return self.parent.action_in(kind, wire08.up_action(kind, action, channel=channel), channel)
+
+    def params_in(self, method: str, params: JSON) -> JSON:
+        return self.parent.params_in(method, wire08.up_params(method, params))
+
+
+class Wire07(_Older):
+    """0.7.0, exactly as this host always spoke it (see ``wire07``), one step from 0.8.
+
+    A 0.7 peer reduces what it is sent with the 0.7.0 reducers, which count a
+    ``toolClientExecution`` input as InputNeeded where 0.8 and 1.0 do not; its snapshots must
+    show the status its reducer would have reached, so this wire keeps each session's status
+    as 0.7 counts it (``wire07.session_status``, from the status before and the action),
+    derived from the envelopes it observes (no canonical state: the store holds none). A view
+    starts from the state the channel was created with, so a 0.7 peer that reduces what it is
+    sent from any snapshot with the 0.7.0 reducers (``reduce_07``) ends where the next
+    snapshot is. Its chats' clock-stamped ``modifiedAt`` is 0.8's view (``Wire08``).
+    """
+
+    line: Line = V07
+    version = "0.7.0"
+    actions = ACTIONS_07
+    methods = METHODS
+    post_state = wire07.NEEDS_POST_STATE
+    reducer = LINE_07
+    passes = wire07.PASSED
+
+    def __init__(self, parent: Wire) -> None:
+        super().__init__(parent)
+        #: Each session's status as 0.7 counts it (present once the session had an envelope).
+        self._status: dict[str, int] = {}
+
+    def step(self, env: EnvelopeLike, action: JSON) -> list[JSON]:
+        return wire07.step_actions(action, changed=env.changed, post=env.post)
+
+    def observe(self, env: EnvelopeLike, before: JSON, after: JSON) -> None:
+        if env.kind == "session":
+            previous = self._status.get(env.channel)
+            if previous is None:
+                previous = before.get("status", 0)
+            self._status[env.channel] = wire07.session_status(previous, env.action, after)
+
+    def forget(self, channel: str) -> None:
+        self._status.pop(channel, None)
+
+    def session_status(self, channel: str, state: JSON) -> int | None:
+        """The status a 0.7.0 reducer holds for the session ``channel`` (in ``state``)."""
+        status = self._status.get(channel)
+        return status if status is not None else state.get("status")
+
+    def state(self, kind: str, state: JSON, *, channel: str) -> JSON:
+        shown = self.parent.state(kind, state, channel=channel)
+        if kind == "session":
+            status = self.session_status(channel, state)
+            return wire07.step_state(kind, shown, session_status=status)
+        return wire07.step_state(kind, shown)
 
     def notification(self, method: str, params: JSON) -> JSON | None:
         if method == "auth/required":
@@ -254,17 +408,44 @@ class Wire07(Wire):
             return None
         return super().notification(method, params)
 
-    def initialize_result(self, result: JSON, meta: JSON) -> JSON:
-        return result
-
-    def error_code(self, code: int) -> int:
-        return code
-
     def action_in(self, kind: str, action: JSON, channel: str) -> JSON:
-        return wire07.up_action(kind, action, channel=channel)
+        return self.parent.action_in(kind, wire07.lift_action(kind, action), channel)
 
     def params_in(self, method: str, params: JSON) -> JSON:
-        return wire07.up_params(method, params)
+        return self.parent.params_in(method, wire07.lift_params(method, params))
+
+
+class Wire06(_Older):
+    """0.6.0, the release (see ``wire06``), one step from 0.7: 0.7's views are its own (a 0.6
+    reducer counts client executions and stamps its clock as 0.7's does), so it keeps none."""
+
+    line: Line = V06
+    version = "0.6.0"
+    actions = ACTIONS_06
+    methods = METHODS_V06
+    post_state = wire07.NEEDS_POST_STATE
+    reducer = LINE_06
+    passes = wire06.PASSED
+
+    def step(self, env: EnvelopeLike, action: JSON) -> list[JSON]:
+        return wire06.step_actions(action)
+
+    def state(self, kind: str, state: JSON, *, channel: str) -> JSON:
+        return wire06.step_state(kind, self.parent.state(kind, state, channel=channel))
+
+    def summary(self, summary: JSON) -> JSON:
+        return wire06.step_summary(self.parent.summary(summary))
+
+    def notification(self, method: str, params: JSON) -> JSON | None:
+        if method == "auth/required":  # 0.6.0 has it (0.7's snapshot does not), with a string
+            return wire06.notification(method, params)
+        return super().notification(method, params)
+
+    def action_in(self, kind: str, action: JSON, channel: str) -> JSON:
+        return self.parent.action_in(kind, wire06.lift_action(kind, action), channel)
+
+    def params_in(self, method: str, params: JSON) -> JSON:
+        return self.parent.params_in(method, wire06.lift_params(method, params))
 
 
 def _without(d: Mapping[str, Any], key: str) -> JSON:
@@ -272,6 +453,10 @@ def _without(d: Mapping[str, Any], key: str) -> JSON:
 
 
 def wires() -> dict[Line, Wire]:
-    """A host's wires, one per line, each shared by every connection of the host that
-    negotiated it (a host makes its own: the 0.7 wire keeps that host's views)."""
-    return {V10: Wire(), V09: Wire09(), V07: Wire07()}
+    """A host's wires, one per line, newest first, each shared by every connection of the host
+    that negotiated it (a host makes its own: the 0.8 and 0.7 wires keep that host's views),
+    each older one a step from the next newer one."""
+    v09 = Wire09()
+    v08 = Wire08(v09)
+    v07 = Wire07(v08)
+    return {V10: Wire(), V09: v09, V08: v08, V07: v07, V06: Wire06(v07)}

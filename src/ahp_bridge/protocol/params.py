@@ -18,6 +18,8 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from ahp_bridge.protocol import _generated as _g
+from ahp_bridge.protocol import _generated_v06 as _g6
+from ahp_bridge.protocol import _generated_v08 as _g8
 from ahp_bridge.protocol import _generated_v1 as _g1
 from ahp_bridge.protocol.base import WireModel
 from ahp_bridge.protocol.fieldpath import describe
@@ -26,6 +28,8 @@ __all__ = [
     "AUTOMATION_METHODS",
     "CLIENT_NOTIFICATIONS",
     "METHODS",
+    "METHODS_V06",
+    "METHODS_V08",
     "METHODS_V1",
     "DispatchActionParams",
     "ParamsError",
@@ -90,6 +94,33 @@ METHODS_V1: Final[dict[str, type[WireModel]]] = {
     "runAutomation": _g1.RunAutomationParams,
     "fetchAutomationRuns": _g1.FetchAutomationRunsParams,
     "listAutomationTriggerDefinitions": _g1.ListAutomationTriggerDefinitionsParams,
+}
+
+
+class DispatchActionParamsV08(_g8.DispatchActionParams):
+    """0.8.0 ``dispatchAction`` params; ``action`` stays a raw object, as for 0.7.0."""
+
+    action: dict[str, Any]  # type: ignore[assignment]
+
+
+class DispatchActionParamsV06(_g6.DispatchActionParams):
+    """0.6.0 ``dispatchAction`` params; ``action`` stays a raw object, as for 0.7.0."""
+
+    action: dict[str, Any]  # type: ignore[assignment]
+
+
+#: 0.8.0: 0.7.0's methods (the method set is the same from 0.6.0 to 0.8.0), each with the
+#: optional ``_meta`` 0.8.0 gave every command's params.
+METHODS_V08: Final[dict[str, type[WireModel]]] = {
+    name: (DispatchActionParamsV08 if name == "dispatchAction" else getattr(_g8, cls.__name__))
+    for name, cls in METHODS.items()
+}
+
+#: 0.6.0: 0.7.0's methods in 0.6.0's shapes (one ``workingDirectory``, a fork ``source``
+#: without ``kind``).
+METHODS_V06: Final[dict[str, type[WireModel]]] = {
+    name: (DispatchActionParamsV06 if name == "dispatchAction" else getattr(_g6, cls.__name__))
+    for name, cls in METHODS.items()
 }
 
 #: 1.0.0 commands of a feature this host does not offer (automations).

@@ -1,21 +1,30 @@
 """AHP protocol version negotiation (``initialize.protocolVersions``) and the wire lines.
 
 Versions are strict ``MAJOR.MINOR.PATCH`` (no pre-release or build part, no leading zeros).
-The host speaks three *wire lines*, each a caret-compatible range (docs/specification/
-versioning.md, 1.0.0: "hosts accept ``>=1.0.0 <2.0.0`` or ``>=0.9.0 <0.10.0``, regardless of
-offer order"), plus the 0.7 line it has always served:
+The host speaks five *wire lines*. 1.0 and 0.9 are upstream's caret-compatible ranges
+(docs/specification/versioning.md, 1.0.0: "hosts accept ``>=1.0.0 <2.0.0`` or ``>=0.9.0
+<0.10.0``, regardless of offer order"); each older minor that shipped is a line of its own,
+since a pre-1.0 minor is compatible only with itself (versioning.md, SemVer caret); and VS
+Code's "0.10.0" release is served as the wire it shares:
 
 ======  ==================  =====================================================================
 line    accepted offers     wire
 ======  ==================  =====================================================================
 1.0     >=1.0.0 <2.0.0      the canonical state as it is (a newer 1.x client speaks 1.0 to us)
+1.0     >=0.10.0 <0.11.0    VS Code's 0.10.0: "shares the wire contract of the upstream baselines"
+                            (1.0.0 and 0.9.0: microsoft/vscode agentHostProtocolCompatibility.ts
+                            @14577b9c); upstream's development number between 0.9.0 and 1.0.0,
+                            whose 1.0 additions had landed (ahp-0.6-0.8-diff.md §10)
 0.9     >=0.9.0 <0.10.0     1.0's wire contract minus the action types 0.9 does not know
-0.7     >=0.7.0 <0.8.0      today's 0.7.0 wire, through a pure down-translation
+0.8     >=0.8.0 <0.9.0      the spec/v0.8.0 release, through a pure down-translation (``wire08``)
+0.7     >=0.7.0 <0.8.0      today's 0.7.0 wire, through a pure down-translation (``wire07``)
+0.6     >=0.6.0 <0.7.0      the 0.6.0 release, through a pure down-translation (``wire06``)
 ======  ==================  =====================================================================
 
 The host answers with the exact offered string of the highest offer it supports, whatever the
-order of the offer. No fit is JSON-RPC ``-32005`` with ``data.supportedVersions`` (all three
-lines); a malformed string is an explicit error (``-32602``), as the spec asks.
+order of the offer (``["0.8.0", "0.7.0"]`` gets ``0.8.0``; ``["0.10.0", "0.9.0"]`` gets
+``0.10.0``). No fit is JSON-RPC ``-32005`` with ``data.supportedVersions`` (every range above);
+a malformed string is an explicit error (``-32602``), as the spec asks.
 """
 
 from __future__ import annotations
@@ -27,7 +36,9 @@ from typing import Final, Literal
 __all__ = [
     "LINES",
     "SUPPORTED_VERSIONS",
+    "V06",
     "V07",
+    "V08",
     "V09",
     "V10",
     "Line",
@@ -39,18 +50,26 @@ __all__ = [
     "parse_version",
 ]
 
-Line = Literal["0.7", "0.9", "1.0"]
+Line = Literal["0.6", "0.7", "0.8", "0.9", "1.0"]
+V06: Final[Line] = "0.6"
 V07: Final[Line] = "0.7"
+V08: Final[Line] = "0.8"
 V09: Final[Line] = "0.9"
 V10: Final[Line] = "1.0"
 #: Every wire line, newest first.
-LINES: Final[tuple[Line, ...]] = (V10, V09, V07)
+LINES: Final[tuple[Line, ...]] = (V10, V09, V08, V07, V06)
 
-#: What ``data.supportedVersions`` lists: one SemVer range per line, newest first.
+#: Each accepted pre-1.0 minor and its line (1.x is the 1.0 line).
+_MINORS: Final[dict[int, Line]] = {10: V10, 9: V09, 8: V08, 7: V07, 6: V06}
+
+#: What ``data.supportedVersions`` lists: every accepted SemVer range, newest first.
 SUPPORTED_VERSIONS: Final[tuple[str, ...]] = (
     ">=1.0.0 <2.0.0",
+    ">=0.10.0 <0.11.0",
     ">=0.9.0 <0.10.0",
+    ">=0.8.0 <0.9.0",
     ">=0.7.0 <0.8.0",
+    ">=0.6.0 <0.7.0",
 )
 
 _VERSION: Final = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\Z")
@@ -91,10 +110,8 @@ def line_of(version: tuple[int, int, int]) -> Line | None:
     major, minor, _ = version
     if major == 1:
         return V10
-    if major == 0 and minor == 9:
-        return V09
-    if major == 0 and minor == 7:
-        return V07
+    if major == 0:
+        return _MINORS.get(minor)
     return None
 
 

@@ -13,8 +13,12 @@ peer that reduces what it receives ends where the host's 0.9 snapshot is:
 ``chat/changesetsChanged``          dropped; ``ChatState.changesets`` stripped
 ``chat/movableChanged``, canvases   dropped; ``movable``, ``canvases`` stripped
 ``session/mcpServerBackground…``    dropped; MCP ``starting.blocking`` stripped
-``session/chatsReordered``          ``session/chatRemoved`` + ``session/chatAdded`` (as 0.7)
+``session/chatsReordered``          ``session/chatRemoved`` + ``session/chatAdded`` in the new
+                                    order (+ ``session/defaultChatChanged``)
 ==================================  ===========================================================
+
+It is also the first step of the older lines' chain (``wire08``: canonical -> 0.9 -> 0.8 ->
+0.7 -> 0.6), none of which knows these types either.
 """
 
 from __future__ import annotations
@@ -22,9 +26,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from ahp_bridge.protocol.actions_v1 import ACTIONS_09
-from ahp_bridge.protocol.wire07 import chats_rebuilt
 
-__all__ = ["down_actions", "down_state"]
+__all__ = ["chats_rebuilt", "down_actions", "down_state"]
 
 JSON = dict[str, Any]
 
@@ -86,3 +89,13 @@ def down_actions(
             return [{**action, key: [_unblocked(c) for c in value]}]
         return [{**action, key: _unblocked(value)}]
     return [action]
+
+
+def chats_rebuilt(post: JSON) -> list[JSON]:
+    """A new chat order said without `session/chatsReordered`: remove all, add back in order."""
+    chats = [c for c in post.get("chats") or [] if isinstance(c, dict)]
+    out: list[JSON] = [{"type": "session/chatRemoved", "chat": c.get("resource")} for c in chats]
+    out.extend({"type": "session/chatAdded", "summary": c} for c in chats)
+    if post.get("defaultChat") is not None:
+        out.append({"type": "session/defaultChatChanged", "defaultChat": post["defaultChat"]})
+    return out

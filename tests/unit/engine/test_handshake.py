@@ -15,7 +15,14 @@ from ahp_bridge.engine.peers import Peer
 from ahp_bridge.state.store import Store
 from tests.support.engine import NOW_MS, ROOT, Harness, config
 
-SUPPORTED = [">=1.0.0 <2.0.0", ">=0.9.0 <0.10.0", ">=0.7.0 <0.8.0"]
+SUPPORTED = [
+    ">=1.0.0 <2.0.0",
+    ">=0.10.0 <0.11.0",
+    ">=0.9.0 <0.10.0",
+    ">=0.8.0 <0.9.0",
+    ">=0.7.0 <0.8.0",
+    ">=0.6.0 <0.7.0",
+]
 
 
 def initialize(h: Harness, peer: Peer, offered: Any, client_id: str = "c1") -> dict[str, Any]:
@@ -34,6 +41,10 @@ def draft(text: str) -> dict[str, Any]:
         (["0.9.0", "1.1.0"], "1.1.0", "1.0"),  # a newer 1.x speaks 1.0 here, its string echoed
         (["1.1.0", "0.9.0"], "1.1.0", "1.0"),  # the order of the offer never matters
         (["0.9.2", "0.7.0"], "0.9.2", "0.9"),
+        (["0.8.0"], "0.8.0", "0.8"),
+        (["0.7.0", "0.8.0"], "0.8.0", "0.8"),
+        (["0.6.0"], "0.6.0", "0.6"),
+        (["0.10.0"], "0.10.0", "1.0"),  # VS Code's 0.10.0 shares the 1.0 wire
     ],
 )
 def test_initialize_answers_the_highest_offer_it_speaks_as_offered(
@@ -47,7 +58,7 @@ def test_initialize_answers_the_highest_offer_it_speaks_as_offered(
     assert result["serverSeq"] == h.store.server_seq
     assert result["snapshots"] == []
     assert (peer.client_id, peer.protocol_version, peer.wire.line) == ("c1", chosen, line)
-    if line == "0.7":
+    if line in ("0.8", "0.7", "0.6"):
         assert "_meta" not in result  # 0.9 added InitializeResult._meta
     else:
         assert result["_meta"]["ahpBridge.supportedVersions"] == SUPPORTED
@@ -60,13 +71,14 @@ def test_no_version_it_speaks_is_32005_with_the_supported_ranges_then_a_close() 
     effects = h.send(
         peer,
         "initialize",
-        {"channel": ROOT, "protocolVersions": ["0.8.0", "2.0.0"], "clientId": "c"},
+        {"channel": ROOT, "protocolVersions": ["0.5.2", "2.0.0"], "clientId": "c"},
     )
     [frame] = h.frames(peer)
     assert frame["error"] == {
         "code": -32005,
-        "message": "Unsupported protocol version: offered ['0.8.0', '2.0.0']; this host speaks "
-        ">=1.0.0 <2.0.0, >=0.9.0 <0.10.0, >=0.7.0 <0.8.0",
+        "message": "Unsupported protocol version: offered ['0.5.2', '2.0.0']; this host speaks "
+        ">=1.0.0 <2.0.0, >=0.10.0 <0.11.0, >=0.9.0 <0.10.0, >=0.8.0 <0.9.0, >=0.7.0 <0.8.0, "
+        ">=0.6.0 <0.7.0",
         "data": {"supportedVersions": SUPPORTED},
     }
     # The error goes out first (its Flush follows the close: the writer sends what is queued).
