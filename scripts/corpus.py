@@ -11,7 +11,7 @@ Record one per code version, then compare (stdlib only, no project import)::
 ``diff`` pairs tests by node id and their connections by index (the order they opened in the
 test), normalises both sides and compares each connection. It prints a summary (tests and
 connections compared, identical, different, only on one side; frames per wire version; how often
-the cross-side rules 12 and 12 applied) and, per difference, the first differing frame pair.
+the cross-side rules 12 and 13 applied) and, per difference, the first differing frame pair.
 Tests listed in ``scripts/corpus_unstable.txt`` (``--unstable FILE``) have frames that depend on
 real time: their differences are reported apart and do not fail the diff.
 
@@ -286,7 +286,7 @@ def stream_of(frame: Frame, value: Any) -> str:
     """Rule 8: which stream a received frame belongs to."""
     if not isinstance(value, dict):
         return "in"
-    params = value.get("params") if isinstance(value.get("params"), dict) else {}
+    params: dict[str, Any] = value["params"] if isinstance(value.get("params"), dict) else {}
     if "method" not in value and ("result" in value or "error" in value):
         return "response"
     if value.get("method") == "action":
@@ -320,7 +320,9 @@ def _mergeable(env: Any) -> bool:
     if not isinstance(env, dict) or env.get("method") != "action":
         return False
     params = env.get("params")
-    action = params.get("action") if isinstance(params, dict) else None
+    if not isinstance(params, dict):
+        return False
+    action = params.get("action")
     return (
         isinstance(action, dict)
         and action.get("type") in ("chat/delta", "chat/reasoning")
@@ -581,10 +583,9 @@ def compare_connection(
             if key not in ("out", "unsent", "close") and (cut or all(f.tail for f in extra)):
                 notes["streams cut at the end (rule 13)"] += 1
                 continue
-            x = xs[n] if n < len(xs) else None
-            y = ys[n] if n < len(ys) else None
             what = f"stream {key!r}: {len(xs)} / {len(ys)} frames"
-            return Difference(test, old.index, what, x, y, n)
+            first = (xs[n] if n < len(xs) else None, ys[n] if n < len(ys) else None)
+            return Difference(test, old.index, what, *first, n)
     return None
 
 
@@ -597,7 +598,7 @@ class Report:
     )
     differences: list[Difference] = field(default_factory=list)
     unstable: list[Difference] = field(default_factory=list)
-    #: How often rules 12 and 12 (which compare across the two sides) applied.
+    #: How often rules 12 and 13 (which compare across the two sides) applied.
     notes: Counter[str] = field(default_factory=Counter)
 
     @property
