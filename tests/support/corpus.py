@@ -20,8 +20,8 @@ File layout, one JSON object per line:
   then its messages ``{"conn": N, "dir": "out"|"in"|"unsent", "client": ID, "version": V-or-null,
   "text": TEXT}`` (``version`` is null until the ``initialize`` result arrived; a binary message
   has ``"bytes": BASE64`` instead of ``text``; ``unsent``: a send that found the socket closed),
-  and a last ``{"conn": N, "dir": "close",
-  "code": C, "reason": R}`` when the client saw the socket close.
+  and a last ``{"conn": N, "dir": "close", "code": C, "reason": R}`` when the client saw the
+  socket close.
 """
 
 from __future__ import annotations
