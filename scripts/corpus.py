@@ -6,6 +6,7 @@ Record one per code version, then compare (stdlib only, no project import)::
     AHP_CORPUS_DIR=/work/corpus/old PYTHONPATH=$PWD/src:$PWD/adapters \\
         .venv/bin/python -m pytest -q -p no:cacheprovider tests/e2e
     python scripts/corpus.py diff OLD_DIR NEW_DIR   # exit 1 on a difference outside the list
+    python scripts/corpus.py diff OLD_DIR NEW_DIR --baseline OLD_DIR2  # OLD's code, twice
     python scripts/corpus.py stats DIR              # tests, connections, frames, MB
 
 ``diff`` pairs tests by node id and their connections by index (the order they opened in the
@@ -13,7 +14,10 @@ test), normalises both sides and compares each connection. It prints a summary (
 connections compared, identical, different, only on one side; frames per wire version; how often
 the cross-side rules 12 and 13 applied) and, per difference, the first differing frame pair.
 Tests listed in ``scripts/corpus_unstable.txt`` (``--unstable FILE``) have frames that depend on
-real time: their differences are reported apart and do not fail the diff.
+real time: their differences are reported apart and do not fail the diff. So are, with
+``--baseline DIR`` (another recording of the old code), the tests that differ between the two
+recordings of the old code: each recording of the suite has shown another test or two whose
+frames depend on a real process's timing (the Copilot CLI above all).
 
 Normalisation removes only what differs between two runs of the same code. Every rule below was
 found, not guessed: by recording the e2e suite twice on the same commit and diffing.
@@ -729,6 +733,15 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("old", type=Path)
     d.add_argument("new", type=Path)
     d.add_argument("--unstable", type=Path, default=UNSTABLE, help="list of tests to report apart")
+    d.add_argument(
+        "--baseline",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="another recording of OLD's code (repeatable): tests that differ between OLD and "
+        "it are reported apart too, as unstable in the baseline",
+    )
     d.add_argument("--width", type=int, default=1500, help="characters shown of each frame")
     d.add_argument("--max", type=int, default=50, help="differences shown at most")
     s = sub.add_parser("stats", help="the size of one corpus")
@@ -737,7 +750,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "stats":
         print(stats(args.folder))
         return 0
-    report = diff(load(args.old), load(args.new), read_unstable(args.unstable))
+    old, unstable = load(args.old), read_unstable(args.unstable)
+    for folder in args.baseline:
+        noisy = diff(old, load(folder), unstable)
+        noise = {d.test for d in noisy.differences if d.conn is not None or "only" not in d.what}
+        print(f"unstable in the baseline {folder}: {', '.join(sorted(noise)) or 'none'}")
+        unstable |= noise
+    report = diff(old, load(args.new), unstable)
     print(summary(report))
     for title, found in (
         ("differences", report.differences),

@@ -265,3 +265,22 @@ async def test_a_frame_missing_after_the_last_send_is_the_end_of_the_connection(
     report = two(tmp_path, old, new)
     assert report.differences == []
     assert report.notes["streams cut at the end (rule 13)"] == 1
+
+
+async def test_a_difference_the_baseline_shows_too_is_reported_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    changed = session()
+    changed[6][1]["params"]["action"]["turnId"] = "t2"
+    folders = []
+    for name, messages in (("old", session()), ("new", changed), ("again", changed)):
+        path = await record(tmp_path / name, monkeypatch, messages, "test_one")
+        folders.append(str(path.parent))
+    old, new, again = folders
+    none = str(tmp_path / "no-list.txt")
+    assert cs.main(["diff", old, new, "--unstable", none]) == 1
+    # a second recording of the old code differs the same way: noise, not a change
+    assert cs.main(["diff", old, new, "--unstable", none, "--baseline", again]) == 0
+    out = capsys.readouterr().out
+    assert f"unstable in the baseline {again}: tests/e2e/test_x.py::test_one" in out
+    assert "tests: compared 1, different, listed unstable 1" in out
