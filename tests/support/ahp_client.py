@@ -27,7 +27,7 @@ from ahp_bridge.protocol.uris import channel_kind
 from ahp_bridge.protocol.versions import V07, V09, Line, negotiate_line
 from ahp_bridge.state.reduce07 import reduce_07
 from ahp_bridge.state.reducers import reduce
-from tests.support import wire_schema
+from tests.support import corpus, wire_schema
 
 MOCK_NOW = "1970-01-01T00:00:00.000Z"
 
@@ -325,6 +325,15 @@ class AhpClient:
         return [a["type"] for a in self.actions(channel)]
 
 
+async def connect(
+    nursery: trio.Nursery, url: str, client_id: str | None = None, **kwargs: Any
+) -> WebSocketConnection:
+    """A client WebSocket to `url` (`kwargs` go to trio-websocket), recorded into the corpus when
+    AHP_CORPUS_DIR is set (tests/support/corpus.py): every test client opens its socket here."""
+    ws = await connect_websocket_url(nursery, url, **kwargs)
+    return corpus.record(ws, url, client_id)
+
+
 async def open_client(
     nursery: trio.Nursery,
     url: str,
@@ -334,7 +343,7 @@ async def open_client(
     check: bool = True,
     **kwargs: Any,
 ) -> AhpClient:
-    ws = await connect_websocket_url(nursery, url, **kwargs)
+    ws = await connect(nursery, url, client_id, **kwargs)
     client = AhpClient(ws, client_id, versions=versions, check=check)
     nursery.start_soon(client.reader)
     return client
