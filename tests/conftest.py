@@ -1,12 +1,19 @@
 """Tests that need the real Copilot CLI (``requires_cli``), Codex's ACP agent
 (``requires_codex``) or Claude's (``requires_claude``) skip where it is not installed, so a
 checkout without npm still runs everything else. Under CI (``CI=true``) they fail instead: a
-CI run that silently skipped them would pass without testing what they test."""
+CI run that silently skipped them would pass without testing what they test.
+
+With AHP_CORPUS_DIR set, each test's client connections are recorded (tests/support/corpus.py),
+and hypothesis draws the same examples on every run (derandomize), so that two recordings of the
+same code have the same inputs."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
+from tests.support import corpus
 from tests.support.acp_agents import CLAUDE_ACP, CODEX_ACP, MISSING_CLAUDE, MISSING_CODEX
 from tests.support.copilot_cli import MISSING_CLI, cli_missing, under_ci
 
@@ -39,3 +46,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if under_ci():
         pytest.fail(f"{missing}; CI=true requires it", pytrace=False)
     pytest.skip(missing)
+
+
+if corpus.CORPUS_DIR is not None:
+    import hypothesis
+
+    hypothesis.settings.register_profile("ahp-corpus", derandomize=True)
+    hypothesis.settings.load_profile("ahp-corpus")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+        """Setup, call and teardown of one test: its connections, written when it is over."""
+        corpus.begin(item.nodeid)
+        yield
+        corpus.end()

@@ -41,13 +41,13 @@ import trio
 from ahp_bridge_fake import CONFORMANCE_SCRIPT
 from hypothesis import HealthCheck, given, settings
 from hypothesis_jsonschema import from_schema
-from trio_websocket import ConnectionClosed, connect_websocket_url
+from trio_websocket import ConnectionClosed
 
 from ahp_bridge.protocol.actions import CLIENT_DISPATCHABLE
 from ahp_bridge.protocol.actions_v1 import CLIENT_DISPATCHABLE_1_0
 from ahp_bridge.protocol.uris import ANNOTATIONS_SUFFIX
 from tests.e2e.test_host_core import comparable
-from tests.support.ahp_client import AhpClient, open_client
+from tests.support.ahp_client import AhpClient, connect, open_client
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT = "ahp-root://"
@@ -396,7 +396,7 @@ async def _frames_example(url: str, versions: tuple[str, ...], frames: list[Fram
     owed: Counter[Any] = Counter()
     closed: int | None = None
     async with trio.open_nursery() as nursery:
-        ws = await connect_websocket_url(nursery, url, max_message_size=16 * 1024 * 1024)
+        ws = await connect(nursery, url, "fuzz", max_message_size=16 * 1024 * 1024)
         init = {
             "jsonrpc": "2.0",
             "id": "init",

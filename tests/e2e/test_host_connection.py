@@ -17,7 +17,6 @@ import trio
 from trio_websocket import (
     ConnectionClosed,
     WebSocketRequest,
-    connect_websocket_url,
     serve_websocket,
 )
 
@@ -27,6 +26,7 @@ from ahp_bridge.host.shell import Shell
 from ahp_bridge.host.transport.connection import Connection
 from ahp_bridge.state.store import Store
 from tests.e2e.conftest import StartBridge
+from tests.support.ahp_client import connect
 
 ROOT = "ahp-root://"
 QUEUE = 8
@@ -58,7 +58,7 @@ async def test_a_client_that_fell_behind_gets_nothing_that_was_queued_for_it(
 
     server = await nursery.start(serve_websocket, handler, "127.0.0.1", 0, None)
     url = f"ws://127.0.0.1:{server.port}/"
-    ws = await connect_websocket_url(nursery, url, message_queue_size=1)  # and never reads
+    ws = await connect(nursery, url, message_queue_size=1)  # and never reads
     try:
         with trio.fail_after(10):
             while not accepted:

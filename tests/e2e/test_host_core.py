@@ -13,7 +13,7 @@ import trio
 from trio_websocket import ConnectionClosed
 
 from tests.e2e.conftest import Bridge, StartBridge
-from tests.support.ahp_client import AhpClient, RpcFailure, open_client, strip_none
+from tests.support.ahp_client import AhpClient, RpcFailure, connect, open_client, strip_none
 
 ROOT = "ahp-root://"
 
@@ -635,9 +635,7 @@ async def test_a_client_that_stops_reading_is_cut_off_without_delaying_another(
     fast = await bridge.client("fast")
     _uri, chat = await ready_session(fast)
     async with trio.open_nursery() as nursery:
-        ws = await __import__("trio_websocket").connect_websocket_url(
-            nursery, bridge.url, message_queue_size=1
-        )
+        ws = await connect(nursery, bridge.url, "slow", message_queue_size=1)
         slow = AhpClient(ws, "slow")
         # Handshake by hand, then never read again.
         await raw_initialize(ws, chat)
@@ -664,9 +662,7 @@ async def test_a_client_that_fell_behind_and_takes_nothing_within_the_grace_is_d
     fast = await bridge.client("fast")
     _uri, chat = await ready_session(fast)
     async with trio.open_nursery() as nursery:
-        ws = await __import__("trio_websocket").connect_websocket_url(
-            nursery, bridge.url, message_queue_size=1
-        )
+        ws = await connect(nursery, bridge.url, "slow", message_queue_size=1)
         await raw_initialize(ws, chat)
         last = await flood(fast, chat)
         assert "rejectionReason" not in await fast.echo_of(last)

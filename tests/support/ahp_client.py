@@ -28,7 +28,7 @@ from ahp_bridge.protocol.lens import Wire, wires
 from ahp_bridge.protocol.uris import channel_kind
 from ahp_bridge.protocol.versions import V09, V10, Line, negotiate_line
 from ahp_bridge.state.reducers import reduce
-from tests.support import wire_schema
+from tests.support import corpus, wire_schema
 
 MOCK_NOW = "1970-01-01T00:00:00.000Z"
 
@@ -330,6 +330,15 @@ class AhpClient:
         return [a["type"] for a in self.actions(channel)]
 
 
+async def connect(
+    nursery: trio.Nursery, url: str, client_id: str | None = None, **kwargs: Any
+) -> WebSocketConnection:
+    """A client WebSocket to `url` (`kwargs` go to trio-websocket), recorded into the corpus when
+    AHP_CORPUS_DIR is set (tests/support/corpus.py): every test client opens its socket here."""
+    ws = await connect_websocket_url(nursery, url, **kwargs)
+    return corpus.record(ws, url, client_id)
+
+
 async def open_client(
     nursery: trio.Nursery,
     url: str,
@@ -339,7 +348,7 @@ async def open_client(
     check: bool = True,
     **kwargs: Any,
 ) -> AhpClient:
-    ws = await connect_websocket_url(nursery, url, **kwargs)
+    ws = await connect(nursery, url, client_id, **kwargs)
     client = AhpClient(ws, client_id, versions=versions, check=check)
     nursery.start_soon(client.reader)
     return client
