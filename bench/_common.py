@@ -574,6 +574,7 @@ def _bridge_main(config: Path) -> None:
     from ahp_bridge import log as logsetup
     from ahp_bridge.config import load_settings
     from ahp_bridge.host.app import run_bridge
+    from ahp_bridge.host.transport import connect
 
     settings = load_settings(config)
     logsetup.configure("console", "warning")
@@ -590,7 +591,8 @@ def _bridge_main(config: Path) -> None:
 
             nursery.start_soon(on_signals)
             port = await nursery.start(run_bridge, settings)
-            print(f"ahp-bridge listening on ws://127.0.0.1:{port}", flush=True)
+            url = connect.connect_url("127.0.0.1", port, settings.server.token)
+            print(f"ahp-bridge listening on {url}", flush=True)
 
     trio.run(main)
 

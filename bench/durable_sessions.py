@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, 
 from ahp_bridge.config import Settings
 from ahp_bridge.host.app import run_bridge
 from ahp_bridge.host.durable.catalog import AsyncCatalog, Catalog, ChatRecord, SessionRecord
+from ahp_bridge.host.transport.connect import connect_url
 from tests.support.ahp_client import AhpClient, open_client
 
 ROOT = "ahp-root://"
@@ -96,7 +97,7 @@ async def bridge(settings: Settings) -> AsyncIterator[tuple[str, trio.Nursery, l
     async with trio.open_nursery() as nursery:
         port = await nursery.start(run_bridge, settings)
         try:
-            yield f"ws://127.0.0.1:{port}/", nursery, clients
+            yield connect_url("127.0.0.1", port, settings.server.token), nursery, clients
         finally:
             for client in clients:
                 await client.close()

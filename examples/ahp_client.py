@@ -1,7 +1,7 @@
 """A small AHP client: connect, list the agents, create a session, stream a turn, approve a
 tool call and answer a question. Standard library plus `websockets` (`pip install websockets`).
 
-    python3 examples/ahp_client.py ws://127.0.0.1:8765 "show me what you can do"
+    python3 examples/ahp_client.py 'ws://127.0.0.1:8765/?tkn=TOKEN' "show me what you can do"
     python3 examples/ahp_client.py URL "hello" --provider copilot --deny --answer Go
 
 What a client needs to know, in the order it meets it (AHP 1.0, one JSON-RPC message per
@@ -298,7 +298,9 @@ async def run(url: str, prompt: str, provider: str, approve: bool, answer: str) 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run one turn against an AHP host and print it.")
-    parser.add_argument("url", help="the URL `ahp-bridge` prints, e.g. ws://127.0.0.1:8765")
+    parser.add_argument(
+        "url", help="the URL `ahp-bridge` prints, with its token: ws://127.0.0.1:8765/?tkn=…"
+    )
     parser.add_argument("prompt", help="the message to send")
     parser.add_argument("--provider", default="", help="the agent to use (default: the first)")
     parser.add_argument("--deny", action="store_true", help="deny tool calls instead of approving")
@@ -308,6 +310,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return asyncio.run(run(args.url, args.prompt, args.provider, not args.deny, args.answer))
+    except websockets.exceptions.InvalidStatus as exc:
+        if exc.response.status_code != 403:
+            raise
+        print(
+            "ahp_client: the host refused the connection (HTTP 403): use the URL ahp-bridge "
+            "printed, with its ?tkn= connection token",
+            file=sys.stderr,
+        )
+        return 1
     except (AhpError, OSError, websockets.exceptions.WebSocketException) as exc:
         print(f"ahp_client: {exc}", file=sys.stderr)
         return 1

@@ -551,8 +551,8 @@ def _banner(settings: Settings, port: int, source: Any) -> None:
         print(f"  also on {url}", flush=True)
     if source is not None and source.kind == "generated":
         print(
-            f"  a connection token was generated for this non-loopback bind and kept in "
-            f"{source.path} (reused next run; set server.token to choose one)",
+            f"  a connection token was generated and kept in {source.path} (clients pass it "
+            "as ?tkn=; reused next run; set server.token to choose one)",
             flush=True,
         )
     elif source is not None and source.kind == "reused":

@@ -51,6 +51,10 @@ class ServerSettings(BaseModel):
     port: int = Field(8765, ge=0, le=65535)
     #: An empty or whitespace-only token is no token.
     token: str | None = None
+    #: Clients need a connection token on every bind: without `token`, one is generated and
+    #: kept in the data directory. False lets a loopback bind take none (any local user's
+    #: process may then connect; the bridge warns); any other bind always needs one.
+    require_token: bool = True
     allowed_origins: list[str] = Field(default_factory=list)
     max_frame_bytes: int = Field(4 * 1024 * 1024, ge=1024)
     outbound_queue: int = Field(4096, ge=16)
@@ -105,8 +109,9 @@ class BridgeSettings(BaseModel):
     data_dir: Path | None = None
     #: The working directory new sessions get when a client names none.
     workdir: Path | None = None
-    #: When set, a session's working directories must lie inside one of these (symlinks
-    #: resolved); empty: any directory a client names.
+    #: A session's working directories must lie inside one of these (symlinks resolved).
+    #: Empty: the bridge's working directory and the user's home (never `/`); list `/` to
+    #: allow any directory.
     allowed_directories: list[Path] = Field(default_factory=list)
     #: Seconds a disconnected client has to reconnect before it stops being an active client.
     active_client_grace: float = Field(30.0, ge=0)

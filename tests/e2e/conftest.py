@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,7 +22,7 @@ class Bridge:
         self.nursery = nursery
         self.port = port
         self.settings = settings
-        self.url = f"ws://127.0.0.1:{port}/"
+        self.url = bridge_url(port, settings)
         self.clients: list[AhpClient] = []
 
     async def client(
@@ -35,6 +36,13 @@ class Bridge:
 
 
 StartBridge = Callable[..., Any]
+
+
+def bridge_url(port: int, settings: Settings) -> str:
+    """The URL a client connects with: the bridge's port and its connection token."""
+    token = settings.server.token
+    return f"ws://127.0.0.1:{port}/" + (f"?tkn={token}" if token else "")
+
 
 _Where = TypeVar("_Where", Path, Callable[[], Path])
 
@@ -61,7 +69,11 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
             setattr(settings.server, key, value)
         settings.bridge.data_dir = tmp_path / "data"
         settings.bridge.workdir = tmp_path
+        # Tests make their projects anywhere under tmp_path (the default would be workdir + home).
+        settings.bridge.allowed_directories = [tmp_path]
         settings.providers = {"fake": {"time_scale": 0.0}}
+        if "token" not in server and settings.server.require_token:
+            settings.server.token = f"test-{secrets.token_hex(8)}"  # as every bridge has one
         return settings
 
     return make

@@ -182,15 +182,54 @@ async def test_non_loopback_bind_without_token_generates_one_and_keeps_it(tmp_pa
             await client.initialize()
             await client.close()
         nursery.cancel_scope.cancel()
-    code, err = await stop(process, signal.SIGTERM)
+    code, _err = await stop(process, signal.SIGTERM)
     assert code == 0
-    # On the network with no allow-list, the operator hears what clients may choose.
-    assert b"set bridge.allowed_directories to the ones they may use" in err
     again, url2 = await start_cli(*args, env=env)  # the kept token is reused
     assert url2.endswith(f"/?tkn={token}")
     assert "the connection token is the one kept in" in await banner_rest(again)
     code, _ = await stop(again, signal.SIGTERM)
     assert code == 0
+
+
+async def test_a_loopback_bind_needs_the_token_too(tmp_path: Path) -> None:
+    """Any local user's process can reach loopback: the default bind has a token, the banner's
+    URL carries it, and a client without it is refused before any JSON-RPC."""
+    process, url = await start_cli(*bridge_args(tmp_path))
+    token = (tmp_path / "connection-token").read_text().strip()
+    assert (tmp_path / "connection-token").stat().st_mode & 0o777 == 0o600
+    assert url.startswith("ws://127.0.0.1:") and url.endswith(f"/?tkn={token}"), url
+    port = int(url.split("/?", 1)[0].rsplit(":", 1)[1])
+    assert await upgrade_status(port, "/") == 403
+    assert await upgrade_status(port, "/?tkn=wrong") == 403
+    rest = await banner_rest(process)
+    assert "a connection token was generated and kept in" in rest
+    assert f'"connectionToken": "{token}"' in rest  # the VS Code entry carries it
+    async with trio.open_nursery() as nursery:
+        client = await open_client(nursery, url, "local")
+        await client.initialize()
+        await client.close()
+    code, err = await stop(process, signal.SIGTERM)
+    assert code == 0
+    assert token.encode() not in err
+
+
+async def test_going_without_a_token_on_loopback_is_explicit_and_warned(tmp_path: Path) -> None:
+    env = {"AHP_BRIDGE__SERVER__REQUIRE_TOKEN": "false"}
+    process, url = await start_cli(*bridge_args(tmp_path), env=env)
+    assert "tkn" not in url and not (tmp_path / "connection-token").exists()
+    async with trio.open_nursery() as nursery:
+        client = await open_client(nursery, url, "local")
+        await client.initialize()
+        await client.close()
+    code, err = await stop(process, signal.SIGTERM)
+    assert code == 0
+    assert b"no connection token (server.require_token = false): any process of any user" in err
+    # The choice is loopback's alone: a wildcard bind still gets (and needs) one.
+    args = [*bridge_args(tmp_path), "--listen", "0.0.0.0:0"]
+    wide, wide_url = await start_cli(*args, env=env)
+    assert "?tkn=" in wide_url
+    code, err = await stop(wide, signal.SIGTERM)
+    assert code == 0 and b"require_token" not in err
 
 
 async def test_bad_config_is_reported_plainly(tmp_path: Path) -> None:

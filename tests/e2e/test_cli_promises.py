@@ -323,6 +323,7 @@ def test_options_go_before_or_after_every_command(
     # Every command has its case (`sessions` through its three).
     assert set(CASES) == {"-".join(p) for p in COMMANDS} - {"sessions"}
     uri = _catalog_with_one_session(tmp_path)
+    (tmp_path / "connection-token").write_text("kept\n")  # for serve's VS Code entry
     options = [o.replace("{data}", str(tmp_path)) for o in options]
     if name == "sessions-forget":
         words = [*words, uri]
@@ -378,11 +379,14 @@ def test_the_readmes_vscode_entry_is_the_one_printed(
     `--print-vscode-settings` prints for the default bind."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     [block] = [b for b in re.findall(r"```json\n(.*?)```", readme, re.S) if "remoteAgentHosts" in b]
-    documented = json.loads(block.replace("HOSTNAME", socket.gethostname()))
+    (tmp_path / "connection-token").write_text("kept-token\n")  # as the first serve keeps it
+    documented = json.loads(
+        block.replace("HOSTNAME", socket.gethostname()).replace("TOKEN", "kept-token")
+    )
     code, out, err = cli(capsys, "--print-vscode-settings", "--data-dir", str(tmp_path))
     assert (code, err) == (0, "")
     assert json.loads(out) == documented
-    assert list(tmp_path.iterdir()) == []  # printing wrote nothing
+    assert [p.name for p in tmp_path.iterdir()] == ["connection-token"]  # printing wrote nothing
 
 
 def test_version_is_the_packages(capsys: pytest.CaptureFixture[str]) -> None:

@@ -39,9 +39,10 @@ async def test_the_default_empty_origin_list_refuses_every_browser_origin(
     bridge = await start_bridge()  # the default server settings, on 127.0.0.1:0
     assert bridge.settings.server.allowed_origins == []
     own = f"http://127.0.0.1:{bridge.port}"
+    path = f"/?tkn={bridge.settings.server.token}"  # the origin is checked with a good token
     for origin in ("https://evil.example", "http://localhost:3000", own, "null"):
-        assert await upgrade_status(bridge.port, "/", {"Origin": origin}) == 403, origin
-    assert await upgrade_status(bridge.port, "/") == 101  # not a browser: no Origin to check
+        assert await upgrade_status(bridge.port, path, {"Origin": origin}) == 403, origin
+    assert await upgrade_status(bridge.port, path) == 101  # not a browser: no Origin to check
 
 
 # -- 2. a served directory is never moved, copied over or removed ------------------------------

@@ -29,6 +29,7 @@ from ahp_bridge.host.durable import sessions as durable
 from ahp_bridge.host.durable.catalog import Catalog, CatalogError
 from ahp_bridge.host.durable.catalog_cli import run_sessions_command
 from ahp_bridge.protocol.models import wire_adapter
+from tests.e2e.conftest import bridge_url
 from tests.support.ahp_client import AhpClient, RpcFailure, open_client
 
 ROOT = "ahp-root://"
@@ -74,7 +75,7 @@ async def bridge(settings: Settings) -> AsyncIterator[Running]:
     """One bridge for the block; leaving it stops the bridge (and its clients)."""
     async with trio.open_nursery() as nursery:
         port = await nursery.start(run_bridge, settings)
-        running = Running(f"ws://127.0.0.1:{port}/", nursery)
+        running = Running(bridge_url(port, settings), nursery)
         try:
             yield running
         finally:

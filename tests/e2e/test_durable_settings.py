@@ -23,7 +23,7 @@ from ahp_bridge_fake.conversation import FakeConversation
 from ahp_bridge.config import Settings
 from ahp_bridge.host.app import run_bridge
 from ahp_bridge.host.durable.catalog import DB_NAME, Catalog
-from tests.e2e.conftest import record_provider_calls
+from tests.e2e.conftest import bridge_url, record_provider_calls
 from tests.e2e.test_commands import turn_reply
 from tests.support.ahp_client import AhpClient, open_client
 
@@ -116,7 +116,7 @@ async def bridge(settings: Settings, runs: Runs) -> AsyncIterator[AhpClient]:
     runs.number += 1
     async with trio.open_nursery() as nursery:
         port = await nursery.start(run_bridge, settings)
-        client = await open_client(nursery, f"ws://127.0.0.1:{port}/", "client", versions=V1)
+        client = await open_client(nursery, bridge_url(port, settings), "client", versions=V1)
         await client.initialize([ROOT])
         try:
             yield client

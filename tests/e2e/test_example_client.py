@@ -85,12 +85,23 @@ async def test_a_wrong_url_is_one_line(tmp_path: Path) -> None:
     assert err.startswith("ahp_client: ") and len(err.splitlines()) == 1, err
 
 
+async def test_a_url_without_its_token_says_to_use_the_printed_one(url: str) -> None:
+    bare = url.split("?", 1)[0]
+    code, out, err = await python(str(EXAMPLES / "ahp_client.py"), bare, "hi")
+    assert (code, out) == (1, "")
+    assert err == (
+        "ahp_client: the host refused the connection (HTTP 403): use the URL ahp-bridge "
+        "printed, with its ?tkn= connection token\n"
+    )
+
+
 async def test_the_readme_core_runs_as_printed(url: str, tmp_path: Path) -> None:
     readme = (REPO / "README.md").read_text()
     [code] = [c for c in re.findall(r"```python\n(.*?)```", readme, re.S) if "ahp_client" in c]
     assert len([line for line in code.splitlines() if line]) <= 14  # a dozen lines or so
     script = tmp_path / "core.py"
-    script.write_text(code.replace("ws://127.0.0.1:8765", url))
+    assert "?tkn=" in url  # the bridge's URL carries its token
+    script.write_text(code.replace("ws://127.0.0.1:8765/?tkn=TOKEN", url))
     status, out, err = await python(str(script))
     assert status == 0, err
     assert out.splitlines()[0] == "['fake']"

@@ -267,26 +267,37 @@ async def test_an_unreachable_remote_provider_says_so_at_once(tmp_path: Path) ->
 
 
 async def test_print_vscode_settings(tmp_path: Path) -> None:
-    code, out, err = await run(
-        "--print-vscode-settings", "--listen", "127.0.0.1:9123", "--data-dir", str(tmp_path)
-    )
+    for host in ("127.0.0.1", "0.0.0.0"):  # every bind needs a token, loopback too
+        argv = ["--print-vscode-settings", "--listen", f"{host}:9123", "--data-dir", str(tmp_path)]
+        code, out, err = await run(*argv)
+        # Printing writes nothing: without a kept token, it says how to get one.
+        assert (code, out) == (1, "")
+        assert err == (
+            f"ahp-bridge: a bridge on {host} needs a connection token, and none is kept in "
+            f"{tmp_path}/connection-token yet: serve once with these options (the bridge makes "
+            "one and keeps it there), or set server.token; then print the settings again\n"
+        )
+        assert list(tmp_path.iterdir()) == []
+    (tmp_path / "connection-token").write_text("kept-token\n")
+    loopback = [
+        "--print-vscode-settings",
+        "--listen",
+        "127.0.0.1:9123",
+        "--data-dir",
+        str(tmp_path),
+    ]
+    code, out, err = await run(*loopback)
     assert code == 0, err
     settings = json.loads(out)
     assert settings["chat.remoteAgentHostsEnabled"] is True
     [entry] = settings["chat.remoteAgentHosts"]
-    assert set(entry) == {"name", "address"} and entry["address"] == "127.0.0.1:9123"
+    assert entry["address"] == "127.0.0.1:9123" and entry["connectionToken"] == "kept-token"
+    # Going without is an explicit choice, and only loopback may make it.
+    code, out, err = await run(*loopback, env={"AHP_BRIDGE__SERVER__REQUIRE_TOKEN": "false"})
+    [entry] = json.loads(out)["chat.remoteAgentHosts"]
+    assert (code, set(entry)) == (0, {"name", "address"})
     wide = ["--print-vscode-settings", "--listen", "0.0.0.0:9123", "--data-dir", str(tmp_path)]
-    code, out, err = await run(*wide)
-    # Printing writes nothing: without a kept token, it says how to get one.
-    assert (code, out) == (1, "")
-    assert err == (
-        f"ahp-bridge: a bridge on 0.0.0.0 needs a connection token, and none is kept in "
-        f"{tmp_path}/connection-token yet: serve once with these options (the bridge makes one "
-        "and keeps it there), or set server.token; then print the settings again\n"
-    )
-    assert list(tmp_path.iterdir()) == []
-    (tmp_path / "connection-token").write_text("kept-token\n")
-    code, out, err = await run(*wide)
+    code, out, err = await run(*wide, env={"AHP_BRIDGE__SERVER__REQUIRE_TOKEN": "false"})
     [entry] = json.loads(out)["chat.remoteAgentHosts"]
     assert (code, err, entry["connectionToken"]) == (0, "", "kept-token")
     code, out, err = await run(*wide, env={"AHP_BRIDGE__SERVER__TOKEN": "set-token"})

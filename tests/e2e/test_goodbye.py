@@ -16,6 +16,7 @@ from trio_websocket import ConnectionClosed
 
 from ahp_bridge.host.app import run_bridge
 from ahp_bridge.host.transport.connection import CLOSE_GOING_AWAY, GOING_AWAY
+from tests.e2e.conftest import bridge_url
 from tests.support.ahp_client import open_client
 
 
@@ -27,7 +28,7 @@ async def test_every_client_gets_a_1001_close_when_the_bridge_stops(
     stop = trio.Event()
     async with trio.open_nursery() as bridge:
         port = await bridge.start(partial(run_bridge, settings, stop=stop))
-        url = f"ws://127.0.0.1:{port}/"
+        url = bridge_url(port, settings)
         clients = [await open_client(nursery, url, f"c{i}") for i in range(3)]
         for client in clients:
             await client.initialize(["ahp-root://"])
@@ -47,8 +48,9 @@ async def test_a_cancelled_bridge_still_sends_the_close_frame(
     nursery: trio.Nursery, make_settings: Any
 ) -> None:
     async with trio.open_nursery() as bridge:
-        port = await bridge.start(run_bridge, make_settings())
-        client = await open_client(nursery, f"ws://127.0.0.1:{port}/", "c")
+        settings = make_settings()
+        port = await bridge.start(run_bridge, settings)
+        client = await open_client(nursery, bridge_url(port, settings), "c")
         await client.initialize(["ahp-root://"])
         bridge.cancel_scope.cancel()
     with trio.fail_after(5), pytest.raises(ConnectionClosed) as closed:

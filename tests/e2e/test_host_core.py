@@ -307,27 +307,31 @@ async def test_token_is_required_when_configured(start_bridge: StartBridge) -> N
     assert await upgrade_status(bridge.port, "/") == 403
     assert await upgrade_status(bridge.port, "/?tkn=wrong") == 403
     assert await upgrade_status(bridge.port, "/?tkn=s3cret-token") == 101
-    client = await open_client(bridge.nursery, bridge.url + "?tkn=s3cret-token", "ok")
+    assert bridge.url.endswith("/?tkn=s3cret-token")
+    client = await open_client(bridge.nursery, bridge.url, "ok")
     await client.initialize()
     await client.close()
 
 
 async def test_browser_origins_must_be_allowed(start_bridge: StartBridge) -> None:
     bridge = await start_bridge(allowed_origins=["http://localhost:*"])
-    assert await upgrade_status(bridge.port, "/", {"Origin": "https://evil.example"}) == 403
-    assert await upgrade_status(bridge.port, "/", {"Origin": "http://localhost:3000"}) == 101
-    assert await upgrade_status(bridge.port, "/") == 101  # not a browser
+    path = f"/?tkn={bridge.settings.server.token}"
+    assert await upgrade_status(bridge.port, path, {"Origin": "https://evil.example"}) == 403
+    assert await upgrade_status(bridge.port, path, {"Origin": "http://localhost:3000"}) == 101
+    assert await upgrade_status(bridge.port, path) == 101  # not a browser
 
 
-async def test_non_loopback_bind_without_token_refuses_to_start(
-    make_settings: Any, nursery: trio.Nursery
-) -> None:
-    from ahp_bridge.host.app import run_bridge
+def test_the_server_refuses_a_non_loopback_bind_without_a_token(make_settings: Any) -> None:
+    """The last line of defence under `run_bridge` (which always gets a token first)."""
+    from ahp_bridge.host.app import server_options
+    from ahp_bridge.host.transport.server import check_bind
 
-    settings = make_settings()
+    settings = make_settings(token=" ")
     settings.server.host = "0.0.0.0"
     with pytest.raises(ValueError, match="token"):
-        await nursery.start(run_bridge, settings)
+        check_bind(server_options(settings))
+    settings.server.host = "127.0.0.1"
+    check_bind(server_options(settings))  # loopback may go without (require_token = false)
 
 
 # -- sessions as resources ---------------------------------------------------------------------

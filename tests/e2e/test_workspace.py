@@ -366,6 +366,52 @@ async def test_working_directories_outside_bridge_allowed_directories_are_refuse
     assert len(listed) == 2  # the refused ones left nothing behind
 
 
+async def test_by_default_sessions_work_in_the_bridges_directory_or_home_never_at_root(
+    start_bridge: StartBridge, settings: Settings, tmp_path: Path
+) -> None:
+    """Empty `bridge.allowed_directories` is the bridge's working directory and the user's
+    home: `/` (whose files a client could then read) and `/etc` are refused, naming the key;
+    listing `/` is how an operator allows any directory."""
+    assert Settings().bridge.allowed_directories == []
+    settings.bridge.allowed_directories = []  # the default
+    bridge = await start_bridge(settings)
+    client = await bridge.client()
+
+    async def create(directory: str) -> None:
+        session = f"ahp-session:/{uuid.uuid4()}"
+        await client.request(
+            "createSession",
+            {"channel": session, "provider": "fake", "workingDirectories": [directory]},
+        )
+
+    workdir = settings.bridge.workdir
+    assert workdir is not None
+    await create(uri(workdir))  # the bridge's working directory (bridge.workdir)
+    await create(uri(Path.home()))
+    for outside in ("file:///", "file:///etc"):
+        with pytest.raises(RpcFailure) as err:
+            await create(outside)
+        assert err.value.code == INVALID_PARAMS
+        message = str(err.value.message)
+        assert "(bridge.allowed_directories): choose one inside " in message, message
+        assert str(workdir) in message and str(Path.home()) in message
+
+
+async def test_listing_root_allows_any_directory(
+    start_bridge: StartBridge, settings: Settings
+) -> None:
+    settings.bridge.allowed_directories = [Path("/")]
+    bridge = await start_bridge(settings)
+    client = await bridge.client()
+    session = f"ahp-session:/{uuid.uuid4()}"
+    await client.request(
+        "createSession",
+        {"channel": session, "provider": "fake", "workingDirectories": ["file:///etc"]},
+    )
+    snapshot = await client.subscribe(session)
+    assert snapshot["state"]["workingDirectories"] == ["file:///etc"]
+
+
 async def test_a_watch_reports_added_updated_and_deleted_files(
     client: AhpClient, tree: dict[str, Path]
 ) -> None:

@@ -24,8 +24,9 @@ from ahp_bridge.host.runtime.auth import CHECK, SignIn, SignInWatch
 from ahp_bridge.host.runtime.providers import Providers
 from ahp_bridge.host.runtime.workers import Workers
 from ahp_bridge.host.shell import Shell
+from ahp_bridge.host.transport import connect
 from ahp_bridge.host.transport.connection import CLOSE_GOING_AWAY, GOING_AWAY
-from ahp_bridge.host.transport.server import ServerOptions, check_bind, is_loopback, serve
+from ahp_bridge.host.transport.server import ServerOptions, check_bind, has_token, serve
 from ahp_bridge.host.transport.wirelog import WireLog
 from ahp_bridge.host.workspace import content as content_scheme
 from ahp_bridge.host.workspace.paths import directory_uri, uri_of_path
@@ -113,10 +114,33 @@ async def run_bridge(
             max_bytes=settings.server.wire_log_max_bytes,
         )
     try:
+        _ensure_token(settings)
         await _run(settings, server_options(settings, wire), stop, task_status)
     finally:
         if wire is not None:
             wire.close()
+
+
+def _ensure_token(settings: Settings) -> None:
+    """Every bind gets a connection token (the one configured or kept in the data directory);
+    a loopback bind without one is the operator's explicit choice, said at every start."""
+    connect.ensure_token(settings)
+    if not has_token(settings.server.token):
+        log.warning(
+            "no connection token (server.require_token = false): any process of any user on "
+            "this machine can connect and use the agents as you; remove the setting to require one",
+            host=settings.server.host,
+        )
+
+
+def allowed_directories(settings: Settings, workdir: str) -> list[str]:
+    """Where sessions may work: `bridge.allowed_directories`, or by default the bridge's working
+    directory and the user's home, never `/` (a session rooted there could read everything)."""
+    configured = [str(p) for p in settings.bridge.allowed_directories]
+    if configured:
+        return configured
+    defaults = [workdir, str(Path.home())]
+    return [d for d in dict.fromkeys(defaults) if Path(d).resolve() != Path("/")]
 
 
 def engine_config(settings: Settings, *, workdir: str, durable: bool) -> EngineConfig:
@@ -145,11 +169,6 @@ async def _run(
     task_status: trio.TaskStatus[int],
 ) -> None:
     check_bind(options)
-    if not is_loopback(options.host) and not settings.bridge.allowed_directories:
-        log.warning(
-            "clients on the network may name any directory as a session's working directory; "
-            "set bridge.allowed_directories to the ones they may use"
-        )
     clock = HostClock()
     catalog = await open_catalog(
         settings.data_dir(), retention_days=settings.bridge.retention_days, now_ms=clock.now_ms()
@@ -238,7 +257,7 @@ async def _serve(
     creation = SessionCreation(
         shell,
         workdir=workdir,
-        allowed_directories=[str(p) for p in settings.bridge.allowed_directories],
+        allowed_directories=allowed_directories(settings, workdir),
         config=config,
     )
     creation.record = durable.session_created

@@ -43,7 +43,8 @@ class SessionCreation:
     ) -> None:
         self.shell = shell
         self.workdir = workdir
-        #: Where clients' working directories must lie (`bridge.allowed_directories`); empty: any.
+        #: Where clients' working directories must lie (`bridge.allowed_directories`, or its
+        #: default: the bridge's working directory and the user's home); empty: anywhere.
         self.allowed_directories = [os.path.realpath(p) for p in allowed_directories]
         self.config = config
         self.record: Record | None = None

@@ -1,6 +1,7 @@
 """How a client reaches this bridge: the connection token, the URLs to print, VS Code's settings.
 
-A bind to anything but loopback needs a token. When none is configured, one is generated on the
+Every bind needs a token (a loopback one may opt out with `server.require_token = false`: any
+local user's process can connect to loopback). When none is configured, one is generated on the
 first run and kept in the data directory (`connection-token`, mode 0600), so the URL a client
 saved keeps working across restarts. A wildcard bind (`0.0.0.0`, `::`) is printed as the real
 addresses of this machine, since `ws://0.0.0.0:…` is not a place a client can connect to.
@@ -45,9 +46,10 @@ class TokenSource:
 
 
 def ensure_token(settings: Settings, *, create: bool = True) -> TokenSource | None:
-    """Give a non-loopback bind without a token the one kept in the data directory.
+    """Give a bind without a token the one kept in the data directory (made on the first run).
 
-    Returns None when no token is needed or one is configured (`TokenSource("configured")`).
+    Every bind needs one unless `server.require_token` is false for a loopback bind: then
+    this returns None. A configured token is `TokenSource("configured")`.
     Sets `settings.server.token`. Without `create`, a token not kept yet is not made (nothing
     is written): `TokenSource("missing", path)`. Raises OSError when the file cannot be read
     or written.
@@ -55,7 +57,7 @@ def ensure_token(settings: Settings, *, create: bool = True) -> TokenSource | No
     server = settings.server
     if has_token(server.token):
         return TokenSource("configured")
-    if is_loopback(server.host):
+    if is_loopback(server.host) and not server.require_token:
         return None
     path = Path(settings.data_dir()) / TOKEN_FILE
     kept = _read_token(path)
