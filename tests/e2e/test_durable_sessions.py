@@ -189,9 +189,12 @@ async def test_after_a_restart_sessions_are_listed_and_restored_on_subscribe(
 ) -> None:
     # The fake is a HistoryPager: its record is read back in windows of 7 items.
     monkeypatch.setattr(durable, "HISTORY_PAGE", 7)
+    assert settings.bridge.workdir is not None
+    project = settings.bridge.workdir / "project"
+    project.mkdir()
     async with bridge(settings) as running:
         client = await running.client()
-        uri, chat = await create_session(client, workingDirectories=["file:///tmp/project"])
+        uri, chat = await create_session(client, workingDirectories=[project.as_uri()])
         for i in range(60):
             await prompt(client, chat, f"q{i}")
         await client.dispatch(uri, {"type": "session/titleChanged", "title": "Sixty prompts"})
@@ -212,7 +215,7 @@ async def test_after_a_restart_sessions_are_listed_and_restored_on_subscribe(
         assert [s["resource"] for s in listed] == [uri]
         (summary,) = listed
         assert summary["title"] == "Sixty prompts"
-        assert summary["workingDirectories"] == ["file:///tmp/project"]
+        assert summary["workingDirectories"] == [project.as_uri()]
         assert summary["createdAt"] == before[0]["createdAt"]
         # Listed from the catalog only: nothing is open until a client asks for it.
         assert client.states[ROOT]["activeSessions"] == 0

@@ -14,6 +14,7 @@ its end.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -43,10 +44,14 @@ async def bridge(start_bridge: StartBridge, make_settings: Callable[..., Setting
 
 
 class Replay:
-    """The capture, with the ids of this run: our client id, a fresh session, the real chat."""
+    """The capture, with the ids of this run: our client id, a fresh session, the real chat,
+    and the bridge's working directory for the capture's `file:///` (a window without a folder;
+    sessions may not be rooted at `/` unless `bridge.allowed_directories` lists it), so every
+    path of the capture lies below it."""
 
-    def __init__(self, client: AhpClient) -> None:
+    def __init__(self, client: AhpClient, workdir: Path) -> None:
         self.client = client
+        self.workdir = workdir
         self.session = f"fake:/{uuid.uuid4()}"
         self.chat = ""
 
@@ -54,6 +59,8 @@ class Replay:
         text = json.dumps(value)
         text = text.replace(OLD_SESSION, self.session).replace(OLD_CLIENT, self.client.client_id)
         text = text.replace('"echo"', '"fake"').replace('"echo-1"', '"fake-fast"')
+        root = self.workdir.as_uri()
+        text = re.sub(r'"file:///([^"]*)"', lambda m: f'"{root}/{m[1]}"'.replace('/"', '"'), text)
         if self.chat:
             text = text.replace(OLD_CHAT, self.chat)
         adapted = json.loads(text)
@@ -105,7 +112,8 @@ async def test_the_vscode_request_sequence(bridge: Bridge, offer: tuple[str, ...
     client = await bridge.client(
         f"vscode-{uuid.uuid4()}", initialize=False, versions=offer, check=True
     )
-    replay = Replay(client)
+    assert bridge.settings.bridge.workdir is not None
+    replay = Replay(client, bridge.settings.bridge.workdir)
     answers: dict[str, list[tuple[str, Any]]] = {}
     for request in REQUESTS[1:]:
         method = request["method"]
@@ -144,7 +152,7 @@ async def test_the_vscode_request_sequence(bridge: Bridge, offer: tuple[str, ...
     for method in ("resourceRead", "resourceResolve"):
         kind, failure = answers[method][0]
         assert kind == "error" and failure.code == -32008, (method, failure)  # no such file
-    assert answers["resourceList"][0][0] == "result"
+    assert answers["resourceList"][0][0] == "result", answers["resourceList"]
     for method in ("createTerminal", "disposeTerminal"):
         kind, failure = answers[method][0]
         assert kind == "error" and failure.code == -32009

@@ -24,11 +24,22 @@ def settings_for(tmp_path: Path, host: str, token: str | None = None) -> Setting
     return settings
 
 
-def test_loopback_needs_no_token(tmp_path: Path) -> None:
+def test_loopback_gets_a_token_too(tmp_path: Path) -> None:
     settings = settings_for(tmp_path, "127.0.0.1")
+    source = ensure_token(settings)
+    assert source is not None and source.kind == "generated"
+    assert settings.server.token == (tmp_path / TOKEN_FILE).read_text().strip()
+
+
+def test_loopback_goes_without_a_token_only_when_told(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, "127.0.0.1")
+    settings.server.require_token = False
     assert ensure_token(settings) is None
     assert settings.server.token is None
     assert not (tmp_path / TOKEN_FILE).exists()
+    settings.server.host = "0.0.0.0"  # a network bind needs one whatever the setting
+    source = ensure_token(settings)
+    assert source is not None and source.kind == "generated"
 
 
 def test_a_configured_token_is_kept(tmp_path: Path) -> None:
