@@ -183,8 +183,12 @@ def bridge_argv(config: Path, *, timing: bool = False) -> list[str]:
     """The bridge command: the real CLI, or this module's timing wrapper around run_bridge."""
     if timing:
         return [sys.executable, str(HERE / "_common.py"), "bridge", "--config", str(config)]
+    # AHP_BENCH_PROFILE=FILE: the bridge runs under cProfile and writes its profile to FILE when
+    # it stops (each bridge a bench starts overwrites it: profile one case at a time).
+    profile = os.environ.get("AHP_BENCH_PROFILE")
     return [
         sys.executable,
+        *(["-m", "cProfile", "-o", profile] if profile else []),
         "-m",
         "ahp_bridge.cli",
         "serve",

@@ -266,7 +266,7 @@ async def test_an_unreachable_remote_provider_says_so_at_once(tmp_path: Path) ->
 # -- VS Code -----------------------------------------------------------------------------------
 
 
-async def test_print_vscode_settings(tmp_path: Path) -> None:
+async def test_print_vscode_settings_needs_a_kept_token(tmp_path: Path) -> None:
     for host in ("127.0.0.1", "0.0.0.0"):  # every bind needs a token, loopback too
         argv = ["--print-vscode-settings", "--listen", f"{host}:9123", "--data-dir", str(tmp_path)]
         code, out, err = await run(*argv)
@@ -278,6 +278,9 @@ async def test_print_vscode_settings(tmp_path: Path) -> None:
             "one and keeps it there), or set server.token; then print the settings again\n"
         )
         assert list(tmp_path.iterdir()) == []
+
+
+async def test_print_vscode_settings_on_loopback(tmp_path: Path) -> None:
     (tmp_path / "connection-token").write_text("kept-token\n")
     loopback = [
         "--print-vscode-settings",
@@ -296,6 +299,10 @@ async def test_print_vscode_settings(tmp_path: Path) -> None:
     code, out, err = await run(*loopback, env={"AHP_BRIDGE__SERVER__REQUIRE_TOKEN": "false"})
     [entry] = json.loads(out)["chat.remoteAgentHosts"]
     assert (code, set(entry)) == (0, {"name", "address"})
+
+
+async def test_print_vscode_settings_on_every_interface(tmp_path: Path) -> None:
+    (tmp_path / "connection-token").write_text("kept-token\n")
     wide = ["--print-vscode-settings", "--listen", "0.0.0.0:9123", "--data-dir", str(tmp_path)]
     code, out, err = await run(*wide, env={"AHP_BRIDGE__SERVER__REQUIRE_TOKEN": "false"})
     [entry] = json.loads(out)["chat.remoteAgentHosts"]
