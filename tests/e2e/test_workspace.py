@@ -397,6 +397,53 @@ async def test_by_default_sessions_work_in_the_bridges_directory_or_home_never_a
         assert str(workdir) in message and str(Path.home()) in message
 
 
+async def test_a_bridge_started_in_root_works_in_home_and_never_at_root(
+    start_bridge: StartBridge, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service started in `/` (no `bridge.workdir`) works in its user's home; with `/` as the
+    home too, no directory is allowed by default and createSession says which key to set."""
+    settings.bridge.workdir, settings.bridge.allowed_directories = None, []
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.chdir("/")
+    monkeypatch.setenv("HOME", str(home))
+    (home / "a.txt").write_text("home\n")
+    client = await (await start_bridge(settings)).client()
+    # The default directory (served) is home, not `/`.
+    read = await client.request("resourceRead", {"channel": ROOT, "uri": uri(home / "a.txt")})
+    assert read["data"] == "home\n"
+    err_root = await refused(client, "resourceRead", {"uri": "file:///etc/hostname"})
+    assert err_root.code == PERMISSION_DENIED
+    with pytest.raises(RpcFailure) as err:
+        await client.request(
+            "createSession",
+            {
+                "channel": f"ahp-session:/{uuid.uuid4()}",
+                "provider": "fake",
+                "workingDirectories": ["file:///"],
+            },
+        )
+    assert "choose one inside " + str(home) in str(err.value.message)
+
+    monkeypatch.setenv("HOME", "/")
+    settings.bridge.data_dir = tmp_path / "data-2"  # a second bridge beside the first
+    client = await (await start_bridge(settings)).client()
+    with pytest.raises(RpcFailure) as err:
+        await client.request(
+            "createSession",
+            {
+                "channel": f"ahp-session:/{uuid.uuid4()}",
+                "provider": "fake",
+                "workingDirectories": [uri(home)],
+            },
+        )
+    assert err.value.code == INVALID_PARAMS
+    assert str(err.value.message).endswith(
+        "it lets sessions work nowhere by default: list the directories they may use in "
+        "bridge.allowed_directories"
+    )
+
+
 async def test_listing_root_allows_any_directory(
     start_bridge: StartBridge, settings: Settings
 ) -> None:

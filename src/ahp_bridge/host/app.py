@@ -133,9 +133,19 @@ def _ensure_token(settings: Settings) -> None:
         )
 
 
+def default_workdir(settings: Settings) -> Path:
+    """`bridge.workdir`, or the directory the bridge was started in unless that is `/` (a
+    service's usual directory, which would serve every file): then the user's home."""
+    if settings.bridge.workdir is not None:
+        return settings.bridge.workdir.resolve()
+    here = Path.cwd().resolve()
+    return here if here != Path("/") else Path.home().resolve()
+
+
 def allowed_directories(settings: Settings, workdir: str) -> list[str]:
     """Where sessions may work: `bridge.allowed_directories`, or by default the bridge's working
-    directory and the user's home, never `/` (a session rooted there could read everything)."""
+    directory and the user's home, never `/` (a session rooted there could read everything):
+    none at all when both are `/`."""
     configured = [str(p) for p in settings.bridge.allowed_directories]
     if configured:
         return configured
@@ -173,7 +183,7 @@ async def _run(
     catalog = await open_catalog(
         settings.data_dir(), retention_days=settings.bridge.retention_days, now_ms=clock.now_ms()
     )
-    workdir = str((settings.bridge.workdir or Path.cwd()).resolve())
+    workdir = str(default_workdir(settings))
     timeouts = settings.timeouts.timeouts()
     providers = Providers(settings.bridge.providers, provider_options(settings), timeouts=timeouts)
     async with trio.open_nursery() as keeper:

@@ -44,17 +44,23 @@ class SessionCreation:
         self.shell = shell
         self.workdir = workdir
         #: Where clients' working directories must lie (`bridge.allowed_directories`, or its
-        #: default: the bridge's working directory and the user's home); empty: anywhere.
+        #: default: the bridge's working directory and the user's home); empty: nowhere (`/`
+        #: listed is anywhere).
         self.allowed_directories = [os.path.realpath(p) for p in allowed_directories]
         self.config = config
         self.record: Record | None = None
 
     def check_allowed(self, path: str) -> None:
         """Refuse a client's working directory outside `bridge.allowed_directories`."""
-        if not self.allowed_directories:
-            return
         if within_any(os.path.realpath(path), self.allowed_directories) is not None:
             return
+        if not self.allowed_directories:
+            raise RpcError(
+                E.INVALID_PARAMS,
+                f"Invalid params: workingDirectories: {path} is refused: this bridge runs in `/` "
+                "with `/` as its user's home, so it lets sessions work nowhere by default: list "
+                "the directories they may use in bridge.allowed_directories",
+            )
         raise RpcError(
             E.INVALID_PARAMS,
             f"Invalid params: workingDirectories: {path} is outside the directories this host "
