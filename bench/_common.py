@@ -138,7 +138,7 @@ async def child_process(argv: Sequence[str], ready_prefix: str) -> AsyncIterator
                     raise RuntimeError(f"unexpected first line from {argv[1:3]}: {line!r}")
                 nursery.start_soon(_drain, stdout)
                 try:
-                    yield Child(line.rsplit(" ", 1)[-1].rstrip("/") + "/", proc.pid)
+                    yield Child(line.rsplit(" ", 1)[-1], proc.pid)  # as printed: with its token
                 finally:
                     nursery.cancel_scope.cancel()
         except BaseException:
@@ -523,7 +523,7 @@ async def serve_bare(queue_size: int = 4096) -> None:
     async with trio.open_nursery() as nursery:
         serve = functools.partial(serve_websocket, max_message_size=MAX_MESSAGE)
         server = await nursery.start(serve, handler, "127.0.0.1", 0, None)
-        print(f"bare listening on ws://127.0.0.1:{server.port}", flush=True)
+        print(f"bare listening on ws://127.0.0.1:{server.port}/", flush=True)
 
 
 # -- child: the bridge with stamped deltas ------------------------------------------------------

@@ -4,7 +4,8 @@ The reader hands each frame to the engine (through the shell) and, when the engi
 request to the shell (a file to read, a provider to ask) or must restore a session first, awaits
 that before it reads the next frame: requests are handled one at a time, in arrival order, so
 responses, snapshots and the envelopes that follow them reach the client in the order the host
-produced them. The writer sends what the engine put in the peer's outbox. Nothing the host does
+produced them. The writer sends what the engine put in the peer's outbox, everything queued in one
+write (`frames.py`: each frame's bytes built once for all subscribers). Nothing the host does
 ever waits on a client: the outbox is bounded by the engine, which cuts off a client that lets it
 fill up; then this connection sends only the frame already in flight and the close frame, within
 `server.slow_client_grace`, or drops the socket.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+from collections import deque
 
 import structlog
 import trio
@@ -23,6 +25,7 @@ from ahp_bridge.engine import effects as fx
 from ahp_bridge.engine import inputs
 from ahp_bridge.engine.peers import Peer
 from ahp_bridge.host.shell import Shell
+from ahp_bridge.host.transport.frames import BATCH_BYTES, BATCH_FRAMES, text_frame, write_frames
 from ahp_bridge.host.transport.wirelog import WireLog
 
 __all__ = ["CLOSE_NORMAL", "CLOSE_TOO_BIG", "Connection"]
@@ -156,7 +159,7 @@ class Connection:
             ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError
         ):
             while outbox:
-                await self.ws.send_message(outbox.popleft())
+                await write_frames(self.ws, self._take_batch(outbox))
             with trio.move_on_after(_CLOSE_REPLY_WAIT):
                 await self.ws.aclose(code=CLOSE_GOING_AWAY, reason=GOING_AWAY)
         await trio.aclose_forcefully(self.ws._stream)
@@ -169,12 +172,10 @@ class Connection:
                     if self._abandon:
                         outbox.clear()
                         break  # a client that fell behind gets nothing more that was queued
-                    frame = outbox.popleft()
-                    if self._wire is not None:
-                        self._wire.record(frame, "s2c", f"conn-{self.number}")
+                    data = self._take_batch(outbox)
                     with trio.CancelScope() as send_scope:
                         self._send_scope = send_scope
-                        await self.ws.send_message(frame)
+                        await write_frames(self.ws, data)
                     self._send_scope = None
                     if send_scope.cancelled_caught:
                         self._broken = True
@@ -189,6 +190,20 @@ class Connection:
         except ConnectionClosed:
             self._gone()
         scope.cancel()
+
+    def _take_batch(self, outbox: deque[str]) -> bytes:
+        """What is queued, up to a batch, as the frames' bytes for one write."""
+        parts: list[bytes] = []
+        size = 0
+        wire = self._wire
+        while outbox and len(parts) < BATCH_FRAMES and size < BATCH_BYTES:
+            frame = outbox.popleft()
+            if wire is not None:
+                wire.record(frame, "s2c", f"conn-{self.number}")
+            part = text_frame(frame)
+            parts.append(part)
+            size += len(part)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     async def _reader(self) -> None:
         shell = self.shell
