@@ -138,7 +138,8 @@ async def child_process(argv: Sequence[str], ready_prefix: str) -> AsyncIterator
                     raise RuntimeError(f"unexpected first line from {argv[1:3]}: {line!r}")
                 nursery.start_soon(_drain, stdout)
                 try:
-                    yield Child(line.rsplit(" ", 1)[-1].rstrip("/") + "/", proc.pid)
+                    url = line.rsplit(" ", 1)[-1]  # with its connection token (`/?tkn=`)
+                    yield Child(url if "?" in url else url.rstrip("/") + "/", proc.pid)
                 finally:
                     nursery.cancel_scope.cancel()
         except BaseException:
