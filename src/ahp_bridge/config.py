@@ -193,6 +193,8 @@ class LimitSettings(BaseModel):
     max_sessions_per_client: int = Field(_LIMITS.max_sessions_per_client, ge=1)
     max_chats_per_session: int = Field(_LIMITS.max_chats_per_session, ge=1)
     max_pending_calls: int = Field(_LIMITS.max_pending_calls, ge=1)
+    max_client_bytes: int = Field(_LIMITS.max_client_bytes, ge=64 * 1024)
+    max_host_bytes: int = Field(_LIMITS.max_host_bytes, ge=64 * 1024)
 
     def limits(self) -> Limits:
         return Limits(**self.model_dump())
