@@ -241,7 +241,10 @@ class Sessions:
             client_id=peer.client_id,
             params=params,
         )
-        charges = {("session",): size_of(params), RESERVE: self.host.budget.chat_bytes}
+        charges: dict[Slot, int] = {
+            ("session",): size_of(params),
+            RESERVE: self.host.budget.chat_bytes,
+        }
         self._charge(peer.client_id, uri, charges, "this session (with its chat's turn history)")
         self.creating[uri] = new
         return new
