@@ -10,6 +10,7 @@ import pytest
 
 from ahp_bridge import agentapi
 from ahp_bridge.engine.budget import CHAT, Budget
+from ahp_bridge.engine.jobs import OpenConversation
 from ahp_bridge.engine.peers import Peer
 from ahp_bridge.state.limits import KIB, Limits
 from tests.support.engine import NOW_ISO, Harness, config, turn_event
@@ -250,3 +251,20 @@ def test_an_entry_for_an_unknown_annotation_keeps_nothing_and_is_not_charged() -
     }
     h.dispatch(peer, S1 + "/annotations", entry, 1)
     assert h.engine.budget.of("c1") == base
+
+
+def test_a_chat_is_charged_its_history_until_disposed_or_its_opening_fails() -> None:
+    h = harness()
+    peer, _ = ready(h)
+    budget = h.engine.budget
+    base = budget.of("c1")
+    params = {"channel": S1, "chat": "ahp-chat:/c2"}
+    h.result(peer, "createChat", params)
+    assert budget.charged("ahp-chat:/c2", CHAT) == HISTORY + size(params)
+    assert budget.of("c1") == base + HISTORY + size(params)
+    h.result(peer, "disposeChat", {"channel": "ahp-chat:/c2"})
+    assert budget.of("c1") == base
+    h.fail(OpenConversation, RuntimeError("the agent would not start"))
+    h.result(peer, "createChat", {"channel": S1, "chat": "ahp-chat:/c3"})
+    assert not h.store.has("ahp-chat:/c3")
+    assert budget.of("c1") == base
