@@ -18,7 +18,7 @@ A client stops making sessions at the first refused createSession. Then the brid
 (/proc) is read again, after the host has gone quiet. Printed: RSS before and after, the client
 text the host accepted to keep (each accepted action's canonical JSON), what was refused and
 why, and the bounds of docs/limits.md the figures must stay under (64 MiB for one client id,
-1 GiB for the host). `--clients 100` (one session each) tries ~1.6 GiB of text: the host bound
+1 GiB for the host). `--clients 100` (one session each) tries ~1.4 GiB of text: the host bound
 stops it. Figures only; nothing is asserted about speed or size.
 """
 

@@ -139,7 +139,8 @@ def bridge_process(base: Path, *, log: Path | None = None) -> Iterator[str]:
             assert ready, "the bridge did not start listening within 30 s"
             line = proc.stdout.readline().decode().strip()
             assert line.startswith("ahp-bridge listening on "), line
-            yield line.rsplit(" ", 1)[1].rstrip("/") + "/"
+            url = line.rsplit(" ", 1)[1]  # with its connection token (`/?tkn=`)
+            yield url if "?" in url else url.rstrip("/") + "/"
             assert proc.poll() is None, "the bridge died during the fuzzing"
         finally:
             if proc.poll() is None:
