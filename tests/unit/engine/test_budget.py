@@ -10,10 +10,12 @@ import pytest
 
 from ahp_bridge import agentapi
 from ahp_bridge.engine.budget import CHAT, Budget
+from ahp_bridge.engine.inputs import HostToolCalled
 from ahp_bridge.engine.jobs import OpenConversation
 from ahp_bridge.engine.peers import Peer
 from ahp_bridge.state.limits import KIB, Limits
-from tests.support.engine import NOW_ISO, Harness, config, turn_event
+from tests.support.engine import NOW_ISO, Harness, config, fake_provider, turn_event
+from tests.unit.engine.test_client_tools import call, complete, running
 
 WORKING = turn_event(agentapi.TurnState.WORKING)
 COMPLETED = turn_event(agentapi.TurnState.COMPLETED)
@@ -268,3 +270,22 @@ def test_a_chat_is_charged_its_history_until_disposed_or_its_opening_fails() -> 
     h.result(peer, "createChat", {"channel": S1, "chat": "ahp-chat:/c3"})
     assert not h.store.has("ahp-chat:/c3")
     assert budget.of("c1") == base
+
+
+def test_a_client_tools_result_is_charged_to_its_turn_until_the_turn_is_history() -> None:
+    h = Harness(providers=[fake_provider()])
+    vs, _, chat = running(h)
+    budget = h.engine.budget
+    before = budget.of("vs")
+    h.feed(HostToolCalled(chat, 7, call()))
+    result = complete("call-1", "u" * 2000)
+    h.dispatch(vs, chat, result, 2)
+    slot = ("turn", "t1", "chat/toolCallComplete", "call-1", "")
+    assert budget.charged(chat, slot) == size(result)
+    assert budget.of("vs") == before + size(result)
+    h.provider(chat, COMPLETED)  # t1 is the newest completed turn: still charged
+    assert budget.charged(chat, slot) == size(result)
+    h.dispatch(vs, chat, turn("t2"), 3)
+    h.provider(chat, WORKING, COMPLETED)  # t1 lies within the chat's history charge now
+    assert budget.charged(chat, slot) is None
+    assert budget.of("vs") == before - size(turn("t1")) + size(turn("t2"))
