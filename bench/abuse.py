@@ -3,8 +3,9 @@
 Run: python bench/abuse.py [--clients 1,100] [--sessions-per-client N]
 
 The bridge (`ahp-bridge serve`, the fake provider playing the conformance script, default
-`[limits]`) runs in its own process. Each abusive client (its own client id, AHP 1.0) does the
-worst the limits allow, and checks that each of its actions was accepted:
+`[limits]`) runs in its own process. Each abusive client (its own client id, AHP 1.0) tries
+the worst each per-factor limit allows, and counts what was accepted and what refused (the
+byte ledger, `limits.max_client_bytes` and `limits.max_host_bytes`, refuses the product):
 
 * `limits.max_sessions_per_client` sessions (or `--sessions-per-client`), each with
   `limits.max_chats_per_session` chats, a title of `limits.max_title_bytes`, an active client
@@ -13,12 +14,12 @@ worst the limits allow, and checks that each of its actions was accepted:
 * in every chat, a turn that waits for a permission (so it stays open) whose message is
   `max_action_bytes`, `limits.max_queued_messages` queued messages and a draft of that size.
 
-Then the bridge's RSS (/proc) is read again, after the host has gone quiet. Printed: RSS before
-and after, the client text the host accepted to keep, and RSS per session. With 100 clients the
-host's own `limits.max_sessions` (500) is the bound, so `--clients 100` fills 100 sessions (one
-each) and the figure for 500 follows from the measured cost per session; filling all 500
-(~7 GB of text) is more than a shared development machine should be asked for.
-Figures only; nothing is asserted about speed or size.
+A client stops making sessions at the first refused createSession. Then the bridge's RSS
+(/proc) is read again, after the host has gone quiet. Printed: RSS before and after, the client
+text the host accepted to keep (each accepted action's canonical JSON), what was refused and
+why, and the bounds of docs/limits.md the figures must stay under (64 MiB for one client id,
+1 GiB for the host). `--clients 100` (one session each) tries ~1.4 GiB of text: the host bound
+stops it. Figures only; nothing is asserted about speed or size.
 """
 
 from __future__ import annotations
@@ -79,8 +80,10 @@ class Abuser:
     def __init__(self, client: BenchClient) -> None:
         self.client = client
         self.kept = 0
+        self.sessions = 0
         self.accepted = 0
         self.rejected: list[str] = []
+        self.refused_requests: list[str] = []
         client.keep = False
         client.on_envelope = self._on_envelope
         self._sizes: dict[int, int] = {}
@@ -102,13 +105,23 @@ class Abuser:
         self._sizes[seq] = len(orjson.dumps(action))
         await self.client.ws.send_message(frame)
 
-    async def session(self) -> None:
+    async def session(self) -> bool:
+        """One session filled as far as the host allows; False: the session was refused."""
         client, size = self.client, LIMITS.max_action_bytes
-        session, default_chat = await ready_session(client)
+        try:
+            session, default_chat = await ready_session(client)
+        except RuntimeError as exc:
+            self.refused_requests.append(str(exc))
+            return False
+        self.sessions += 1
         chats = [default_chat]
         for _ in range(LIMITS.max_chats_per_session - 1):
             chat = f"ahp-chat:/{uuid.uuid4()}"
-            await client.request("createChat", {"channel": session, "chat": chat})
+            try:
+                await client.request("createChat", {"channel": session, "chat": chat})
+            except RuntimeError as exc:
+                self.refused_requests.append(str(exc))
+                break
             chats.append(chat)
         for chat in chats:  # wait until each is published (createChat answers before that)
             with trio.fail_after(STEP_TIMEOUT):
@@ -182,6 +195,7 @@ class Abuser:
         with trio.fail_after(STEP_TIMEOUT):  # echoes of what the chats' runtimes planned
             while self._sizes:
                 await trio.sleep(0.02)
+        return True
 
 
 async def quiet_rss(pid: int) -> int:
@@ -212,22 +226,33 @@ async def run(n_clients: int, sessions_each: int) -> dict[str, Any]:
 
                 async def one(abuser: Abuser) -> None:
                     for _ in range(sessions_each):
-                        await abuser.session()
+                        if not await abuser.session():
+                            break
 
                 async with trio.open_nursery() as nursery:
                     for abuser in abusers:
                         nursery.start_soon(one, abuser)
                 after = await quiet_rss(bridge.pid)
-                rejected = [r for a in abusers for r in a.rejected]
+                rejected = [r for a in abusers for r in a.rejected + a.refused_requests]
                 return {
                     "clients": n_clients,
-                    "sessions": n_clients * sessions_each,
+                    "sessions": sum(a.sessions for a in abusers),
+                    "most_kept": max(a.kept for a in abusers),
                     "accepted": sum(a.accepted for a in abusers),
                     "rejected": rejected,
                     "kept": sum(a.kept for a in abusers),
                     "before": before,
                     "after": after,
                 }
+
+
+def refusal_kinds(reasons: list[str]) -> str:
+    """How many refusals named each config key."""
+    keys: dict[str, int] = {}
+    for reason in reasons:
+        key = next((w.strip("():,") for w in reason.split() if w.startswith("(limits.")), "other")
+        keys[key] = keys.get(key, 0) + 1
+    return ", ".join(f"{key} {count:,}" for key, count in sorted(keys.items())) or "none"
 
 
 def main() -> None:
@@ -237,7 +262,7 @@ def main() -> None:
         "--sessions-per-client",
         type=int,
         default=0,
-        help="sessions each client fills (default: max_sessions_per_client for one client, "
+        help="sessions each client tries (default: max_sessions_per_client for one client, "
         "1 each for more)",
     )
     args = parser.parse_args()
@@ -247,44 +272,43 @@ def main() -> None:
         f"{LIMITS.max_title_bytes:,}, max_queued_messages {LIMITS.max_queued_messages}, "
         f"max_annotations {LIMITS.max_annotations}, max_sessions {LIMITS.max_sessions}, "
         f"max_sessions_per_client {LIMITS.max_sessions_per_client}, max_chats_per_session "
-        f"{LIMITS.max_chats_per_session}"
+        f"{LIMITS.max_chats_per_session}, max_client_bytes {LIMITS.max_client_bytes:,}, "
+        f"max_host_bytes {LIMITS.max_host_bytes:,}"
     )
+    print("bounds (docs/limits.md): one client id 64 MiB, the host 1 GiB")
     rows = []
     for n in [int(x) for x in args.clients.split(",")]:
         each = args.sessions_per_client or (LIMITS.max_sessions_per_client if n == 1 else 1)
         result = trio.run(run, n, each)
         growth = result["after"] - result["before"]
-        per_session = growth / result["sessions"]
-        bound = min(n * LIMITS.max_sessions_per_client, LIMITS.max_sessions)
         rows.append(
             [
                 n,
                 result["sessions"],
                 result["accepted"],
                 len(result["rejected"]),
-                f"{result['kept'] / MIB:,.0f}",
+                f"{result['most_kept'] / MIB:,.1f}",
+                f"{result['kept'] / MIB:,.1f}",
                 f"{result['before'] / MIB:,.0f}",
                 f"{result['after'] / MIB:,.0f}",
                 f"{growth / MIB:,.0f}",
-                f"{per_session / MIB:,.1f}",
-                f"{bound} -> {bound * per_session / MIB / 1024:,.1f} GiB",
+                f"{growth / MIB / n:,.1f}",
             ]
         )
-        if result["rejected"]:
-            print(f"{n} clients: refused {sorted(set(result['rejected']))[:3]}")
+        print(f"{n} clients: refused by key: {refusal_kinds(result['rejected'])}")
     print(
         table(
             [
                 "clients",
-                "sessions filled",
+                "sessions made",
                 "actions kept",
                 "refused",
-                "client text MiB",
+                "text kept, one client MiB",
+                "text kept, host MiB",
                 "RSS before MiB",
                 "RSS after MiB",
                 "growth MiB",
-                "MiB / session",
-                "sessions allowed -> RSS at the limit",
+                "growth / client MiB",
             ],
             rows,
         )

@@ -89,8 +89,8 @@ class ServerSettings(BaseModel):
             parse_origin_pattern(pattern)
         return v
 
-    #: Bytes of canonical frames the replay log keeps, whatever their count.
-    replay_log_bytes: int = Field(64 * 1024 * 1024, ge=64 * 1024)
+    #: Bytes of canonical frames the replay log keeps, whatever their count (docs/limits.md).
+    replay_log_bytes: int = Field(8 * 1024 * 1024, ge=64 * 1024)
 
 
 class LogSettings(BaseModel):
@@ -166,7 +166,7 @@ class ChangesSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     #: Bytes of file contents (before and after a change) the host keeps for clients to read.
-    max_content_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    max_content_bytes: int = Field(8 * 1024 * 1024, ge=1024)
     #: Seconds a read of a not yet known content (a tool edit's) waits for the provider.
     content_wait_seconds: float = Field(10.0, ge=0)
     #: Seconds a provider may take to report its changes (Conversation.diff) or to rewind.
@@ -193,6 +193,8 @@ class LimitSettings(BaseModel):
     max_sessions_per_client: int = Field(_LIMITS.max_sessions_per_client, ge=1)
     max_chats_per_session: int = Field(_LIMITS.max_chats_per_session, ge=1)
     max_pending_calls: int = Field(_LIMITS.max_pending_calls, ge=1)
+    max_client_bytes: int = Field(_LIMITS.max_client_bytes, ge=64 * 1024)
+    max_host_bytes: int = Field(_LIMITS.max_host_bytes, ge=64 * 1024)
 
     def limits(self) -> Limits:
         return Limits(**self.model_dump())

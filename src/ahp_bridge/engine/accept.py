@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ahp_bridge.engine.budget import Budget
 from ahp_bridge.engine.customizations import Customizations
 from ahp_bridge.engine.decision import Accepted, Refused
 from ahp_bridge.engine.fanout import Fanout
@@ -80,6 +81,7 @@ class AcceptHost(Protocol):
     store: Store
     fanout: Fanout
     limits: Limits
+    budget: Budget
     sessions: Sessions
     settings: SessionSettings
     customizations: Customizations
@@ -108,9 +110,16 @@ def dispatch(engine: AcceptHost, peer: Peer, params: Any) -> None:
     if isinstance(decision, Refused):
         engine.fanout.reject(peer, channel, action, origin, decision.reason)
         return
+    store, budget = engine.store, engine.budget
+    if not decision.no_op:
+        over = budget.admit(peer.client_id, store, decision.channel, decision.action)
+        if over is not None:
+            engine.fanout.reject(peer, channel, action, origin, over)
+            return
     engine.fanout.apply(decision.channel, decision.action, origin)
     if decision.no_op:
         return
+    budget.follow(store, decision.channel, decision.action, settle=True)
     for then in decision.then:
         then()
     if decision.chat is not None:

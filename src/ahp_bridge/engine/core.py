@@ -22,6 +22,7 @@ from typing import Any
 
 from ahp_bridge import agentapi
 from ahp_bridge.engine import accept, handshake
+from ahp_bridge.engine.budget import RELEASES, Budget
 from ahp_bridge.engine.chats import Chat, effects_of
 from ahp_bridge.engine.client_tools import ClientToolLimits, Resolve
 from ahp_bridge.engine.clients import KnownClients
@@ -136,6 +137,8 @@ class Engine:
         )
         self.clients = KnownClients(persist=self._remember_client if config.durable else None)
         self.peers: dict[Peer, None] = {}
+        #: What each client id makes the host keep (limits.max_client_bytes, max_host_bytes).
+        self.budget = Budget(config.limits)
         self.sessions = Sessions(
             self, providers=providers, workdir=config.workdir, durable=config.durable
         )
@@ -145,6 +148,7 @@ class Engine:
             DurableRecords(self.fanout, self.sessions, self.now_iso) if config.durable else None
         )
         self.sessions.observe()
+        self.fanout.observe(self.budget.observe(store), RELEASES)
         self.settings = SessionSettings(self.fanout, self.sessions)
         self.customizations = Customizations(
             self.fanout, self.sessions, directory_uri=directory_uri

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from ahp_bridge.engine.budget import CHAT, HOST, RESERVE, Budget, Slot
 from ahp_bridge.engine.chats import Chat, Step
 from ahp_bridge.engine.effects import Log
 from ahp_bridge.engine.fanout import Fanout, HostAction, Later, Reaction
@@ -93,6 +94,7 @@ class SessionHost(Protocol):
 
     fanout: Fanout
     limits: Limits
+    budget: Budget
 
     def now_iso(self) -> str: ...
     def new_id(self) -> str: ...
@@ -239,8 +241,24 @@ class Sessions:
             client_id=peer.client_id,
             params=params,
         )
+        charges: dict[Slot, int] = {
+            ("session",): size_of(params),
+            RESERVE: self.host.budget.chat_bytes,
+        }
+        self._charge(peer.client_id, uri, charges, "this session (with its chat's turn history)")
         self.creating[uri] = new
         return new
+
+    def _charge(
+        self, client_id: str | None, channel: str, charges: dict[Slot, int], what: str
+    ) -> None:
+        """Charge a request's slots to its client, or refuse it (limits.max_client_bytes)."""
+        budget, owner = self.host.budget, client_id or HOST
+        problem = budget.problem(owner, channel, ("request",), sum(charges.values()), what)
+        if problem is not None:
+            raise RpcError(E.PERMISSION_DENIED, f"Permission denied: {problem}")
+        for slot, size in charges.items():
+            budget.charge(owner, channel, slot, size)
 
     def _check_session_limits(self, client_id: str | None, params: dict[str, Any]) -> None:
         """Refuse a `createSession` over a limit (counting those still being recorded)."""
@@ -309,6 +327,7 @@ class Sessions:
 
     def creation_refused(self, new: NewSession) -> None:
         self.creating.pop(new.uri, None)
+        self.host.budget.release_channel(new.uri)
 
     def open_default_chat(
         self, session: Session, peer: Peer | None, progress_token: str | None
@@ -390,6 +409,11 @@ class Sessions:
             "turns": list(turns or []),
         }
         self.store.create(chat.uri, "chat", state)
+        budget = self.host.budget
+        if budget.charged(chat.uri, CHAT) is None and not budget.move(
+            session.uri, RESERVE, chat.uri, CHAT
+        ):  # a restored chat: the host's, never refused
+            budget.charge(session.created_by or HOST, chat.uri, CHAT, budget.chat_bytes)
         session.chats[chat.uri] = chat
         self.chats[chat.uri] = chat
         summary = {k: state[k] for k in ("resource", "title", "status", "modifiedAt")}
@@ -439,6 +463,7 @@ class Sessions:
 
     def forget_channel(self, uri: str) -> None:
         self.fanout.dispose(uri)
+        self.host.budget.release_channel(uri)
 
     def active_sessions_changed(self) -> None:
         self.fanout.apply(
@@ -463,6 +488,8 @@ class Sessions:
             raise RpcError(
                 E.INVALID_PARAMS, "Invalid params: source: forked and side chats are not supported"
             )
+        size = self.host.budget.chat_bytes + size_of(params)
+        self._charge(peer.client_id, chat_uri, {CHAT: size}, "this chat (with its turn history)")
         chat = self.host.new_chat(session, chat_uri)
         self.opening[chat_uri] = chat  # reserve the URI while the conversation opens
         initial = params.get("initialMessage")
@@ -472,12 +499,14 @@ class Sessions:
                 yield from chat.opening("", record=self.durable)
             except Exception as exc:
                 self.opening.pop(chat_uri, None)
+                self.host.budget.release_channel(chat_uri)
                 yield chat.closing(stop=True)
                 self.fanout.effects.append(
                     Log("warning", "chat creation failed", {"chat": chat_uri, "error": str(exc)})
                 )
                 return
             if self.opening.pop(chat_uri, None) is not chat or session.disposed:
+                self.host.budget.release_channel(chat_uri)
                 yield chat.closing(stop=True)
                 return
             self.publish_chat(session, chat)

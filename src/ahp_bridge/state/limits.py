@@ -25,6 +25,7 @@ __all__ = ["Limits", "limit_problem"]
 JSON = dict[str, Any]
 
 KIB = 1024
+MIB = 1024 * KIB
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,11 @@ class Limits:
     max_chats_per_session: int = 8
     #: Provider calls one chat holds waiting for its worker (a flood of actions is refused).
     max_pending_calls: int = 64
+    #: Bytes one client id's accepted actions make the host keep, all sessions and chats
+    #: together (engine/budget.py: the product of the other limits is bounded here).
+    max_client_bytes: int = 32 * MIB
+    #: Bytes every client's accepted actions make the host keep together.
+    max_host_bytes: int = 512 * MIB
 
 
 def size_of(value: Any) -> int:
