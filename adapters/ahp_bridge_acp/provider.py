@@ -43,6 +43,7 @@ from ahp_bridge.agentapi import (
     Unsupported,
 )
 
+from . import credentials
 from .conversation import (
     AUTH_REQUIRED,
     AcpConversation,
@@ -354,6 +355,32 @@ class AcpProvider(ProviderLifetime):
             return False
         held.append(req.update)
         return True
+
+    # -- the host's StartupChecker ----------------------------------------------------------
+
+    async def startup_problems(self) -> list[tuple[str, str]]:
+        """An agent command that is not there, or an agent without credentials it can use (every
+        prompt would fail): said at the bridge's start, in doctor's words, not at the first turn.
+        An agent that did not start was said by the start itself (and the first use retries)."""
+        opts = self._opts
+        if opts.executable() is None:
+            return [
+                (
+                    f"the agent command {opts.command[0]!r} is not found",
+                    "install the agent (`bash scripts/install-acp-agents.sh` puts the pinned "
+                    "Claude Agent, Codex and Gemini CLI under .tools/acp; docs/acp.md has their "
+                    "configs), or set `command` to its full path",
+                )
+            ]
+        init = self._init
+        if init is None:
+            return []
+        info = init.agent_info
+        methods = list(init.auth_methods or [])
+        verdict = credentials.check(info.name if info else "", methods, opts.environment())
+        if verdict is not None and not verdict[0]:
+            return [(verdict[1], verdict[2])]
+        return []
 
     # -- agentapi.Provider ----------------------------------------------------------------
 

@@ -31,6 +31,7 @@ import pytest
 import trio
 
 from tests.e2e.test_copilot_bridge import ROOT, BridgeProcess, Session, child_pids
+from tests.e2e.test_startup_warnings import warnings_at_start
 from tests.support.acp_agents import CLAUDE_ACP, claude_options, requires_claude
 from tests.support.ahp_client import open_client, ready_chat
 from tests.support.anthropic_server import AnthropicServer, Exchange
@@ -381,6 +382,20 @@ def test_doctor_warns_of_claude_without_credentials(
     lines = result.stdout.splitlines()
     at = lines.index("WARN  Claude has no credentials it can use (every prompt will fail)")
     assert lines[at + 1].startswith("      fix: set ANTHROPIC_API_KEY in the provider's env")
+
+
+async def test_claude_without_credentials_is_said_at_start(
+    tmp_path: Path, anthropic: AnthropicServer
+) -> None:
+    """Doctor's credentials check, at the bridge's start too: before a first prompt fails."""
+    config = write_config(tmp_path / "claude.toml", anthropic, tmp_path / "home", key=False)
+    found = await warnings_at_start(tmp_path, config.read_text(), "claude", expect=1)
+    [warning] = found
+    assert (warning["event"], warning["provider"]) == (
+        "Claude has no credentials it can use (every prompt will fail)",
+        "claude",
+    )
+    assert warning["fix"].startswith("set ANTHROPIC_API_KEY in the provider's env")
 
 
 async def test_claude_agent_lists_its_sessions_for_import(

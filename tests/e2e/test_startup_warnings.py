@@ -113,3 +113,22 @@ async def test_the_check_is_the_providers_own() -> None:
     assert not isinstance(fake_provider({}), providers.StartupChecker)
     signed_in = copilot_provider({})
     assert await signed_in.startup_problems() == []  # GitHub sign-in: the models read says it
+
+
+async def test_an_acp_agent_that_is_not_installed_is_said_at_start(tmp_path: Path) -> None:
+    """The documented `claude-code-acp` command when setup put the agent under .tools/acp."""
+    config = (
+        '[bridge]\nproviders = ["claude"]\n'
+        '[providers.claude]\nkind = "acp"\ncommand = ["claude-code-acp-not-installed"]\n'
+    )
+    found = await warnings_at_start(tmp_path, config, "claude", expect=2)
+    [warning] = [w for w in found if w["event"].endswith("is not found")]
+    assert (warning["event"], warning["provider"]) == (
+        "the agent command 'claude-code-acp-not-installed' is not found",
+        "claude",
+    )
+    assert warning["fix"] == (
+        "install the agent (`bash scripts/install-acp-agents.sh` puts the pinned Claude Agent, "
+        "Codex and Gemini CLI under .tools/acp; docs/acp.md has their configs), or set "
+        "`command` to its full path"
+    )
