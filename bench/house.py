@@ -27,13 +27,19 @@ def modules() -> dict[str, Path]:
     out: dict[str, Path] = {}
     base = ROOT / "src"
     for path in sorted((base / "ahp_bridge").rglob("*.py")):
-        if path.name.endswith(GENERATED):
+        if path.name.endswith(GENERATED) or _stamped(path):
             continue
         parts = list(path.relative_to(base).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         out[".".join(parts)] = path
     return out
+
+
+def _stamped(path: Path) -> bool:
+    """A file a script writes says so on its first line (the 0.6/0.8 wire models, ...)."""
+    with path.open() as f:
+        return f.readline().startswith("# DO NOT EDIT")
 
 
 def lines(path: Path) -> int:
