@@ -193,6 +193,8 @@ class LimitSettings(BaseModel):
     max_sessions_per_client: int = Field(_LIMITS.max_sessions_per_client, ge=1)
     max_chats_per_session: int = Field(_LIMITS.max_chats_per_session, ge=1)
     max_pending_calls: int = Field(_LIMITS.max_pending_calls, ge=1)
+    max_live_turns: int = Field(_LIMITS.max_live_turns, ge=1)
+    max_live_turn_bytes: int = Field(_LIMITS.max_live_turn_bytes, ge=1024)
 
     def limits(self) -> Limits:
         return Limits(**self.model_dump())

@@ -50,6 +50,10 @@ class Limits:
     max_chats_per_session: int = 8
     #: Provider calls one chat holds waiting for its worker (a flood of actions is refused).
     max_pending_calls: int = 64
+    #: Completed turns one chat keeps in the live state; older ones go to the catalog.
+    max_live_turns: int = 50
+    #: Bytes (canonical JSON) of completed turns one chat keeps live; the newest always stays.
+    max_live_turn_bytes: int = 256 * KIB
 
 
 def size_of(value: Any) -> int:
