@@ -19,6 +19,7 @@ import argparse
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,17 +42,18 @@ V1 = ("1.0.0",)
 #: A page read waits for the catalog writes queued before it (every turn's record and
 #: archived turns): after a fast run of 10,000 turns that backlog is minutes long.
 PAGE_TIMEOUT = 1800.0
-#: Every prompt gets one short answer at once (the default script also calls tools).
+#: Every prompt gets one answer at once, in one delta (the default script also calls tools).
 SCRIPT = """
 display_name = "long chat"
 [defaults]
-chunk_size = 64
+chunk_size = {chunk}
 delay = 0
 [[prompts]]
 [[prompts.steps]]
 kind = "text"
-text = "An answer of moderate length, enough to look like a real reply in a transcript."
+text = "{text}"
 """
+ANSWER = "An answer of moderate length, enough to look like a real reply in a transcript."
 
 
 def rss_mib(child: Child) -> float:
@@ -93,8 +95,11 @@ class TurnWaiter:
             await self.done.wait()
 
 
-async def page_back(client: BenchClient, chat: str, cursor: str | None) -> list[str]:
-    """fetchTurns until no cursor is left; the texts of the turns loaded, oldest first."""
+async def page_back(
+    client: BenchClient, chat: str, cursor: str | None, first: Callable[[], None]
+) -> tuple[list[str], int]:
+    """fetchTurns until no cursor is left; the texts of the turns loaded (oldest first) and
+    how many pages they came in. `first` runs once the first page is answered."""
     pages: list[list[str]] = []
     client.keep = True
     while cursor:
@@ -110,19 +115,28 @@ async def page_back(client: BenchClient, chat: str, cursor: str | None) -> list[
             if e["channel"] == chat and e["action"]["type"] == "chat/turnsLoaded"
         ]
         pages.append([t["message"]["text"] for t in action["turns"]])
+        if len(pages) == 1:
+            first()
         cursor = action.get("turnsNextCursor")
-    return [text for page in reversed(pages) for text in page]
+    return [text for page in reversed(pages) for text in page], len(pages)
 
 
 async def page_back_all(
     bridge: Child, reader: BenchClient, chat: str, expected: list[str], run: str
-) -> list[object]:
-    """Subscribe (live turns and a cursor), page back to the first turn, check every turn."""
+) -> list[list[object]]:
+    """Subscribe (live turns and a cursor), page back to the first turn, check every turn;
+    a row for the first page (the catalog has written all it had queued) and one for all."""
     await reader.initialize(versions=V1)
     snap = (await reader.request("subscribe", {"channel": chat}))["snapshot"]
     live = [t["message"]["text"] for t in snap["state"]["turns"]]
+    rows: list[list[object]] = []
     began = time.perf_counter()
-    older = await page_back(reader, chat, snap["state"].get("turnsNextCursor"))
+
+    def first_page() -> None:
+        took = time.perf_counter() - began
+        rows.append([f"first page ({run})", f"{rss_mib(bridge):.1f}", f"{took:.1f} s"])
+
+    older, pages = await page_back(reader, chat, snap["state"].get("turnsNextCursor"), first_page)
     took = time.perf_counter() - began
     everything = older + live
     if everything != expected:
@@ -131,20 +145,26 @@ async def page_back_all(
             f"page-back gave {len(everything)} turns ({missing} missing), "
             f"expected {len(expected)} in order"
         )
-    pages = -(-len(older) // 50)
-    return [
-        f"page-back ({run}): {len(older):,} turns in {pages} pages + {len(live)} live",
-        f"{rss_mib(bridge):.1f}",
-        f"{took:.1f} s",
-    ]
+    rows.append(
+        [
+            f"page-back ({run}): {len(older):,} turns in {pages} pages + {len(live)} live",
+            f"{rss_mib(bridge):.1f}",
+            f"{took:.1f} s",
+        ]
+    )
+    return rows
 
 
-async def measure(turns: int) -> list[list[object]]:
+async def measure(turns: int, limits: dict[str, int], answer: int) -> list[list[object]]:
     rows: list[list[object]] = []
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "script.toml"
-        script.write_text(SCRIPT)
+        text = ANSWER if answer <= 0 else (ANSWER * (answer // len(ANSWER) + 1))[:answer]
+        script.write_text(SCRIPT.format(chunk=max(64, len(text)), text=text))
         config = write_config(Path(tmp), fake={"script": str(script), "time_scale": 0.0})
+        if limits:  # tables may come in any order in TOML
+            with config.open("a") as out:
+                out.write("[limits]\n" + "".join(f"{k} = {v}\n" for k, v in limits.items()))
         async with child_process(bridge_argv(config), "ahp-bridge listening") as bridge:
             # The listening line's URL carries the connection token (`?tkn=...`), to which
             # `child_process` appends a "/": take the URL as the bridge printed it.
@@ -174,19 +194,37 @@ async def run_chat(bridge: Child, url: str, turns: int) -> list[list[object]]:
         expected = [f"turn {i}" for i in range(turns)]
         for run in ("first", "again"):  # the first one waits behind the catalog's backlog
             async with clients(url, 1, f"reader-{run}") as (reader,):
-                rows.append(await page_back_all(bridge, reader, chat, expected, run))
+                rows.extend(await page_back_all(bridge, reader, chat, expected, run))
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=10_000)
+    parser.add_argument(
+        "--answer-bytes", type=int, default=0, help="each answer's length (default: 80)"
+    )
+    parser.add_argument("--max-live-turns", type=int, help="limits.max_live_turns (50)")
+    parser.add_argument(
+        "--max-live-turn-bytes", type=int, help="limits.max_live_turn_bytes (262144)"
+    )
     args = parser.parse_args()
     if args.turns < 1:
         parser.error("--turns must be at least 1")
+    limits = {
+        key: value
+        for key, value in (
+            ("max_live_turns", args.max_live_turns),
+            ("max_live_turn_bytes", args.max_live_turn_bytes),
+        )
+        if value is not None
+    }
     print(machine_note())
-    print(f"long chat: {args.turns:,} turns of the fake (time_scale 0), default limits")
-    rows = trio.run(measure, args.turns)
+    shown = ", ".join(f"limits.{k} = {v:,}" for k, v in limits.items()) or "default limits"
+    size = args.answer_bytes or len(ANSWER)
+    fake = f"the fake (time_scale 0, {size:,}-byte answers)"
+    print(f"long chat: {args.turns:,} turns of {fake}, {shown}")
+    rows = trio.run(measure, args.turns, limits, args.answer_bytes)
     print(table(["", "bridge RSS MiB", "time"], rows))
 
 
