@@ -195,6 +195,8 @@ class LimitSettings(BaseModel):
     max_pending_calls: int = Field(_LIMITS.max_pending_calls, ge=1)
     max_client_bytes: int = Field(_LIMITS.max_client_bytes, ge=64 * 1024)
     max_host_bytes: int = Field(_LIMITS.max_host_bytes, ge=64 * 1024)
+    max_live_turns: int = Field(_LIMITS.max_live_turns, ge=1)
+    max_live_turn_bytes: int = Field(_LIMITS.max_live_turn_bytes, ge=1024)
 
     def limits(self) -> Limits:
         return Limits(**self.model_dump())

@@ -13,6 +13,8 @@ all carried out (as a worker would report it later), in the order the jobs were 
   the provider's models (what `host.features.creation` does), at once or, with
   `defer_creations`, when the test calls `prepare`; other served requests wait in `served` for
   the test to answer (`Answered`).
+* `ArchiveTurns` keeps the evicted turns in `archive` (by chat and index), `ReadTurns` reads
+  them back from it (what the catalog does).
 * Timers wait in `timers` until `fire(key)`; host tool results go to `resolved`; closes to
   `closed`.
 
@@ -45,7 +47,7 @@ from ahp_bridge.engine.effects import (
     SetTimer,
 )
 from ahp_bridge.engine.inputs import Input, JobDone, ProviderEvents, Received, TimerFired
-from ahp_bridge.engine.jobs import CallChat, Job, OpenConversation, Opened
+from ahp_bridge.engine.jobs import ArchiveTurns, CallChat, Job, OpenConversation, Opened, ReadTurns
 from ahp_bridge.engine.peers import Peer
 from ahp_bridge.engine.providers import ProviderInfo
 from ahp_bridge.protocol.errors import RpcError
@@ -140,6 +142,8 @@ class Harness:
         self._request_ids = itertools.count(1)
         self._done: deque[Input] = deque()
         self._feeding = False
+        #: Evicted turns by (chat, index), as the catalog keeps them.
+        self.archive: dict[tuple[str, int], dict[str, Any]] = {}
         self.engine.start()
         self.execute(self.engine.take_effects())
 
@@ -222,6 +226,9 @@ class Harness:
 
     def _run(self, job: Job, ticket: int | None) -> None:
         self.jobs.append(job)
+        if isinstance(job, ArchiveTurns):
+            for offset, turn in enumerate(job.turns):
+                self.archive[(job.chat, job.start + offset)] = turn
         key = self.key(job)
         if key in self._holding:
             self.held.append(Pending(job, ticket))
@@ -233,8 +240,14 @@ class Harness:
             self._done.append(JobDone(ticket, error=failures.popleft()))
         elif isinstance(job, OpenConversation):
             self._done.append(JobDone(ticket, self._opened()))
+        elif isinstance(job, ReadTurns):
+            self._done.append(JobDone(ticket, self.read_archive(job)))
         else:
             self._done.append(JobDone(ticket))
+
+    def read_archive(self, job: ReadTurns) -> list[dict[str, Any]]:
+        wanted = range(job.start, job.stop)
+        return [self.archive[(job.chat, i)] for i in wanted if (job.chat, i) in self.archive]
 
     def _opened(self) -> Opened:
         return Opened(f"conv-{next(self._conversations)}")

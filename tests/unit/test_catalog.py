@@ -99,7 +99,7 @@ def test_a_version_1_catalog_is_migrated_keeping_its_sessions(tmp_path: Path) ->
         )
     catalog = Catalog.open(tmp_path)
     try:
-        assert catalog.version == SCHEMA_VERSION == 4
+        assert catalog.version == SCHEMA_VERSION == 5
         assert [r.uri for r in catalog.sessions()] == ["ahp-session:/v1"]
         assert [catalog.next_run(), catalog.next_run()] == [1, 2]
         assert catalog.client_lines() == {}
@@ -131,7 +131,7 @@ def test_a_version_3_catalog_gets_settings_and_its_sessions_read_as_having_none(
         )
     catalog = Catalog.open(tmp_path)
     try:
-        assert catalog.version == 4
+        assert catalog.version == SCHEMA_VERSION == 5
         (old,) = catalog.sessions()
         assert (old.uri, old.title, old.status, old.default_chat) == (
             "ahp-session:/v3",
@@ -147,7 +147,7 @@ def test_a_version_3_catalog_gets_settings_and_its_sessions_read_as_having_none(
         catalog.close()
     reopened = Catalog.open(tmp_path)  # no migration runs again; the values stay
     try:
-        assert reopened.version == 4
+        assert reopened.version == 5
         stored = reopened.get("ahp-session:/v3")
         assert stored is not None and stored.settings == values
     finally:
@@ -354,6 +354,62 @@ def test_retention_forgets_only_sessions_untouched_since_the_cutoff(catalog: Cat
     catalog.add_session(session("ahp-session:/new", modified=T2))
     assert catalog.forget_older_than(T1) == ["ahp-session:/old"]
     assert [r.uri for r in catalog.sessions()] == ["ahp-session:/new"]
+
+
+def turn(i: int) -> dict[str, Any]:
+    return {"id": f"t{i}", "message": {"text": f"m{i}"}, "responseParts": [], "state": "complete"}
+
+
+def test_a_version_4_catalog_gets_the_turns_table_keeping_its_sessions(tmp_path: Path) -> None:
+    with sqlite3.connect(tmp_path / DB_NAME) as conn:
+        for migration in MIGRATIONS[:4]:
+            for statement in migration:
+                conn.execute(statement)
+        conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        conn.execute("INSERT INTO schema_version VALUES (4)")
+        conn.execute(
+            "INSERT INTO sessions (uri, provider, workdir, created_at, modified_at)"
+            " VALUES ('ahp-session:/v4', 'fake', '/w', ?, ?)",
+            (T0, T1),
+        )
+    catalog = Catalog.open(tmp_path)
+    try:
+        assert catalog.version == SCHEMA_VERSION == 5
+        assert [r.uri for r in catalog.sessions()] == ["ahp-session:/v4"]
+        assert catalog.read_turns("ahp-chat:/1", 0, 10) == []
+    finally:
+        catalog.close()
+
+
+def test_archived_turns_round_trip_in_order_and_are_replaced_by_index(catalog: Catalog) -> None:
+    catalog.store_turns("ahp-chat:/1", 0, [turn(i) for i in range(3)])
+    catalog.store_turns("ahp-chat:/1", 3, [turn(i) for i in range(3, 6)])
+    catalog.store_turns("ahp-chat:/2", 0, [turn(9)])
+    assert [t["id"] for t in catalog.read_turns("ahp-chat:/1", 1, 5)] == ["t1", "t2", "t3", "t4"]
+    assert catalog.read_turns("ahp-chat:/1", 0, 1) == [turn(0)]
+    catalog.store_turns("ahp-chat:/1", 2, [turn(20)])  # a chat rebuilt: the index is replaced
+    assert [t["id"] for t in catalog.read_turns("ahp-chat:/1", 0, 6)] == [
+        "t0",
+        "t1",
+        "t20",
+        "t3",
+        "t4",
+        "t5",
+    ]
+    assert catalog.turn_count("ahp-chat:/1") == 6
+
+
+def test_archived_turns_go_with_their_chat_or_session(catalog: Catalog) -> None:
+    catalog.add_session(session(chats=[chat(), chat("ahp-chat:/2", "conv-2")]))
+    catalog.add_session(session("ahp-session:/old", modified=T0, chats=[chat("ahp-chat:/o")]))
+    for uri in ("ahp-chat:/1", "ahp-chat:/2", "ahp-chat:/o"):
+        catalog.store_turns(uri, 0, [turn(0), turn(1)])
+    assert catalog.remove_chat("ahp-chat:/2")
+    assert catalog.turn_count("ahp-chat:/2") == 0 and catalog.turn_count("ahp-chat:/1") == 2
+    assert catalog.forget_older_than(T1) == ["ahp-session:/old"]
+    assert catalog.turn_count("ahp-chat:/o") == 0 and catalog.turn_count("ahp-chat:/1") == 2
+    assert catalog.forget("ahp-session:/a")
+    assert catalog.turn_count("ahp-chat:/1") == 0
 
 
 def test_retention_cutoff() -> None:

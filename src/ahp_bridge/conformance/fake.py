@@ -49,7 +49,11 @@ def fake_target(
     ``options`` are passed to the fake's ``create_provider`` over the defaults (the
     conformance script, a time scale that keeps the run short).
     """
-    (found,) = entry_points(group="ahp_bridge.providers", name="fake")
+    # The first registration: metadata left by an earlier install of the distribution (under
+    # its old name) lists the same entry point again.
+    found = next(iter(entry_points(group="ahp_bridge.providers", name="fake")), None)
+    if found is None:
+        raise LookupError("the fake provider is not installed (pip install -e . in this checkout)")
     create = found.load()
     merged: dict[str, Any] = {"script": conformance_script(), "time_scale": DEFAULT_TIME_SCALE}
     merged.update(options or {})

@@ -27,7 +27,7 @@ from typing import Any
 
 from ahp_bridge.protocol.action_types import ActionType as A
 from ahp_bridge.state.envelope import Envelope
-from ahp_bridge.state.limits import KIB, Limits, size_of
+from ahp_bridge.state.limits import Limits, size_of
 from ahp_bridge.state.store import Store
 
 __all__ = ["HOST", "RELEASES", "Budget", "Slot", "slot_of"]
@@ -37,8 +37,6 @@ JSON = dict[str, Any]
 Slot = tuple[str, ...]
 #: The owner of what no client made (sessions restored from the catalog).
 HOST = ""
-#: `limits.max_live_turn_bytes` before it exists (the eviction helper's key, 256 KiB).
-DEFAULT_LIVE_TURN_BYTES = 256 * KIB
 
 CHAT = ("chat",)
 RESERVE = ("reserve",)  # a new session's default chat, before it is published
@@ -82,7 +80,7 @@ RELEASES = CHAT_RELEASES | SESSION_RELEASES | ANNOTATION_RELEASES
 
 def live_turn_bytes(limits: Limits) -> int:
     """What one chat's completed turns may hold (`limits.max_live_turn_bytes`)."""
-    return int(getattr(limits, "max_live_turn_bytes", DEFAULT_LIVE_TURN_BYTES))
+    return limits.max_live_turn_bytes
 
 
 def slot_of(kind: str, state: JSON, action: JSON) -> Slot | None:

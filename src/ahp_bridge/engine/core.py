@@ -419,7 +419,7 @@ class Engine:
             "createChat": sessions.create_chat,
             "disposeChat": sessions.dispose_chat,
             "listSessions": sessions.list_sessions,
-            "fetchTurns": sessions.fetch_turns,
+            "fetchTurns": lambda p, params: sessions.fetch_turns(p, params, self.gate.request_id),
             "completions": self._serve_or({"items": []}),
             "sessionConfigCompletions": self._serve_or({"items": []}),
             "resolveSessionConfig": self._serve_or(

@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ahp_bridge.engine.effects import ClosePeer, Effect, Flush
+from ahp_bridge.engine.effects import ClosePeer, Effect, Flush, Run
+from ahp_bridge.engine.jobs import ArchiveTurns
 from ahp_bridge.engine.peers import Peer
 from ahp_bridge.protocol.activity import ActivityTimes
 from ahp_bridge.protocol.jsonrpc import notification_frame
@@ -145,8 +146,15 @@ class Fanout:
         self.effects.append(ClosePeer(peer, CLOSE_TOO_SLOW, TOO_SLOW, drop_queued=True))
         peer.closed = True
 
+    def archive_evicted(self) -> None:
+        """Turns the store evicted from chats' live state go to the archive, in order."""
+        for evicted in self.store.take_evicted():
+            self.effects.append(Run(ArchiveTurns(evicted.chat, evicted.start, evicted.turns)))
+
     def take_effects(self) -> list[Effect]:
         """Everything decided since the last call, and one `Flush` of the peers that got frames."""
+        if self.store.has_evicted:  # a chat created with more turns than it keeps live
+            self.archive_evicted()
         effects = self.effects
         if self._dirty:
             effects.append(Flush(tuple(self._dirty)))
@@ -183,6 +191,8 @@ class Fanout:
         before = store.state(channel)
         at = self._clock() if self._clock is not None else None
         envelope = store.apply(channel, action, origin, at=at, keep_post=self._keep_post)
+        if store.has_evicted:
+            self.archive_evicted()
         after = store.state(channel)
         if envelope.kind == "chat":
             self._activity.observe(channel, before, action, envelope.changed, at)

@@ -17,6 +17,7 @@ from ahp_bridge import agentapi
 from ahp_bridge.translate.commands import Call
 
 __all__ = [
+    "ArchiveTurns",
     "CallChat",
     "CloseConversation",
     "FeatureCall",
@@ -25,6 +26,7 @@ __all__ = [
     "OpenConversation",
     "Opened",
     "Persist",
+    "ReadTurns",
     "ReloadCustomizations",
     "RestartMcpServer",
     "SetMcpServerEnabled",
@@ -157,4 +159,26 @@ class ShellJob:
     data: Any = None
 
 
-Job = CallChat | OpenConversation | CloseConversation | Persist | ShellJob
+@dataclass(frozen=True, slots=True)
+class ArchiveTurns:
+    """Keep turns a chat evicted from its live state (absolute indices `start`...), in order
+    with every other archive job; nothing is fed back."""
+
+    chat: str
+    start: int
+    turns: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadTurns:
+    """Read a chat's archived turns [start, stop) back, oldest first (after every
+    `ArchiveTurns` handed out before it); the result is the list of turns."""
+
+    chat: str
+    start: int
+    stop: int
+
+
+Job = (
+    CallChat | OpenConversation | CloseConversation | Persist | ShellJob | ArchiveTurns | ReadTurns
+)

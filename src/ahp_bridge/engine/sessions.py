@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import difflib
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
@@ -24,6 +24,8 @@ from ahp_bridge.engine.budget import CHAT, HOST, RESERVE, Budget, Slot
 from ahp_bridge.engine.chats import Chat, Step
 from ahp_bridge.engine.effects import Log
 from ahp_bridge.engine.fanout import Fanout, HostAction, Later, Reaction
+from ahp_bridge.engine.gate import DEFERRED
+from ahp_bridge.engine.jobs import Job, ReadTurns
 from ahp_bridge.engine.peers import Peer
 from ahp_bridge.engine.providers import ProviderInfo, agent_info
 from ahp_bridge.engine.records import FAILED, READY, ChatRecord, SessionRecord
@@ -37,11 +39,12 @@ from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol import notifications as N
 from ahp_bridge.protocol.action_types import ActionType as A
 from ahp_bridge.protocol.errors import RpcError
-from ahp_bridge.protocol.jsonrpc import notification_frame
+from ahp_bridge.protocol.jsonrpc import RequestId, notification_frame
 from ahp_bridge.protocol.uris import ANNOTATIONS_SUFFIX, ROOT, session_uri_problem
 from ahp_bridge.state import status as st
 from ahp_bridge.state.envelope import Envelope
 from ahp_bridge.state.limits import Limits, size_of
+from ahp_bridge.state.turn_window import TurnsPage
 from ahp_bridge.translate.commands import SetModel
 from ahp_bridge.translate.session_config import Settings
 
@@ -100,6 +103,10 @@ class SessionHost(Protocol):
     def new_id(self) -> str: ...
     def new_chat(self, session: Session, uri: str) -> Chat: ...
     def persist(self, op: str, *args: Any, **fields: Any) -> None: ...
+    def run(self, job: Job, done: Callable[[Any, BaseException | None], None] | None) -> int: ...
+    def answered(
+        self, peer: Peer, request_id: RequestId, result: Any, error: RpcError | None
+    ) -> None: ...
     def is_connected(self, client_id: str) -> bool: ...
     def grace_timer(self, client_id: str) -> None: ...
 
@@ -166,6 +173,8 @@ class Sessions:
         self.creating: dict[str, NewSession] = {}
         #: Chats whose conversation is opening (reserved; counted against the session's limit).
         self.opening: dict[str, Chat] = {}
+        #: fetchTurns requests waiting for a page read from the archive, by chat.
+        self.fetching: dict[str, list[tuple[Peer, RequestId]]] = {}
 
     def observe(self) -> None:
         """Follow every envelope: chat entries and the session list stay in step."""
@@ -819,16 +828,62 @@ class Sessions:
 
     # -- turns in history ----------------------------------------------------------------------
 
-    def fetch_turns(self, peer: Peer, params: dict[str, Any]) -> dict[str, Any]:
+    def fetch_turns(self, peer: Peer, params: dict[str, Any], request_id: RequestId) -> Any:
+        """Load the page of turns older than the chat's window (`chat/turnsLoaded`, to every
+        subscriber) and then answer; a page with evicted turns is read from the archive first
+        (the answer waits: DEFERRED), and a fetch while one is read waits for that page."""
         uri = params["channel"]
         if uri not in self.chats or not self.store.has(uri):
             raise RpcError(E.NOT_FOUND, f"Chat not found: {uri}")
         try:
-            action = self.store.load_older_turns(uri, params.get("cursor"))
+            page = self.store.older_page(uri, params.get("cursor"))
         except ValueError as exc:
             raise RpcError(E.INVALID_PARAMS, f"Invalid params: cursor: {exc}") from None
-        self.fanout.apply(uri, action)
-        return {}
+        waiting = self.fetching.get(uri)
+        if waiting is not None:
+            waiting.append((peer, request_id))
+            return DEFERRED
+        if not page.archived:
+            action = self.store.page_action(page, [])
+            if action is not None:
+                self.fanout.apply(uri, action)
+            return {}
+        self._read_page(page, [(peer, request_id)])
+        return DEFERRED
+
+    def _read_page(self, page: TurnsPage, waiting: list[tuple[Peer, RequestId]]) -> None:
+        self.fetching[page.chat] = waiting
+        job = ReadTurns(page.chat, page.start, page.split)
+        self.host.run(job, partial(self._page_read, page))
+
+    def _page_read(self, page: TurnsPage, turns: Any, error: BaseException | None) -> None:
+        """The archive answered: apply the page (or cut it again if the window moved) and
+        answer every fetch that waited for it."""
+        uri = page.chat
+        waiting = self.fetching.pop(uri, [])
+        failure: RpcError | None = None
+        if uri not in self.chats or not self.store.has(uri):
+            failure = RpcError(E.NOT_FOUND, f"Chat not found: {uri}")
+        elif error is not None:
+            failure = RpcError(
+                E.INTERNAL_ERROR, f"Internal error: the older turns could not be read: {error}"
+            )
+        else:
+            try:
+                action = self.store.page_action(page, list(turns or ()))
+            except ValueError as exc:
+                failure = RpcError(E.INTERNAL_ERROR, f"Internal error: {exc}")
+            else:
+                if action is None:  # the window moved while the page was read: the next one
+                    again = self.store.older_page(uri, None)
+                    if again.archived:
+                        self._read_page(again, waiting)
+                        return
+                    action = self.store.page_action(again, [])
+                if action is not None:
+                    self.fanout.apply(uri, action)
+        for peer, request_id in waiting:
+            self.host.answered(peer, request_id, None if failure else {}, failure)
 
     # -- clients that leave --------------------------------------------------------------------
 

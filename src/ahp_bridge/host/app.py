@@ -218,10 +218,13 @@ async def _serve(
     stop: trio.Event | None,
     task_status: trio.TaskStatus[int],
 ) -> None:
+    limits = settings.limits.limits()
     store = Store(
         log_limit=settings.server.replay_log,
         log_bytes=settings.server.replay_log_bytes,
         first_seq=catalog.first_seq,
+        live_turns=limits.max_live_turns,
+        live_turn_bytes=limits.max_live_turn_bytes,
     )
     engine = Engine(
         store,
@@ -244,6 +247,8 @@ async def _serve(
     durable = DurableSessions(catalog, shell, providers, workers, config)
     config.offer_imports = durable.offer_imports
     shell.persist = durable.persist
+    shell.archive = durable.archive
+    shell.read_turns = durable.read_turns
     shell.restore = durable.restore
     workers.record = durable.chat_opened
     workspace = Workspace(shell, engine.sessions, settings.workspace, default_directory=workdir)

@@ -24,11 +24,13 @@ from ahp_bridge.engine import inputs
 from ahp_bridge.engine.core import Engine
 from ahp_bridge.engine.fanout import Observer
 from ahp_bridge.engine.jobs import (
+    ArchiveTurns,
     CallChat,
     CloseConversation,
     Job,
     OpenConversation,
     Persist,
+    ReadTurns,
     ShellJob,
 )
 from ahp_bridge.engine.peers import Peer
@@ -71,6 +73,10 @@ class Shell:
         self.chat_jobs: Callable[[Job, int | None], None] = self._no_workers
         #: Catalog writes go to the durable room.
         self.persist: Callable[[Persist], None] = lambda job: None
+        #: Turns chats evicted from their live state go to the archive (the durable room), and
+        #: are read back from it, in the order the engine handed the jobs out.
+        self.archive: Callable[[ArchiveTurns], None] = self._no_archive
+        self.read_turns: Callable[[ReadTurns], Awaitable[list[dict[str, Any]]]] | None = None
         #: Restores dormant sessions (the durable room), before the request that named them.
         self.restore: Callable[[tuple[str, ...]], Awaitable[None]] | None = None
         self._timers: dict[tuple[Any, ...], trio.CancelScope] = {}
@@ -194,6 +200,10 @@ class Shell:
             self.chat_jobs(job, ticket)
         elif isinstance(job, Persist):
             self.persist(job)
+        elif isinstance(job, ArchiveTurns):
+            self.archive(job)
+        elif isinstance(job, ReadTurns):
+            self.nursery.start_soon(self._read_turns, job, ticket)
         elif isinstance(job, ShellJob):
             runner = self.jobs.get(job.name)
             if runner is None:
@@ -212,6 +222,21 @@ class Shell:
             return
         if ticket is not None:
             self.feed(inputs.JobDone(ticket, result=result))
+
+    async def _read_turns(self, job: ReadTurns, ticket: int | None) -> None:
+        try:
+            if self.read_turns is None:
+                raise RuntimeError("this host keeps no archive of turns")
+            turns = await self.read_turns(job)
+        except Exception as exc:
+            log.warning("archived turns not read", chat=job.chat, error=str(exc))
+            self.done(ticket, error=exc)
+            return
+        self.done(ticket, result=turns)
+
+    @staticmethod
+    def _no_archive(job: ArchiveTurns) -> None:
+        log.warning("evicted turns not archived: no archive", chat=job.chat, count=len(job.turns))
 
     def done(
         self, ticket: int | None, result: Any = None, error: BaseException | None = None

@@ -56,6 +56,10 @@ class Limits:
     max_client_bytes: int = 32 * MIB
     #: Bytes every client's accepted actions make the host keep together.
     max_host_bytes: int = 512 * MIB
+    #: Completed turns one chat keeps in the live state; older ones go to the catalog.
+    max_live_turns: int = 50
+    #: Bytes (canonical JSON) of completed turns one chat keeps live; the newest always stays.
+    max_live_turn_bytes: int = 256 * KIB
 
 
 def size_of(value: Any) -> int:

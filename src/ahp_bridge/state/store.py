@@ -14,8 +14,11 @@ nor the host's own derived state (a chat's last activity is the engine's). Each 
 view is `protocol.lens`'s business, given the channel's kind, which is bound here when the
 channel is created and never read from its URI.
 
-Chats keep their full turn list here; what subscribers see of it is governed by
-the chat's loaded window (see `turn_window`).
+A chat keeps its newest completed turns here, at most `live_turns` of them and `live_turn_bytes`
+of canonical JSON (the newest completed turn always, the running one is not among them): when
+a turn ends past either bound the oldest are evicted, handed out once by `take_evicted` for the
+host to archive, and paged back with `fetchTurns` (`older_page`, `page_loaded`). What
+subscribers see of the turns is governed by the chat's loaded window (see `turn_window`).
 """
 
 from __future__ import annotations
@@ -25,11 +28,15 @@ from collections.abc import Container, Iterable
 from itertools import count, islice
 from typing import Any
 
+import orjson
+
 from .envelope import Envelope
 from .reducers import KINDS, reduce
-from .turn_window import TurnWindow
+from .turn_window import Evicted, TurnsPage, TurnWindow
 
-__all__ = ["Envelope", "Store"]
+__all__ = ["Envelope", "Evicted", "Store", "TurnsPage"]
+
+_TURN_ENDS = frozenset({"chat/turnComplete", "chat/turnCancelled", "chat/error"})
 
 
 class Store:
@@ -42,6 +49,8 @@ class Store:
         log_bytes: int = 64 * 1024 * 1024,
         turns_page_size: int = 50,
         first_seq: int = 0,
+        live_turns: int = 50,
+        live_turn_bytes: int = 256 * 1024,
     ) -> None:
         """`first_seq`: where serverSeq starts; a restarted host starts above every number an
         earlier run issued, so a client's old `lastSeenServerSeq` never matches a new action."""
@@ -51,6 +60,13 @@ class Store:
             raise ValueError("log_bytes must be at least 1")
         if turns_page_size < 1:
             raise ValueError("turns_page_size must be at least 1")
+        if live_turns < 1 or live_turn_bytes < 1:
+            raise ValueError("live_turns and live_turn_bytes must be at least 1")
+        self._live_turns = live_turns
+        self._live_bytes = live_turn_bytes
+        self._evicted: list[Evicted] = []
+        #: The last page action `page_action` made, by chat (applied as a page, not foreign).
+        self._pages: dict[str, tuple[dict[str, Any], TurnsPage]] = {}
         self._page = turns_page_size
         self._seq = first_seq
         self._log: deque[tuple[Envelope, int]] = deque()
@@ -79,16 +95,18 @@ class Store:
             raise ValueError(f"state for {uri} must be a JSON object")
         if kind == "chat" and not isinstance(state.get("turns"), list):
             raise ValueError(f"chat state for {uri} needs a 'turns' list")
-        self._states[uri] = state
         self._kinds[uri] = kind
         if kind == "chat":
             self._windows[uri] = TurnWindow(generation=next(self._generations))
+            state = self._evict(uri, state)
+        self._states[uri] = state
 
     def dispose(self, uri: str) -> None:
         """Forget a channel; its logged envelopes stay until they age out."""
         self._require(uri)
         del self._states[uri], self._kinds[uri]
         self._windows.pop(uri, None)
+        self._pages.pop(uri, None)
 
     def has(self, uri: str) -> bool:
         return uri in self._states
@@ -124,6 +142,8 @@ class Store:
         if not isinstance(action, dict) or not isinstance(action.get("type"), str):
             raise ValueError("action must be a JSON object with a string 'type'")
         kind = self._kinds[channel]
+        if kind == "chat":
+            self._check_truncation(channel, state, action)
         try:
             new_state = reduce(kind, state, action)
         except (TypeError, AttributeError, KeyError, IndexError) as exc:
@@ -131,6 +151,8 @@ class Store:
             raise ValueError(f"malformed {action['type']} action for {channel}: {exc}") from exc
         if kind == "chat":
             new_state = self._track_window(channel, state, new_state, action)
+            if action["type"] in _TURN_ENDS and new_state is not state:
+                new_state = self._evict(channel, new_state)
         self._states[channel] = new_state
         self._seq += 1
         post = new_state if action["type"] in keep_post else None
@@ -184,40 +206,84 @@ class Store:
 
     def snapshot(self, uri: str, *, last_turns: int | None = None) -> dict[str, Any]:
         """`{resource, state, fromSeq}`, canonical. For a chat with `last_turns`, only the
-        loaded window.
+        loaded window; for any chat with evicted turns, a `turnsNextCursor`.
 
         The first windowed snapshot of a chat fixes its window at the newest
         `last_turns` turns; later ones get the (possibly larger) current window.
         """
         state = self._require(uri)
-        kind = self._kinds[uri]
-        if last_turns is not None and kind == "chat":
-            if last_turns < 0:
+        if self._kinds[uri] == "chat":
+            if last_turns is not None and last_turns < 0:
                 raise ValueError("last_turns must not be negative")
             state = self._windowed(uri, state, last_turns)
         return {"resource": uri, "state": state, "fromSeq": self._seq}
 
-    def load_older_turns(self, chat: str, cursor: str | None) -> dict[str, Any]:
-        """The `chat/turnsLoaded` action that pages in the turns just older than the window.
+    def older_page(self, chat: str, cursor: str | None) -> TurnsPage:
+        """The page of turns just older than the chat's window that `fetchTurns` loads.
 
-        The host applies it (before answering fetchTurns). With no older turns
-        left the action has no turns and no cursor. ValueError for a cursor this
-        chat did not issue (-32602) or a channel that is not a chat.
+        When part of it is evicted (`TurnsPage.archived`), the host reads that part from the
+        archive and hands it to `page_action`. ValueError for a cursor this chat did not issue
+        (-32602) or a channel that is not a chat.
         """
         state = self._require(chat)
         window = self._chat_window(chat)
         turns = state["turns"]
-        if cursor is not None and window.parse(cursor, len(turns)) is None:
+        if cursor is not None and window.parse(cursor, window.base + len(turns)) is None:
             raise ValueError(f"unrecognised turns cursor for {chat}")
         stop = window.start
-        return window.loaded_action(turns, max(0, stop - self._page), stop)
+        start = max(0, stop - self._page)
+        split = min(max(start, window.base), stop)
+        live = turns[split - window.base : stop - window.base] if split < stop else ()
+        return TurnsPage(chat, window.generation, start, split, stop, tuple(live))
+
+    def page_action(self, page: TurnsPage, archived: list[Any]) -> dict[str, Any] | None:
+        """The `chat/turnsLoaded` of `page`, with its `archived` turns as the archive gave them
+        (oldest first); the host applies it before answering. None when the window moved since
+        the page was cut (cut another); ValueError when the archive lacks some of them."""
+        window = self._windows.get(page.chat)
+        if window is None or window.generation != page.generation or window.start != page.stop:
+            return None
+        if len(archived) != page.archived:
+            raise ValueError(
+                f"the archive holds {len(archived)} of the {page.archived} older turns asked for"
+            )
+        action: dict[str, Any] = {"type": "chat/turnsLoaded", "turns": [*archived, *page.live]}
+        if page.start > 0:
+            action["turnsNextCursor"] = window.cursor_at(page.start)
+        self._pages[page.chat] = (action, page)
+        return action
+
+    def load_older_turns(self, chat: str, cursor: str | None) -> dict[str, Any]:
+        """`page_action` of `older_page` when the page is all live (ValueError otherwise)."""
+        page = self.older_page(chat, cursor)
+        if page.archived:
+            raise ValueError(f"older turns of {chat} are evicted: read them from the archive")
+        action = self.page_action(page, [])
+        assert action is not None  # cut just now
+        return action
+
+    @property
+    def has_evicted(self) -> bool:
+        """Turns were evicted that `take_evicted` has not handed out yet."""
+        return bool(self._evicted)
+
+    def take_evicted(self) -> list[Evicted]:
+        """Turns evicted since the last call, not archived before: the host archives them."""
+        evicted, self._evicted = self._evicted, []
+        return evicted
+
+    def live_base(self, chat: str) -> int:
+        """How many of the chat's oldest turns are evicted (0 for a channel that is not a chat)."""
+        window = self._windows.get(chat)
+        return 0 if window is None else window.base
 
     def preload_for(self, channel: str, action: dict[str, Any]) -> dict[str, Any] | None:
         """A `chat/turnsLoaded` to apply first when `action` names a turn older than the window.
 
         The spec requires the host to load such turns into state before applying
         an action that refers to them (today: `chat/truncated` with a `turnId`),
-        so that windowed subscribers reduce it against the same turns.
+        so that windowed subscribers reduce it against the same turns. (A turn that is
+        evicted cannot be loaded synchronously: `apply` refuses the truncation.)
         """
         if self._kinds.get(channel) != "chat" or action.get("type") != "chat/truncated":
             return None
@@ -225,9 +291,9 @@ class Store:
         turns = self._states[channel]["turns"]
         turn_id = action.get("turnId")
         index = next((i for i, t in enumerate(turns) if t.get("id") == turn_id), -1)
-        if turn_id is None or index < 0 or index >= window.start:
+        if turn_id is None or index < 0 or window.base + index >= window.start:
             return None
-        return window.loaded_action(turns, index, window.start)
+        return window.loaded_action(turns, index, window.start - window.base)
 
     # ── internals ─────────────────────────────────────────────────────────
 
@@ -257,44 +323,127 @@ class Store:
             raise ValueError(f"{uri} is not a chat channel")
         return window
 
-    def _windowed(self, uri: str, state: dict[str, Any], last_turns: int) -> dict[str, Any]:
+    def _windowed(self, uri: str, state: dict[str, Any], last_turns: int | None) -> dict[str, Any]:
+        """A snapshot's turns: from the window's boundary (windowed) or every live turn, with
+        the cursor. A snapshot is served from the live state, so the boundary every
+        subscriber holds turns from moves up to the live state's first turn at least."""
         window = self._windows[uri]
         turns = state["turns"]
+        if last_turns is None:
+            window.start = max(window.start, window.base)
+            if window.base == 0:
+                return state
+            return {**state, "turnsNextCursor": window.cursor_at(window.base)}
         if not window.fixed:
-            window.start = max(0, len(turns) - last_turns)
+            window.start = max(0, window.base + len(turns) - last_turns)
             window.fixed = True
+        window.start = max(window.start, window.base)
         cursor = window.cursor()
         if cursor is None:
             return state
-        return {**state, "turns": turns[window.start :], "turnsNextCursor": cursor}
+        return {**state, "turns": turns[window.start - window.base :], "turnsNextCursor": cursor}
+
+    def _check_truncation(self, uri: str, state: dict[str, Any], action: dict[str, Any]) -> None:
+        """A truncation to an evicted turn cannot be applied (the turn is not in state, and
+        loading it back takes a read): refused before anything changes."""
+        if action.get("type") != "chat/truncated" or action.get("turnId") is None:
+            return
+        window = self._windows[uri]
+        turn_id = action.get("turnId")
+        if window.base == 0 or any(t.get("id") == turn_id for t in state["turns"]):
+            return
+        raise ValueError(
+            f"turn {turn_id!r} of {uri} is not among the turns the host keeps live "
+            "(limits.max_live_turns, limits.max_live_turn_bytes): it cannot be truncated to"
+        )
 
     def _track_window(
         self, uri: str, old: dict[str, Any], new: dict[str, Any], action: dict[str, Any]
     ) -> dict[str, Any]:
         """Keep the chat's window in step with turn-changing actions.
 
-        The stored state always holds every turn, so it never carries a
-        `turnsNextCursor`: `chat/turnsLoaded` only moves the window boundary.
+        The stored state never carries a `turnsNextCursor`: `chat/turnsLoaded` moves the
+        window boundary (and, for a page of evicted turns, holds them live until evicted).
         """
         window = self._windows[uri]
         kind = action["type"]
         if kind == "chat/turnsLoaded":
+            own = self._pages.pop(uri, None)
+            if own is not None and own[0] is action:
+                return self._page_loaded(uri, old, new, own[1])
             loaded = action.get("turns") or []
             ids = {t.get("id") for t in loaded if isinstance(t, dict)}
             turns = new["turns"]
             added = len(turns) - len(old["turns"])
             if added > 0:  # turns this store did not hold: indices moved, old cursors are void
                 window.start += added
+                window.archived = min(window.archived, window.base)
                 window.generation = next(self._generations)
             first = next((i for i, t in enumerate(turns) if t.get("id") in ids), -1)
-            if 0 <= first < window.start:
-                window.start = first
+            if first >= 0 and window.base + first < window.start:
+                window.start = window.base + first
             if "turnsNextCursor" in new:
                 new = {k: v for k, v in new.items() if k != "turnsNextCursor"}
             return old if new == old else new
+        if kind == "chat/turnResume":
+            window.sizes.pop(action.get("turnId"), None)  # it grows again before it ends
         if kind == "chat/truncated" and new is not old:
+            self._pages.pop(uri, None)
             if action.get("turnId") is None:
                 window.clear(next(self._generations))
             else:
-                window.start = min(window.start, len(new["turns"]))
+                total = window.base + len(new["turns"])
+                window.start = min(window.start, total)
+                window.archived = min(window.archived, total)
+                live = {t.get("id") for t in new["turns"]}
+                window.sizes = {k: v for k, v in window.sizes.items() if k in live}
         return new
+
+    def _page_loaded(
+        self, uri: str, old: dict[str, Any], new: dict[str, Any], page: TurnsPage
+    ) -> dict[str, Any]:
+        """A page `page_action` made is applied: its turns older than the live state are held
+        live when they join it (the reducer prepended them), the window starts at the page,
+        and the chat is brought back within its bounds (what was loaded may leave again)."""
+        window = self._windows[uri]
+        state = old
+        if page.start < window.base <= page.stop:
+            window.base -= len(new["turns"]) - len(old["turns"])
+            state = {k: v for k, v in new.items() if k != "turnsNextCursor"}
+        window.start = page.start
+        return self._evict(uri, state)
+
+    def _evict(self, uri: str, state: dict[str, Any]) -> dict[str, Any]:
+        """The chat within its bounds: its oldest completed turns leave the live state while it
+        holds more than `live_turns` or `live_turn_bytes` (never the newest); those not
+        archived yet are handed out by `take_evicted`."""
+        turns = state.get("turns")
+        if not isinstance(turns, list) or len(turns) <= 1:
+            return state
+        window = self._windows[uri]
+        sizes = window.sizes
+        measured: list[int] = []
+        for turn in turns:
+            key = turn.get("id") if isinstance(turn, dict) else None
+            size = sizes.get(key) if key is not None else None
+            if size is None:
+                size = len(orjson.dumps(turn))
+                if key is not None:
+                    sizes[key] = size
+            measured.append(size)
+        count, total, cut = len(turns), sum(measured), 0
+        while cut < count - 1 and (count - cut > self._live_turns or total > self._live_bytes):
+            total -= measured[cut]
+            cut += 1
+        if cut == 0:
+            return state
+        for turn in turns[:cut]:
+            if isinstance(turn, dict):
+                sizes.pop(turn.get("id"), None)
+        fresh = max(window.archived, window.base)  # the first turn not archived yet
+        if fresh < window.base + cut:
+            evicted = tuple(turns[fresh - window.base : cut])
+            self._evicted.append(Evicted(uri, fresh, evicted))
+        window.archived = max(window.archived, window.base + cut)
+        window.base += cut
+        return {**state, "turns": turns[cut:]}

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+import orjson
 import structlog
 import trio
 from ahp_bridge_support.private import private_dir, private_file
@@ -113,6 +114,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # The session's settings values (JSON of `SessionState.config.values`); '' for a
         # session recorded before settings were kept (restored with the provider's defaults).
         "ALTER TABLE sessions ADD COLUMN settings TEXT NOT NULL DEFAULT ''",
+    ),
+    (
+        # Turns a chat evicted from the host's live state (limits.max_live_turns), by their
+        # index in the chat (0 = its first turn), as canonical JSON: fetchTurns reads them back.
+        """
+        CREATE TABLE turns (
+            chat_uri TEXT NOT NULL,
+            idx INTEGER NOT NULL,
+            turn TEXT NOT NULL,
+            PRIMARY KEY (chat_uri, idx)
+        ) WITHOUT ROWID
+        """,
     ),
 )
 #: Client lines kept in the catalog (the newest by last use).
@@ -374,11 +387,14 @@ class Catalog:
 
     def remove_chat(self, uri: str) -> bool:
         with self._tx():
+            self._conn.execute("DELETE FROM turns WHERE chat_uri = ?", (uri,))
             return self._conn.execute("DELETE FROM chats WHERE uri = ?", (uri,)).rowcount > 0
 
     def forget(self, uri: str) -> bool:
-        """Remove a session and its chats; False when it was not recorded."""
+        """Remove a session and its chats (with their archived turns); False when it was not
+        recorded."""
         with self._tx():
+            self._forget_turns(uri)
             self._conn.execute("DELETE FROM chats WHERE session_uri = ?", (uri,))
             return self._conn.execute("DELETE FROM sessions WHERE uri = ?", (uri,)).rowcount > 0
 
@@ -420,9 +436,43 @@ class Catalog:
                 ).fetchall()
             ]
             for uri in uris:
+                self._forget_turns(uri)
                 self._conn.execute("DELETE FROM chats WHERE session_uri = ?", (uri,))
                 self._conn.execute("DELETE FROM sessions WHERE uri = ?", (uri,))
             return uris
+
+    # -- turns evicted from the live state --------------------------------------------------
+
+    def store_turns(self, chat_uri: str, start: int, turns: list[dict[str, Any]]) -> None:
+        """Keep a chat's turns [start, start + len(turns)) (replacing what those indices held:
+        a chat rebuilt after a restart, or truncated and grown again)."""
+        rows = [(chat_uri, start + i, orjson.dumps(t).decode()) for i, t in enumerate(turns)]
+        with self._tx():
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO turns (chat_uri, idx, turn) VALUES (?, ?, ?)", rows
+            )
+
+    def read_turns(self, chat_uri: str, start: int, stop: int) -> list[dict[str, Any]]:
+        """A chat's archived turns [start, stop), oldest first (those it holds)."""
+        with self._errors():
+            rows = self._conn.execute(
+                "SELECT turn FROM turns WHERE chat_uri = ? AND idx >= ? AND idx < ? ORDER BY idx",
+                (chat_uri, start, stop),
+            ).fetchall()
+        return [orjson.loads(row[0]) for row in rows]
+
+    def turn_count(self, chat_uri: str) -> int:
+        with self._errors():
+            row = self._conn.execute(
+                "SELECT COUNT(*) FROM turns WHERE chat_uri = ?", (chat_uri,)
+            ).fetchone()
+        return int(row[0])
+
+    def _forget_turns(self, session_uri: str) -> None:
+        self._conn.execute(
+            "DELETE FROM turns WHERE chat_uri IN (SELECT uri FROM chats WHERE session_uri = ?)",
+            (session_uri,),
+        )
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[None]:

@@ -25,7 +25,7 @@ import trio
 
 from ahp_bridge import agentapi
 from ahp_bridge.engine.chats import Chat
-from ahp_bridge.engine.jobs import OpenConversation, Persist
+from ahp_bridge.engine.jobs import ArchiveTurns, OpenConversation, Persist, ReadTurns
 from ahp_bridge.engine.records import ChatRecord, SessionRecord
 from ahp_bridge.engine.sessions import (
     IMPORT_CONFIG_KEY,
@@ -78,6 +78,14 @@ class DurableSessions:
 
     def persist(self, job: Persist) -> None:
         self.catalog.submit(getattr(Catalog, job.op), *job.args, **job.fields)
+
+    def archive(self, job: ArchiveTurns) -> None:
+        """Turns a chat evicted from the live state: into the catalog's `turns`, in order."""
+        self.catalog.submit(Catalog.store_turns, job.chat, job.start, list(job.turns))
+
+    async def read_turns(self, job: ReadTurns) -> list[dict[str, Any]]:
+        """Archived turns back (after every archive job submitted before)."""
+        return await self.catalog.call(Catalog.read_turns, job.chat, job.start, job.stop)
 
     # -- recording -----------------------------------------------------------------------------
 
