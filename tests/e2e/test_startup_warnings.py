@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,15 @@ from ahp_bridge import providers
 
 
 async def warnings_at_start(
-    tmp_path: Path, config: str, provider: str, *, expect: int
+    tmp_path: Path,
+    config: str,
+    provider: str,
+    *,
+    expect: int,
+    until: Callable[[list[dict[str, Any]]], bool] | None = None,
 ) -> list[dict[str, Any]]:
-    """Start the bridge (JSON logs) and read stderr until `expect` warnings were logged."""
+    """Start the bridge (JSON logs) and read stderr until `expect` warnings were logged (or,
+    given `until`, until it holds of the warnings logged)."""
     path = tmp_path / "bridge.toml"
     path.write_text(config)
     args = ["--provider", provider, "--listen", "127.0.0.1:0", "--config", str(path)]
@@ -43,7 +50,7 @@ async def warnings_at_start(
     buffer = b""
     try:
         with trio.fail_after(30):
-            while len(found) < expect:
+            while not (until(found) if until is not None else len(found) >= expect):
                 chunk = await process.stderr.receive_some(65536)
                 assert chunk, buffer.decode()
                 buffer += chunk
@@ -121,7 +128,11 @@ async def test_an_acp_agent_that_is_not_installed_is_said_at_start(tmp_path: Pat
         '[bridge]\nproviders = ["claude"]\n'
         '[providers.claude]\nkind = "acp"\ncommand = ["claude-code-acp-not-installed"]\n'
     )
-    found = await warnings_at_start(tmp_path, config, "claude", expect=2)
+
+    def said(ws: list[dict[str, Any]]) -> bool:
+        return any(w["event"].endswith("is not found") for w in ws)
+
+    found = await warnings_at_start(tmp_path, config, "claude", expect=0, until=said)
     [warning] = [w for w in found if w["event"].endswith("is not found")]
     assert (warning["event"], warning["provider"]) == (
         "the agent command 'claude-code-acp-not-installed' is not found",
