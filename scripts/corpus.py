@@ -25,8 +25,9 @@ found, not guessed: by recording the e2e suite twice on the same commit and diff
 Text rules, on every frame, the connection's client id and its URL:
 
 1. Temporary paths: ``/tmp/pytest-of-USER/pytest-N`` (pytest's ``tmp_path`` root; N grows each
-   run) becomes ``<tmp>``; the test's own folder and file names after it are kept. ``tempfile``
-   names (``/tmp/tmpXXXXXXXX``) too.
+   run), with pytest-xdist's ``/popen-gwN`` worker folder after it, becomes ``<tmp>``; the
+   test's own folder and file names after it are kept. ``tempfile`` names
+   (``/tmp/tmpXXXXXXXX``) too.
 2. Ephemeral ports: ``HOST:PORT`` (an IPv4 address, ``localhost`` or ``[IPv6]``) keeps the host
    and gets ``<port>``; so does the bridge's port inside a client id (``c41323``, test_sign_in).
 3. Connection tokens: the value of ``tkn=`` becomes ``<token>``.
@@ -99,7 +100,7 @@ from typing import Any
 
 UNSTABLE = Path(__file__).with_name("corpus_unstable.txt")
 
-_TMP = re.compile(r"/tmp/pytest-of-[^/\"\\\s]+/pytest-\d+|/tmp/tmp[A-Za-z0-9_]{8}")
+_TMP = re.compile(r"/tmp/pytest-of-[^/\"\\\s]+/pytest-\d+(?:/popen-gw\d+)?|/tmp/tmp[A-Za-z0-9_]{8}")
 _PORT = re.compile(r"(\d{1,3}(?:\.\d{1,3}){3}|localhost|\[[0-9a-fA-F:.]+\]):\d{1,5}(?!\d)")
 _URL_PORT = re.compile(r"^\w+://[^/]*:(\d+)")
 _TOKEN = re.compile(r"(tkn=)[^&\"\\\s#]+")

@@ -205,7 +205,7 @@ async def test_run_dependent_noise_compares_equal(
     other = session(deltas=("H", "el", "lo"), now="2026-12-02T08:00:00.001Z")
     other[3], other[4] = other[4], other[3]
     text = json.dumps(other).replace(C1, "5e0d1c2b-3a49-4f8e-9d7c-6b5a4f3e2d1c")
-    text = text.replace("pytest-41", "pytest-42")
+    text = text.replace("pytest-41", "pytest-42/popen-gw3")  # a run in pytest-xdist's worker 3
     new = await record(tmp_path / "2", monkeypatch, json.loads(text), "test_one")
     report = two(tmp_path, old, new)
     assert report.differences == []
