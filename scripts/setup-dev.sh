@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up a development environment from scratch: a virtualenv with the project and its dev
 # extras, the pinned Copilot CLI from npm (used by the copilot provider's tests) and the pinned
-# Claude Code ACP agent from npm (used by the acp provider's tests).
+# ACP agents from npm (Claude Agent, Codex, Gemini CLI: used by the acp provider's tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
