@@ -26,11 +26,15 @@ Text rules, on every frame, the connection's client id and its URL:
 
 1. Temporary paths: ``/tmp/pytest-of-USER/pytest-N`` (pytest's ``tmp_path`` root; N grows each
    run), with pytest-xdist's ``/popen-gwN`` worker folder after it, becomes ``<tmp>``; the
-   test's own folder and file names after it are kept. ``tempfile`` names
-   (``/tmp/tmpXXXXXXXX``) too.
+   test's own folder and file names after it are kept, but for the number pytest puts after
+   a folder named for the first 30 characters of a test's name (numbered in the order the
+   worker ran the tests of that prefix): it becomes ``<n>``. ``tempfile`` names
+   (``/tmp/tmpXXXXXXXX``) too. The checkout itself (``--roots``) becomes ``<repo>``.
 2. Ephemeral ports: ``HOST:PORT`` (an IPv4 address, ``localhost`` or ``[IPv6]``) keeps the host
    and gets ``<port>``; so does the bridge's port inside a client id (``c41323``, test_sign_in).
-3. Connection tokens: the value of ``tkn=`` becomes ``<token>``.
+3. Connection tokens: the value of ``tkn=`` becomes ``<token>``; a connection's URL loses the
+   token query and a bare ``/`` path (the same resource as none): whether a bridge asks for a
+   token is its configuration, and issue 23 put one on every bind.
 4. Times: an ISO-8601 timestamp becomes ``<time>`` and a bare 13-digit epoch-ms number from this
    century ``"<epoch-ms>"``, except values the test's clients sent (in any frame of any of its
    connections), which stay verbatim: a host that echoes a client's time must echo it exactly.
@@ -83,6 +87,18 @@ Rules across the two sides (they need both; each use is counted in the summary):
     after the client's last send (the test had seen what it waited for and closed), or anywhere
     when the host cut the client off (close 1008 or 1009: answers in flight at the cut); the
     last frame there may be a shorter piece of the same streamed append (rule 10 in mid-burst).
+
+Two more things keep a difference from failing the diff, each counted in the summary apart:
+
+- Intended changes (``INTENDED`` below): the changes the new code makes on purpose (a fixed
+  bug, a new wire line offered, a reworded refusal), each one rewrite of a received frame
+  applied to both sides, with the issue it came from. ``--no-intended`` compares without them.
+- Inputs that differ: where a test itself sends other frames than before, runs another
+  version of a real agent (``REPINNED``), opens another number
+  of connections or names its clients otherwise (the test was changed with the code), the same
+  inputs were not replayed, so the test cannot prove anything (what one of its connections
+  sent can change what another receives); it is reported as ``inputs changed``, not as a
+  difference of the host's.
 """
 
 from __future__ import annotations
@@ -93,7 +109,7 @@ import json
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,9 +117,14 @@ from typing import Any
 UNSTABLE = Path(__file__).with_name("corpus_unstable.txt")
 
 _TMP = re.compile(r"/tmp/pytest-of-[^/\"\\\s]+/pytest-\d+(?:/popen-gw\d+)?|/tmp/tmp[A-Za-z0-9_]{8}")
+#: Rule 1: pytest names a test's folder after the first 30 characters of the test's name and
+#: numbers the folders of one prefix as the worker makes them, in the order it ran them.
+_TMP_NUMBER = re.compile(r"(<tmp>/[^/\"\\\s]{30})\d+")
 _PORT = re.compile(r"(\d{1,3}(?:\.\d{1,3}){3}|localhost|\[[0-9a-fA-F:.]+\]):\d{1,5}(?!\d)")
 _URL_PORT = re.compile(r"^\w+://[^/]*:(\d+)")
 _TOKEN = re.compile(r"(tkn=)[^&\"\\\s#]+")
+#: Rule 3, on a connection's URL: the token query, and the `/` path that carries it.
+_URL_TOKEN = re.compile(r"/?(\?tkn=<token>)?$")
 _ISO = re.compile(
     r"\d{4}-[01]\d-[0-3]\dT[0-2]\d:[0-5]\d(?::[0-5]\d(?:\.\d+)?)?(?:Z|[+-][0-2]\d:?[0-5]\d)?"
 )
@@ -125,6 +146,19 @@ _IDS = (
     (re.compile(r"\btoolu_\d+_\d+|\bcall_\d{6}_\d+|\b(?:call|edit)-[0-9a-f]{8}\b"), "call"),
 )
 _ANY_ID = re.compile("|".join(f"(?P<{kind}>{pattern.pattern})" for pattern, kind in _IDS))
+
+
+@dataclass(frozen=True)
+class Intended:
+    """A change the new code makes on purpose: `rewrite` takes a received frame (parsed) and
+    returns it in the shape both sides are compared in, or None when it does not apply."""
+
+    name: str
+    rewrite: Callable[[Any], Any | None]
+
+
+#: Filled in below the frame helpers (they use them).
+INTENDED: list[Intended] = []
 
 
 @dataclass
@@ -240,8 +274,10 @@ def _seq(match: re.Match[str]) -> str:
 class Normaliser:
     """The text rules for one connection (rules 1-7; ids are numbered by `number`)."""
 
-    def __init__(self, keep_times: set[str], url: str) -> None:
+    def __init__(self, keep_times: set[str], url: str, root: str | None = None) -> None:
         self.keep = keep_times
+        #: Rule 1: the checkout the suite ran in (the bridge's default directory in some tests).
+        self.root = re.compile(re.escape(root.rstrip("/")) + r"(?=[/\"\\]|$)") if root else None
         self.ids: dict[str, str] = {}
         self.counts: dict[str, int] = {}
         port = _URL_PORT.match(url)
@@ -250,7 +286,9 @@ class Normaliser:
 
     def text(self, text: str) -> str:
         text = _CURSOR.sub(_cursor, text)
-        text = _TMP.sub("<tmp>", text)
+        text = _TMP_NUMBER.sub(r"\1<n>", _TMP.sub("<tmp>", text))
+        if self.root is not None:
+            text = self.root.sub("<repo>", text)
         text = _PORT.sub(r"\1:<port>", text)
         if self.port_in_id is not None:
             text = self.port_in_id.sub("<port>", text)
@@ -321,6 +359,211 @@ def _drop_clock_only(value: Any) -> tuple[Any, bool]:
     return (value if changes else None), True
 
 
+#: Tests renamed between the two recordings (old node id: new node id), compared as one.
+_WV = "tests/e2e/test_wire_versions.py::test_"
+RENAMED = {
+    "tests/e2e/test_acp_claude_bridge.py::test_claude_code_over_websocket": (
+        "tests/e2e/test_acp_claude_bridge.py::test_claude_agent_over_websocket"
+    ),
+    f"{_WV}1_0_only_actions_never_reach_0_9_or_0_7": (
+        f"{_WV}1_0_only_actions_never_reach_the_older_lines"
+    ),
+    f"{_WV}a_known_turn_id_is_a_no_op_for_1_0_and_refused_for_0_7": (
+        f"{_WV}a_known_turn_id_is_a_no_op_for_1_0_and_refused_before_0_9"
+    ),
+    f"{_WV}every_command_takes_meta_in_1_0": f"{_WV}every_command_takes_meta_from_0_8",
+    f"{_WV}the_demo_tour_on_three_versions": f"{_WV}the_demo_tour_on_five_versions",
+    f"{_WV}the_session_list_carries_chats_for_1_0_and_not_for_0_7": (
+        f"{_WV}the_session_list_carries_chats_from_1_0_and_one_directory_for_0_6"
+    ),
+}
+
+
+#: Test modules whose runtime is another program between the two recordings (a real agent
+#: pinned anew): what it sends the bridge is an input that changed, as a test's own frames are.
+REPINNED = {
+    "tests/e2e/test_acp_claude_bridge.py": (
+        "the agent, Claude Code (claude-code-acp 0.16.2) then Claude Agent (claude-agent-acp "
+        "0.23.1, issue 24), and its scripted Anthropic server"
+    ),
+}
+
+
+#: Rule 14: modules whose tests share one bridge (a module-scoped fixture).
+SHARED_BRIDGE = frozenset({"tests/e2e/test_fuzz_params.py"})
+_FIXTURE_DIR = re.compile(r"(fuzz-params)\d+")
+
+
+def _shared_bridge(value: Any) -> Any | None:
+    """Rule 14: under pytest-xdist, which of the module's tests a worker ran before on the
+    shared bridge is the scheduler's choice: the root's `activeSessions` counts them, and the
+    fixture's directory is numbered by how many bridges the worker started."""
+    holders = [*_result_states(value), _dig(value, "params", "action")]
+    changed = False
+    for holder in holders:
+        if isinstance(holder, dict) and isinstance(holder.get("activeSessions"), int):
+            holder["activeSessions"] = "<n>"
+            changed = True
+    text = _dump(value)
+    if _FIXTURE_DIR.search(text):
+        return json.loads(_FIXTURE_DIR.sub(r"\1<n>", text))
+    return value if changed else None
+
+
+# -- intended changes (see the module docstring) ------------------------------------------------
+
+
+def _dig(value: Any, *path: str | int) -> Any:
+    """`value[p0][p1]...`, or None where the path does not lead."""
+    for key in path:
+        if isinstance(key, int):
+            if not isinstance(value, list) or not -len(value) <= key < len(value):
+                return None
+        elif not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def _result_states(value: Any) -> list[dict[str, Any]]:
+    """The root or session/chat states a response or notification carries (snapshots)."""
+    found: list[dict[str, Any]] = []
+    result = _dig(value, "result")
+    for snapshot in [
+        *(_dig(result, "snapshots") or []),
+        _dig(result, "snapshot"),
+    ]:
+        state = _dig(snapshot, "state")
+        if isinstance(state, dict):
+            found.append(state)
+    return found
+
+
+def _lines_offered(value: Any) -> Any | None:
+    """Issue 21: the bridge serves five wire lines (0.10, 0.8 and 0.6 added), and says so in the
+    initialize result's `_meta` and in an unsupported offer's error data."""
+    changed = False
+    for holder, key in (
+        (_dig(value, "result", "_meta"), "ahpBridge.supportedVersions"),
+        (_dig(value, "error", "data"), "supportedVersions"),
+    ):
+        if isinstance(holder, dict) and isinstance(holder.get(key), list):
+            holder[key] = "<lines served>"
+            changed = True
+    return value if changed else None
+
+
+def _claude_agent(value: Any) -> Any | None:
+    """Issue 24: the ACP agent Claude Code is Claude Agent (npm `claude-agent-acp`, pinned anew),
+    and its models are the ones that agent reports."""
+    changed = False
+    for state in _result_states(value):
+        for agent in state.get("agents") or []:
+            if not isinstance(agent, dict):
+                continue
+            name = agent.get("displayName")
+            if name in ("Claude Code", "Claude Agent"):
+                agent["displayName"] = "Claude Agent"
+                agent["description"] = "Claude Agent through ahp-bridge"
+                agent["models"] = "<the agent's models>"
+                changed = True
+        model = _dig(state, "config", "schema", "properties", "model")
+        if isinstance(model, dict) and _CLAUDE_MODELS & set(model.get("enum") or []):
+            model["enum"] = model["enumLabels"] = "<the agent's models>"
+            changed = True
+    text = _dump(value)
+    if _CLAUDE_ANSWER in text:  # the scripted Anthropic server's answer, renamed with it
+        return json.loads(text.replace(_CLAUDE_ANSWER, "Hello from Claude, streamed"))
+    return value if changed else None
+
+
+_CLAUDE_ANSWER = "Hello from Claude Code, streamed"
+#: The models the two pinned Claude agents report, 0.16.2's and 0.23.1's.
+_CLAUDE_MODELS = frozenset({"opus", "sonnet[1m]"})
+
+
+_STILL_ACTIVE = re.compile(r"^turn (\S+) is still active$")
+
+
+def _one_wording(value: Any) -> Any | None:
+    """Issue 20: one wording per rule; a second turn while one runs is refused as "still
+    running: cancel it or wait until it ends" (it was "still active" here, "busy" there)."""
+    params = _dig(value, "params")
+    reason = _dig(params, "rejectionReason")
+    if not isinstance(reason, str):
+        return None
+    match = _STILL_ACTIVE.match(reason)
+    if match is None:
+        return None
+    params["rejectionReason"] = f"turn {match[1]} is still running: cancel it or wait until it ends"
+    return value
+
+
+def _provider_named(value: Any) -> Any | None:
+    """Issue 22: an unknown provider's error names the providers the bridge serves."""
+    error = _dig(value, "error")
+    message = _dig(error, "message")
+    if isinstance(message, str) and message.startswith("Provider not found: "):
+        error["message"] = re.sub(r" \(served: [^)]*\)$", "", message)
+        return value
+    return None
+
+
+def _goodbye(value: Any) -> Any | None:
+    """Issue 23: a bridge that stops says goodbye (close 1001) where its clients saw the socket
+    drop (1006). Applied to close frames' text (`close CODE REASON`)."""
+    if isinstance(value, str) and value.startswith(f"close 1001 {_GOING_AWAY}"):
+        return "close 1006"
+    return None
+
+
+_GOING_AWAY = "going away: the bridge is stopping"
+
+
+def _live_turns(value: Any) -> Any | None:
+    """Issue 23: a chat's live state keeps its last `limits.max_live_turns` (50) turns; older
+    ones are paged back with fetchTurns (the snapshot says where with `turnsNextCursor`)."""
+    changed = False
+    for state in _result_states(value):
+        turns = state.get("turns")
+        if not isinstance(turns, list):
+            continue
+        if "turnsNextCursor" in state:  # the new shape: its turns as they are
+            state["turnsNextCursor"] = "<older turns>"
+            changed = True
+        elif len(turns) > 50:  # the old shape: what the new one keeps live
+            state["turns"] = turns[-50:]
+            state["turnsNextCursor"] = "<older turns>"
+            changed = True
+    return value if changed else None
+
+
+_CONTENT_BYTES = re.compile(r"(changes\.max_content_bytes = )67108864\b")
+
+
+def _new_defaults(value: Any) -> Any | None:
+    """Issue 23: defaults that bound one client's worst case (`changes.max_content_bytes` 64 to
+    8 MiB), named in the messages that quote them."""
+    message = _dig(value, "error", "message")
+    if isinstance(message, str) and _CONTENT_BYTES.search(message):
+        value["error"]["message"] = _CONTENT_BYTES.sub(r"\g<1>8388608", message)
+        return value
+    return None
+
+
+INTENDED.extend(
+    [
+        Intended("issue 21: five wire lines served", _lines_offered),
+        Intended("issue 24: Claude Agent (pinned anew)", _claude_agent),
+        Intended("issue 20: one wording per rule", _one_wording),
+        Intended("issue 22: an unknown provider's error names those served", _provider_named),
+        Intended("issue 23: a goodbye (1001) when the bridge stops", _goodbye),
+        Intended("issue 23: a chat keeps its last 50 turns live", _live_turns),
+        Intended("issue 23: defaults that bound a client", _new_defaults),
+    ]
+)
+
+
 def _mergeable(env: Any) -> bool:
     if not isinstance(env, dict) or env.get("method") != "action":
         return False
@@ -356,17 +599,43 @@ def _coalesce(frames: list[tuple[Frame, Any]]) -> list[tuple[Frame, Any]]:
     return out
 
 
-def normalise(test: Test) -> Test:
-    """`test` with every rule applied."""
+def normalise(
+    test: Test,
+    intended: Iterable[Intended] = (),
+    applied: Counter[str] | None = None,
+    root: str | None = None,
+) -> Test:
+    """`test` with every rule applied, and the `intended` changes (counted in `applied`);
+    `root` is the checkout the recording ran in (rule 1)."""
     keep = sent_times(test)
     out = Test(test.nodeid)
+    rules = list(intended)
+    if test.nodeid.split("::", 1)[0] in SHARED_BRIDGE:
+        rules.insert(0, Intended("rule 14: a bridge shared by the module's tests", _shared_bridge))
     for index, conn in test.connections.items():
-        out.connections[index] = normalise_connection(conn, keep)
+        out.connections[index] = normalise_connection(conn, keep, rules, applied, root)
     return out
 
 
-def normalise_connection(conn: Connection, keep: set[str]) -> Connection:
-    norm = Normaliser(keep, conn.url)
+def _intended(value: Any, rules: list[Intended], applied: Counter[str] | None) -> tuple[Any, bool]:
+    changed = False
+    for rule in rules:
+        rewritten = rule.rewrite(value)
+        if rewritten is not None:
+            value, changed = rewritten, True
+            if applied is not None:
+                applied[rule.name] += 1
+    return value, changed
+
+
+def normalise_connection(
+    conn: Connection,
+    keep: set[str],
+    intended: list[Intended] | None = None,
+    applied: Counter[str] | None = None,
+    root: str | None = None,
+) -> Connection:
+    norm = Normaliser(keep, conn.url, root)
     sent = [Frame(f.dir, norm.text(f.text), f.version, f.dir) for f in conn.frames]
     if any('"provider":"copilot"' in f.text for f in sent):  # rule 11
         for frame in sent:
@@ -377,7 +646,14 @@ def normalise_connection(conn: Connection, keep: set[str]) -> Connection:
     # Rules 8-10 on the received frames, parsed.
     parsed: list[tuple[Frame, Any]] = []
     for frame in sent:
+        if frame.dir == "close" and intended:
+            text, _ = _intended(frame.text, intended, applied)
+            frame.text = text
         value = _parse(frame.text) if frame.dir == "in" else None
+        if frame.dir == "in" and intended:
+            value, rewritten = _intended(value, intended, applied)
+            if rewritten:
+                frame.text = ""  # re-serialised below
         if frame.dir == "in":
             value, changed = _drop_clock_only(value)
             if changed and value is None:
@@ -414,7 +690,7 @@ def normalise_connection(conn: Connection, keep: set[str]) -> Connection:
     frames = [next(it) if f.stream == "response" else f for f in frames]
     # Rule 5: ids numbered by first appearance in a reading order that does not depend on the
     # interleaving: the client id and URL, what the client sent, the responses, then the rest.
-    client, url = norm.text(conn.client or ""), norm.text(conn.url)
+    client, url = norm.text(conn.client or ""), _URL_TOKEN.sub("", norm.text(conn.url))
     header = norm.ids_of(f"{client}\n{url}")
     sent_first = [f for f in frames if f.dir in ("out", "unsent")]
     rest = [f for f in frames if f.dir not in ("out", "unsent") and f.stream != "response"]
@@ -464,6 +740,9 @@ def _subscribed(frame: Frame) -> str | None:
     resource = snapshot.get("resource") if isinstance(snapshot, dict) else None
     return resource if isinstance(resource, str) else None
 
+
+#: What a difference in what the test's clients sent is called: not the host's difference.
+INPUTS = "inputs changed"
 
 #: Close codes with which the host cuts a client off (1008 too slow, 1009 frame too big).
 HOST_CUTS = frozenset({"close 1008", "close 1009"})
@@ -518,6 +797,25 @@ def _pair_streams(
     return pairs
 
 
+def _raced_by(xs: list[Frame], ys: list[Frame]) -> int:
+    """Rule 12 on one channel: k > 0 when `xs` is `ys` with k more envelopes at the front, k < 0
+    the other way round, 0 when neither. Where the two also end apart, what one has past the
+    other's end must have arrived after the client's last send (rule 13 applies to it then)."""
+    k = len(xs) - len(ys)
+    longer, shorter = (xs, ys) if k > 0 else (ys, xs)
+    if k and [f.masked for f in longer[abs(k) :]] == [f.masked for f in shorter]:
+        return k  # the same ends
+    for front, other, sign in ((xs, ys, 1), (ys, xs, -1)):
+        for k in range(1, len(front) + 1):
+            rest = front[k:]
+            n = min(len(rest), len(other))
+            if n == 0 or any(x.masked != y.masked for x, y in zip(rest, other, strict=False)):
+                continue
+            if all(f.tail for f in rest[n:]) and all(f.tail for f in other[n:]):
+                return sign * k
+    return 0
+
+
 def compare_connection(
     test: str, old: Connection, new: Connection, notes: Counter[str] | None = None
 ) -> Difference | None:
@@ -533,18 +831,37 @@ def compare_connection(
     """
     notes = Counter() if notes is None else notes
     ids = _Correspondence()
+    if old.client != new.client:  # the test chose another client id: its inputs changed
+        what = f"{INPUTS}: the client id"
+        return Difference(test, old.index, what, old.header, new.header)
     what = "connection differs (client, version or url)"
-    if old.version != new.version or (
+    version_seen = old.version is not None and new.version is not None
+    if not version_seen and (_closed_by_host(old) or _closed_by_host(new)):
+        # Rule 13: the host cut it off before the initialize answer reached one side (the
+        # version is what the client was answered), so that side saw no version at all.
+        notes["no version before the cut (rule 13)"] += 1
+    elif old.version != new.version or (
         old.header is not None and new.header is not None and not ids.same(old.header, new.header)
     ):
         return Difference(test, old.index, what, old.header, new.header)
     a, b = old.streams(), new.streams()
     # What the client sent first: it names (nearly) every id the other streams are named by.
     order = ["out", "unsent"] + [k for k in a if k not in ("out", "unsent")]
+    if _closed_by_host(old) or _closed_by_host(new):
+        # Rule 13: what the client sent before the cut and what it could not send after it are
+        # one sequence; where the cut fell in it is timing.
+        # A client may also stop sending once it sees the cut: only what both sent compares.
+        sent = [side.get("out", []) + side.pop("unsent", []) for side in (a, b)]
+        n = min(len(sent[0]), len(sent[1]))
+        for side, frames in zip((a, b), sent, strict=True):
+            if frames:
+                side["out"] = frames[:n]
+            if len(frames) > n:
+                notes["sends after the cut (rule 13)"] += 1
     for key in ("out", "unsent"):
         for at, (x, y) in enumerate(zip(a.get(key, []), b.get(key, []), strict=False)):
             if not ids.same(x, y):
-                return Difference(test, old.index, f"stream {key!r} differs", x, y, at)
+                return Difference(test, old.index, f"{INPUTS}: stream {key!r} differs", x, y, at)
     pairs = _pair_streams(order, a, b, ids)
     # Rule 12: which subscribe results differ, and whether their channel's stream explains it.
     differing = [
@@ -563,10 +880,9 @@ def compare_connection(
         if not both:
             continue
         xs, ys = a.get(key_a or "", []), b.get(key_b or "", [])
-        k = len(xs) - len(ys)
-        longer, shorter = (xs, ys) if k > 0 else (ys, xs)
-        if k and [f.masked for f in longer[abs(k) :]] == [f.masked for f in shorter]:
-            del longer[: abs(k)]
+        k = _raced_by(xs, ys)
+        if k:
+            del (xs if k > 0 else ys)[: abs(k)]
             raced.update(both)
     notes["subscribes raced (rule 12)"] += len(raced)
     cut = _closed_by_host(old) and _closed_by_host(new)
@@ -588,7 +904,20 @@ def compare_connection(
             if key not in ("out", "unsent", "close") and (cut or all(f.tail for f in extra)):
                 notes["streams cut at the end (rule 13)"] += 1
                 continue
+            closed, unread = (old, new) if xs else (new, old)
+            if (
+                key == "close"
+                and n == 0
+                and _closed_by_host(closed)
+                and any(f.dir == "unsent" for f in unread.frames)
+            ):
+                # Rule 13: the other side's client met the cut in a send (its frames unsent)
+                # before it read the close frame.
+                notes["close unread after a cut (rule 13)"] += 1
+                continue
             what = f"stream {key!r}: {len(xs)} / {len(ys)} frames"
+            if key in ("out", "unsent"):
+                what = f"{INPUTS}: {what}"
             first = (xs[n] if n < len(xs) else None, ys[n] if n < len(ys) else None)
             return Difference(test, old.index, what, *first, n)
     return None
@@ -603,12 +932,21 @@ class Report:
     )
     differences: list[Difference] = field(default_factory=list)
     unstable: list[Difference] = field(default_factory=list)
+    #: Tests whose clients sent other frames than before: nothing replayed, nothing proven.
+    inputs: list[Difference] = field(default_factory=list)
+    #: Tests only in NEW: new tests, nothing to compare them with.
+    new_tests: list[str] = field(default_factory=list)
+    #: How often each intended change applied, per side.
+    intended: dict[str, Counter[str]] = field(
+        default_factory=lambda: {"old": Counter(), "new": Counter()}
+    )
     #: How often rules 12 and 13 (which compare across the two sides) applied.
     notes: Counter[str] = field(default_factory=Counter)
 
     @property
     def failed(self) -> bool:
-        return bool(self.differences) or bool(self.tests["only old"] or self.tests["only new"])
+        # A test only in NEW is a new test: nothing to compare it with (listed, not a failure).
+        return bool(self.differences)
 
 
 def count_frames(counter: Counter[str], test: Test) -> None:
@@ -616,8 +954,20 @@ def count_frames(counter: Counter[str], test: Test) -> None:
         counter[conn.version or "none"] += len(conn.frames)
 
 
-def diff(old: dict[str, Test], new: dict[str, Test], unstable: set[str]) -> Report:
+def diff(
+    old: dict[str, Test],
+    new: dict[str, Test],
+    unstable: set[str],
+    intended: Iterable[Intended] = (),
+    roots: tuple[str | None, str | None] = (None, None),
+) -> Report:
     report = Report()
+    rules = list(intended)
+    new = dict(new)
+    for before, after in RENAMED.items():  # compared under the old name
+        if before in old and before not in new and after in new:
+            new[before] = new.pop(after)
+            report.notes["tests renamed"] += 1
     for side, tests in (("old", old), ("new", new)):
         for test in tests.values():
             count_frames(report.frames[side], test)
@@ -628,18 +978,19 @@ def diff(old: dict[str, Test], new: dict[str, Test], unstable: set[str]) -> Repo
             continue
         if nodeid not in old:
             report.tests["only new"] += 1
-            report.differences.append(Difference(nodeid, None, "only in NEW"))
+            report.new_tests.append(nodeid)
             continue
         report.tests["compared"] += 1
-        a, b = normalise(old[nodeid]), normalise(new[nodeid])
+        a = normalise(old[nodeid], rules, report.intended["old"], roots[0])
+        b = normalise(new[nodeid], rules, report.intended["new"], roots[1])
         found: list[Difference] = []
         for index in sorted(a.connections.keys() | b.connections.keys()):
             if index not in b.connections:
                 report.connections["only old"] += 1
-                found.append(Difference(nodeid, index, "connection only in OLD"))
+                found.append(Difference(nodeid, index, f"{INPUTS}: connection only in OLD"))
             elif index not in a.connections:
                 report.connections["only new"] += 1
-                found.append(Difference(nodeid, index, "connection only in NEW"))
+                found.append(Difference(nodeid, index, f"{INPUTS}: connection only in NEW"))
             else:
                 report.connections["compared"] += 1
                 d = compare_connection(
@@ -648,8 +999,19 @@ def diff(old: dict[str, Test], new: dict[str, Test], unstable: set[str]) -> Repo
                 report.connections["identical" if d is None else "different"] += 1
                 if d is not None:
                     found.append(d)
+        repinned = REPINNED.get(nodeid.split("::", 1)[0])
+        if found and repinned is not None:
+            found = [
+                Difference(d.test, d.conn, f"{INPUTS}: {repinned}: {d.what}", d.old, d.new, d.at)
+                for d in found
+            ]
         if not found:
             report.tests["identical (listed unstable)" if nodeid in unstable else "identical"] += 1
+        elif any(d.what.startswith(INPUTS) for d in found):
+            # What one connection sent can change what another receives (a session it made,
+            # a directory it chose): the test as a whole was not replayed.
+            report.tests[INPUTS] += 1
+            report.inputs.extend(found)
         elif nodeid in unstable:
             report.tests["different, listed unstable"] += 1
             report.unstable.extend(found)
@@ -690,9 +1052,14 @@ def summary(report: Report) -> str:
         f"{side}: " + ", ".join(f"{v} {n}" for v, n in sorted(c.items()))
         for side, c in report.frames.items()
     )
+    intended = "\n".join(
+        f"  {name}: old {report.intended['old'][name]}, new {report.intended['new'][name]}"
+        for name in sorted(report.intended["old"].keys() | report.intended["new"].keys())
+    )
     return (
         f"tests: {counts(report.tests)}\nconnections: {counts(report.connections)}\n"
-        f"frames recorded per wire version, {frames}\naligned: {counts(report.notes)}"
+        f"frames recorded per wire version, {frames}\naligned: {counts(report.notes)}\n"
+        f"intended changes applied (frames):\n{intended or '  none'}"
     )
 
 
@@ -743,6 +1110,15 @@ def main(argv: list[str] | None = None) -> int:
         help="another recording of OLD's code (repeatable): tests that differ between OLD and "
         "it are reported apart too, as unstable in the baseline",
     )
+    d.add_argument(
+        "--no-intended", action="store_true", help="compare without the intended changes"
+    )
+    d.add_argument(
+        "--roots",
+        nargs=2,
+        metavar=("OLD_ROOT", "NEW_ROOT"),
+        help="the checkouts the two recordings ran in (rule 1: each becomes <repo>)",
+    )
     d.add_argument("--width", type=int, default=1500, help="characters shown of each frame")
     d.add_argument("--max", type=int, default=50, help="differences shown at most")
     s = sub.add_parser("stats", help="the size of one corpus")
@@ -757,16 +1133,22 @@ def main(argv: list[str] | None = None) -> int:
         noise = {d.test for d in noisy.differences if d.conn is not None or "only" not in d.what}
         print(f"unstable in the baseline {folder}: {', '.join(sorted(noise)) or 'none'}")
         unstable |= noise
-    report = diff(old, load(args.new), unstable)
+    roots = (args.roots[0], args.roots[1]) if args.roots else (None, None)
+    report = diff(old, load(args.new), unstable, () if args.no_intended else INTENDED, roots)
     print(summary(report))
     for title, found in (
         ("differences", report.differences),
         ("unstable (listed)", report.unstable),
+        (INPUTS, report.inputs),
     ):
         if found:
             print(f"\n{title}: {len(found)}")
             for d_ in found[: args.max]:
                 print(show(d_, args.width))
+    if report.new_tests:
+        print(f"\nnew tests (only in NEW, nothing to compare): {len(report.new_tests)}")
+        for nodeid in report.new_tests[: args.max]:
+            print(f"* {nodeid}")
     return 1 if report.failed else 0
 
 

@@ -34,6 +34,7 @@ S1 = "0b7c3c8e-5d1a-4e57-9d0a-3f1f8a3c2b11"  # a session the client made up
 C1 = "9f4a2f7e-1c3b-4d2e-8a6b-7c5d4e3f2a10"  # the chat the host made for it
 P1 = "11111111-2222-4333-8444-555555555555"  # a part id
 TMP = "/tmp/pytest-of-root/pytest-41/test_x0"
+TMP_ROOT = "/tmp/pytest-of-root/pytest-41"
 #: A client's own timestamp, which the host echoes.
 STARTED = {"type": "chat/turnStarted", "turnId": "t2", "startedAt": "2026-01-01T00:00:00.000Z"}
 
@@ -155,7 +156,7 @@ async def test_the_normalised_frames_are_exactly_these(
     assert (conn.client, conn.version, conn.url) == (
         "c1",
         "1.0.0",
-        "ws://127.0.0.1:<port>/?tkn=<token>",
+        "ws://127.0.0.1:<port>",  # the token query and the bare `/` go (rule 3)
     )
     seq, chat = "<seq e2>", "ahp-chat:/<uuid-1>"
     started = {**STARTED}
@@ -284,3 +285,221 @@ async def test_a_difference_the_baseline_shows_too_is_reported_apart(
     out = capsys.readouterr().out
     assert f"unstable in the baseline {again}: tests/e2e/test_x.py::test_one" in out
     assert "tests: compared 1, different, listed unstable 1" in out
+
+
+async def test_an_intended_change_compares_equal_and_is_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    changed = session(deltas=("Hello",))
+    changed[6][1]["params"]["action"]["turnId"] = "t2"
+    old = await record(tmp_path / "1", monkeypatch, session(deltas=("Hello",)), "test_one")
+    new = await record(tmp_path / "2", monkeypatch, changed, "test_one")
+
+    def same_turn(frame: Any) -> Any:
+        action = frame.get("params", {}).get("action") if isinstance(frame, dict) else None
+        if isinstance(action, dict) and action.get("type") == "chat/turnComplete":
+            action["turnId"] = "t1"
+            return frame
+        return None
+
+    rule = cs.Intended("turn t2 is t1 (on purpose)", same_turn)
+    loaded = cs.load(old.parent), cs.load(new.parent)
+    assert cs.diff(*loaded, set()).failed  # without it: a difference
+    report = cs.diff(*loaded, set(), [rule])
+    assert report.differences == [] and report.tests["identical"] == 1
+    assert report.intended["new"]["turn t2 is t1 (on purpose)"] == 1
+    assert "turn t2 is t1 (on purpose): old 1, new 1" in cs.summary(report)
+
+
+async def test_a_test_that_sends_other_frames_is_inputs_changed_not_a_difference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    changed = session(deltas=("Hello",))
+    changed[7][1]["params"]["clientSeq"] = 2  # the test itself sends another frame
+    old = await record(tmp_path / "1", monkeypatch, session(deltas=("Hello",)), "test_one")
+    new = await record(tmp_path / "2", monkeypatch, changed, "test_one")
+    report = two(tmp_path, old, new)
+    assert report.differences == [] and not report.failed, report.differences
+    assert report.tests["inputs changed"] == 1
+    [d] = report.inputs
+    assert d.what == "inputs changed: stream 'out' differs" and d.at == 2
+
+
+def frames_of(path: Path, conn: int = 1, **kwargs: Any) -> list[tuple[str, str]]:
+    test = cs.normalise(cs.load_file(path.read_text().split("\n")), **kwargs)
+    return [(f.stream, f.text) for f in test.connections[conn].frames]
+
+
+async def test_the_checkout_and_pytests_folder_numbers_are_normalised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    messages = session()
+    result = messages[1][1]["result"]
+    result["defaultDirectory"] = "file:///work/old"
+    result["workingDirectories"] = [
+        f"file://{TMP_ROOT}/test_a_move_or_copy_onto_or_of5/work",
+        f"file://{TMP}/work",
+    ]
+    path = await record(tmp_path, monkeypatch, messages, "test_one")
+    [(_, text)] = [f for f in frames_of(path, root="/work/old") if f[0] == "response"][:1]
+    assert '"defaultDirectory":"file://<repo>"' in text
+    assert "<tmp>/test_a_move_or_copy_onto_or_of<n>/work" in text
+    # Without the root the checkout stays; a short folder name keeps its number.
+    assert '"defaultDirectory":"file:///work/old"' in frames_of(path)[1][1]
+    assert "<tmp>/test_x0/work" in frames_of(path)[1][1]
+
+
+async def test_intended_changes_rewrite_both_sides_and_are_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The changes made on purpose compare equal: the lines served, the one wording, the 50
+    live turns, the goodbye; anything else in the same frames still differs."""
+    old_messages, new_messages = session(), session()
+    old_messages[1][1]["result"]["_meta"] = {"ahpBridge.supportedVersions": [">=1.0.0 <2.0.0"]}
+    new_messages[1][1]["result"]["_meta"] = {
+        "ahpBridge.supportedVersions": [">=1.0.0 <2.0.0", ">=0.6.0 <0.7.0"]
+    }
+    turns = [{"id": f"t{i}"} for i in range(54)]
+    old_messages[4][1]["result"]["snapshot"]["state"]["turns"] = turns
+    new_messages[4][1]["result"]["snapshot"]["state"].update(turns=turns[4:], turnsNextCursor="1~4")
+    old = await record(tmp_path / "1", monkeypatch, old_messages, "test_one")
+    new = await record(tmp_path / "2", monkeypatch, new_messages, "test_one")
+    loaded = cs.load(old.parent), cs.load(new.parent)
+    assert cs.diff(*loaded, set()).failed  # without them
+    report = cs.diff(*loaded, set(), cs.INTENDED)
+    assert report.differences == [], report.differences
+    assert report.intended["new"]["issue 21: five wire lines served"] == 1
+    assert report.intended["new"]["issue 23: a chat keeps its last 50 turns live"] == 1
+    # A 51st live turn on one side only is still a difference.
+    new_messages[4][1]["result"]["snapshot"]["state"]["turns"] = turns[3:]
+    new = await record(tmp_path / "3", monkeypatch, new_messages, "test_one")
+    assert cs.diff(cs.load(old.parent), cs.load(new.parent), set(), cs.INTENDED).failed
+
+
+@pytest.mark.parametrize(
+    ("old_reason", "new_reason", "same"),
+    [
+        ("turn t1 is still active", "turn t1 is still running: cancel it or wait until it ends", 1),
+        ("turn t1 is still active", "turn t2 is still running: cancel it or wait until it ends", 0),
+        ("busy", "turn t1 is still running: cancel it or wait until it ends", 0),
+    ],
+)
+def test_the_one_wording_rule_rewrites_that_refusal_only(
+    old_reason: str, new_reason: str, same: int
+) -> None:
+    def refused(reason: str) -> Any:
+        frame = env("ahp-chat:/c", STARTED, 1)
+        frame["params"]["rejectionReason"] = reason
+        return frame
+
+    rules = cs.INTENDED
+    a, _ = cs._intended(refused(old_reason), rules, None)
+    b, _ = cs._intended(refused(new_reason), rules, None)
+    assert (a == b) == bool(same)
+
+
+async def test_a_goodbye_compares_with_the_drop_it_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = await record(tmp_path / "1", monkeypatch, session(), "test_one")
+    new = await record(tmp_path / "2", monkeypatch, session(), "test_one")
+    for path, (code, reason) in (
+        (old, (1006, None)),
+        (new, (1001, "going away: the bridge is stopping; reconnect when it is back")),
+    ):
+        lines = path.read_text().splitlines()
+        lines[-1] = json.dumps({"conn": 1, "dir": "close", "code": code, "reason": reason})
+        path.write_text("\n".join(lines) + "\n")
+    loaded = cs.load(old.parent), cs.load(new.parent)
+    assert cs.diff(*loaded, set()).failed
+    report = cs.diff(*loaded, set(), cs.INTENDED)
+    assert report.differences == [] and report.tests["identical"] == 1
+    assert report.intended["new"]["issue 23: a goodbye (1001) when the bridge stops"] == 1
+
+
+async def test_a_subscribe_that_raced_and_a_tail_that_never_came_compare_equal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rules 12 and 13 at once: one side's snapshot was taken an envelope later (so that
+    envelope is not in its stream), and the other's last envelope came after its last send."""
+    base = session(deltas=("Hello",))
+    raced = session(deltas=("Hello",))
+    raced[4][1]["result"]["snapshot"]["state"]["parts"] = 1  # taken after the delta
+    del raced[5]  # so the delta is not in its stream
+    del base[-1]  # and base's last envelope came after the client closed
+    old = await record(tmp_path / "1", monkeypatch, base, "test_one")
+    new = await record(tmp_path / "2", monkeypatch, raced, "test_one")
+    report = two(tmp_path, old, new)
+    assert report.differences == [], report.differences
+    assert report.notes["subscribes raced (rule 12)"] == 1
+
+
+async def test_renamed_tests_are_paired_and_a_new_test_is_no_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before, after = next(iter(cs.RENAMED.items()))
+    old = await record(tmp_path / "1", monkeypatch, session(), "x")
+    new = await record(tmp_path / "2", monkeypatch, session(), "x")
+    added = await record(tmp_path / "2", monkeypatch, session(), "test_brand_new")
+    for path, nodeid in ((old, before), (new, after)):
+        lines = path.read_text().splitlines()
+        lines[0] = json.dumps({"test": nodeid, "corpus": 1})
+        path.write_text("\n".join(lines) + "\n")
+    report = cs.diff(cs.load(old.parent), cs.load(new.parent), set())
+    assert report.notes["tests renamed"] == 1 and report.tests["identical"] == 1
+    assert report.new_tests == ["tests/e2e/test_x.py::test_brand_new"] and added.exists()
+    assert not report.failed
+
+
+async def test_a_repinned_agents_differences_are_its_inputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = next(iter(cs.REPINNED))
+    changed = session()
+    changed[6][1]["params"]["action"]["turnId"] = "t2"
+    old = await record(tmp_path / "1", monkeypatch, session(), "x")
+    new = await record(tmp_path / "2", monkeypatch, changed, "x")
+    for path in (old, new):
+        lines = path.read_text().splitlines()
+        lines[0] = json.dumps({"test": f"{module}::test_one", "corpus": 1})
+        path.write_text("\n".join(lines) + "\n")
+    report = cs.diff(cs.load(old.parent), cs.load(new.parent), set())
+    assert report.differences == [] and report.tests["inputs changed"] == 1
+    [d] = report.inputs
+    assert d.what.startswith("inputs changed: the agent")
+
+
+async def test_another_client_id_or_connection_is_the_tests_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    renamed = json.loads(json.dumps(session()).replace('"c1"', '"c2"'))
+    old = await record(tmp_path / "1", monkeypatch, session(), "test_one")
+    new = await record(tmp_path / "2", monkeypatch, renamed, "test_one")
+    report = two(tmp_path, old, new)
+    assert report.differences == [] and report.tests["inputs changed"] == 1
+    assert report.inputs[0].what == "inputs changed: the client id"
+
+
+async def test_a_shared_bridges_session_count_is_the_schedulers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = next(iter(cs.SHARED_BRIDGE))
+    messages = [session(), session()]
+    for n, m in enumerate(messages):
+        m[1][1]["result"]["snapshots"] = [{"resource": "ahp-root://", "state": {
+            "activeSessions": n}}]  # fmt: skip
+        m[1][1]["result"]["defaultDirectory"] = f"file://{TMP_ROOT}/fuzz-params{n}"
+    paths = []
+    for n, m in enumerate(messages):
+        path = await record(tmp_path / str(n), monkeypatch, m, "x")
+        lines = path.read_text().splitlines()
+        lines[0] = json.dumps({"test": f"{module}::test_one", "corpus": 1})
+        path.write_text("\n".join(lines) + "\n")
+        paths.append(path)
+    report = cs.diff(cs.load(paths[0].parent), cs.load(paths[1].parent), set())
+    assert report.differences == [] and report.tests["identical"] == 1
+    # Elsewhere the count is compared.
+    (tmp_path / "elsewhere").mkdir()
+    assert two(tmp_path / "elsewhere", *[
+        await record(tmp_path / f"e{n}", monkeypatch, m, "test_one") for n, m in enumerate(messages)
+    ]).failed  # fmt: skip
