@@ -10,9 +10,11 @@ clients (0.7, so both wire versions are in use) subscribe to every chat and only
 client checks that each of its turns completed, and each watcher that it saw every turn end.
 
 Sampled every few seconds from /proc: the bridge's RSS and open fds. The report separates
-what turn history costs (the host keeps every turn of a live chat, as a transcript does) from
-growth that would be a leak: RSS per completed turn in the first and second half of the run,
-and fds after every client has gone compared with before they came. Figures only.
+what turn history costs (a live chat keeps its last `limits.max_live_turns` turns; older ones
+go to the catalog) from growth that would be a leak: RSS per completed turn in the first and
+second half of the run, RSS growth from the first sample (the clients connected, their
+sessions made, the first turns run) to the end, and fds after every client has gone compared
+with before they came. Figures only.
 """
 
 from __future__ import annotations
@@ -202,9 +204,18 @@ async def soak(n_clients: int, seconds: float, n_watchers: int, every: float) ->
         turns = b[3] - a[3]
         return f"{(b[1] - a[1]) / max(turns, 1) / 1024:.1f} KiB" if turns else "-"
 
+    warm = samples[1] if len(samples) > 2 else first
+
+    def growth(a: tuple[float, int, int, int], b: tuple[float, int, int, int]) -> str:
+        return f"{(b[1] - a[1]) / max(a[1], 1):+.1%}"
+
     print(
         f"RSS per turn: first half {per_turn(first, mid)}, second half {per_turn(mid, last)} "
-        "(turn history: each live chat keeps its turns)"
+        "(turn history: each live chat keeps its last limits.max_live_turns turns)"
+    )
+    print(
+        f"RSS growth after warm-up (t={warm[0]:.0f} s to the end): {growth(warm, last)}; "
+        f"over the second half: {growth(mid, last)}"
     )
     print(
         f"fds: idle {base_fds}, with {n_clients + n_watchers} clients {connected_fds}, after they "

@@ -4,6 +4,7 @@ restart), and a 0.7 client sees the retained tail."""
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -131,3 +132,36 @@ async def test_after_a_restart_a_client_pages_back_through_every_turn(settings: 
         assert texts(reader.states[chat]["turns"]) == everything
         session = (await reader.subscribe(uri))["state"]
         assert session["defaultChat"] == chat
+
+
+def held(module: str, name: str) -> int:
+    """How many objects of class `name` from `module` are alive in this (the bridge's)
+    process, after a collection: what a long chat leaves behind, not what a turn passes."""
+    gc.collect()
+    return sum(
+        1
+        for obj in gc.get_objects()
+        if type(obj).__name__ == name and type(obj).__module__ == module
+    )
+
+
+async def test_a_long_chat_keeps_records_per_live_turn_not_per_turn_it_ran(
+    settings: Settings,
+) -> None:
+    """Neither the host (the changesets room's record of each turn) nor the fake provider
+    (its transcript, on disk in the data directory) keeps something per turn once the turn left
+    the live state: 40 more turns leave the count of kept turn records and items unchanged."""
+    counted = [
+        ("ahp_bridge.host.features.changesets", "_Turn"),
+        ("ahp_bridge.agentapi.items", "Item"),
+    ]
+    async with bridge(settings) as running:
+        writer = await client_of(running, "writer")
+        _, chat = await long_chat(writer, 2 * LIVE)
+        before = [held(*kind) for kind in counted]
+        for i in range(40):
+            await prompt(writer, chat, f"more {i}")
+        after = [held(*kind) for kind in counted]
+        assert after[0] <= before[0] and after[0] <= LIVE + 1, (before, after)
+        assert after[1] <= before[1] + 2, (before, after)  # 80 more items were written
+        assert len(writer.states[chat]["turns"]) == 2 * LIVE + 40  # the client has them all

@@ -400,10 +400,29 @@ class Changesets:
             if turn is not None:
                 turn.running = False
                 self._publish_turn(session, chat, turn, after)
+        if ending:
+            self._forget_evicted(session, runtime)
         if chat.turn is not None:
             live = session.turns.get(chat.turn)
             if live is not None and live.start is not None:
                 self._publish_turn(session, chat, live, after)
+
+    def _forget_evicted(self, session: _Session, runtime: Chat) -> None:
+        """A finished turn that changed no file and left the chat's live state
+        (`limits.max_live_turns`) has no changeset to serve and cannot be undone: its record
+        goes, so a long chat keeps a record per live turn, not per turn it ever ran."""
+        if not self.store.has(runtime.uri):
+            return
+        live = {t.get("id") for t in self.store.state(runtime.uri).get("turns") or []}
+        for turn_id in [
+            turn_id
+            for turn_id, turn in session.turns.items()
+            if turn.chat == runtime.uri
+            and not turn.running
+            and turn.channel is None
+            and turn_id not in live
+        ]:
+            del session.turns[turn_id]
 
     async def _read(self, runtime: Chat) -> tuple[dict[str, FileState] | None, str]:
         """The chat's record now, or (None, why it could not be read)."""
