@@ -494,6 +494,43 @@ async def test_a_failed_submitted_write_is_logged_and_the_writer_goes_on(tmp_pat
         nursery.cancel_scope.cancel()
 
 
+async def test_queued_writes_run_in_batches_one_transaction_each(tmp_path: Path) -> None:
+    """A burst of writes (a turn's end evicting a turn, summaries) costs one thread hop and one
+    commit per batch, not per write: the queue stays short and every write is kept, in order."""
+    acatalog = AsyncCatalog(Catalog.open(tmp_path))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(acatalog.run)
+        await acatalog.call(Catalog.add_session, session())
+        before = acatalog.batches
+        for i in range(300):
+            acatalog.submit(Catalog.store_turns, "ahp-chat:/1", i, [{"id": f"t{i}"}])
+            acatalog.submit(Catalog.update_session, "ahp-session:/a", title=f"t{i}")
+        turns = await acatalog.call(Catalog.read_turns, "ahp-chat:/1", 0, 300)
+        assert [t["id"] for t in turns] == [f"t{i}" for i in range(300)]
+        assert acatalog.batches - before <= 3  # 601 jobs, at most 512 a batch
+        stored = await acatalog.call(Catalog.get, "ahp-session:/a")
+        assert stored is not None and stored.title == "t299"
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_write_that_fails_in_a_batch_loses_only_itself(tmp_path: Path) -> None:
+    acatalog = AsyncCatalog(Catalog.open(tmp_path))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(acatalog.run)
+        await acatalog.call(Catalog.add_session, session())
+        # One batch: a write before, one that fails (no such session), one after, and a call
+        # that fails with its own error.
+        acatalog.submit(Catalog.update_session, "ahp-session:/a", title="before")
+        acatalog.submit(Catalog.add_chat, "ahp-session:/missing", chat())
+        acatalog.submit(Catalog.add_chat, "ahp-session:/a", chat("ahp-chat:/2", "conv-2"))
+        with pytest.raises(CatalogError):
+            await acatalog.call(Catalog.add_session, session())  # already there
+        stored = await acatalog.call(Catalog.get, "ahp-session:/a")
+        assert stored is not None and stored.title == "before"
+        assert [c.uri for c in stored.chats] == ["ahp-chat:/2"]
+        nursery.cancel_scope.cancel()
+
+
 # -- the operator commands ---------------------------------------------------------------------
 
 

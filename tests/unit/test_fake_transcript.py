@@ -42,7 +42,8 @@ def both(tmp_path: Path, turns: int) -> tuple[Transcript, Transcript]:
 def test_on_disk_the_record_answers_as_in_memory(tmp_path: Path) -> None:
     memory, disk = both(tmp_path, 5)
     assert disk.history() == memory.history()
-    assert [i.text for i in disk.history().items][:2] == ["prompt 0", "answer 0, " + "streamed" * 50]
+    first = ["prompt 0", "answer 0, " + "streamed" * 50]
+    assert [i.text for i in disk.history().items][:2] == first
     assert disk.prompts == memory.prompts == 5
     assert disk.turn_of("u3") == memory.turn_of("u3") == 4
     assert disk.turn_of("a3") is None and memory.turn_of("nope") is None

@@ -156,6 +156,28 @@ class Catalog:
         self._conn = conn
         self.path = path
         self._lock_fd = lock_fd
+        #: Inside `batch()`: each write is a savepoint of the batch's one transaction.
+        self._batched = False
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Run several calls as one transaction (one commit, one sync to disk), each call
+        still all or nothing: its own savepoint, rolled back alone when it fails."""
+        if self._batched:
+            yield
+            return
+        with self._errors():
+            self._conn.execute("BEGIN IMMEDIATE")
+        self._batched = True
+        try:
+            yield
+        except BaseException:
+            self._batched = False
+            self._conn.rollback()
+            raise
+        self._batched = False
+        with self._errors():
+            self._conn.commit()
 
     # -- opening -------------------------------------------------------------------------------
 
@@ -476,7 +498,18 @@ class Catalog:
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[None]:
-        """One write transaction: all of it or none of it."""
+        """One write transaction (a savepoint inside a batch): all of it or none of it."""
+        if self._batched:
+            with self._errors():
+                self._conn.execute("SAVEPOINT tx")
+                try:
+                    yield
+                except BaseException:
+                    self._conn.execute("ROLLBACK TO tx")
+                    self._conn.execute("RELEASE tx")
+                    raise
+                self._conn.execute("RELEASE tx")
+            return
         with self._errors():
             self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -583,6 +616,10 @@ def _json_list(text: str) -> list[str]:
 # -- the trio face -----------------------------------------------------------------------------
 
 
+#: Most queued catalog jobs one thread hop (and one transaction) runs.
+BATCH = 512
+
+
 @dataclass
 class _Job:
     fn: Callable[..., Any]
@@ -608,26 +645,58 @@ class AsyncCatalog:
         self.first_seq = run * RUN_SEQ_SPAN
         self._limiter = trio.CapacityLimiter(1)
         self._send, self._recv = trio.open_memory_channel[_Job](queue)
+        #: Thread hops made (each runs a batch): for tests and benches.
+        self.batches = 0
+        self._taken: list[_Job] = []
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve the queue until `close()` or cancellation; then finish queued writes and close
         the catalog. (The bridge runs it shielded and calls `close()` once its sessions have
-        stopped, so the writes they make while stopping are kept.)"""
+        stopped, so the writes they make while stopping are kept.)
+
+        Everything queued when the thread is free goes in one batch (at most `BATCH` jobs):
+        one thread hop and one transaction, each job its own savepoint. A chat that evicts a
+        turn at every turn's end, or a burst of summaries, then costs one commit per batch
+        rather than per write, so the queue (and what it holds in memory) stays short."""
         task_status.started()
         try:
             async for job in self._recv:
+                jobs = [job]
+                while len(jobs) < BATCH:
+                    try:
+                        jobs.append(self._recv.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                self.batches += 1
+                self._taken = jobs  # run by _drain if cancelled before the thread ran them
                 try:
-                    value = await trio.to_thread.run_sync(self._execute, job, limiter=self._limiter)
-                    job.outcome = (True, value)
-                except Exception as exc:
-                    job.outcome = (False, exc)
-                    if job.done is None:
-                        log.error("catalog write failed", op=job.fn.__name__, error=str(exc))
-                if job.done is not None:
-                    job.done.set()
+                    await trio.to_thread.run_sync(self._execute_all, jobs, limiter=self._limiter)
+                except Exception as exc:  # the batch's commit failed: none of it was kept
+                    for failed in jobs:
+                        failed.outcome = (False, exc)
+                self._taken = []
+                self._finish(jobs)
         finally:
             self._drain()
             self.catalog.close()
+
+    @staticmethod
+    def _finish(jobs: list[_Job]) -> None:
+        for done in jobs:
+            assert done.outcome is not None
+            if not done.outcome[0] and done.done is None:
+                log.error("catalog write failed", op=done.fn.__name__, error=str(done.outcome[1]))
+            if done.done is not None:
+                done.done.set()
+
+    def _execute_all(self, jobs: list[_Job]) -> None:
+        """Run `jobs` in order in one transaction; each one's outcome on it."""
+        with self.catalog.batch():
+            for job in jobs:
+                try:
+                    job.outcome = (True, self._execute(job))
+                except Exception as exc:
+                    job.outcome = (False, exc)
 
     def close(self) -> None:
         """Accept no more work: `run` finishes what is queued, closes the catalog and returns."""
@@ -637,20 +706,26 @@ class AsyncCatalog:
         return job.fn(self.catalog, *job.args, **job.kwargs)
 
     def _drain(self) -> None:
-        """At shutdown: run what is still queued, here (the host is stopping anyway)."""
+        """At shutdown: run what is still queued (a batch taken but never run first), here, in
+        one transaction (the host is stopping anyway)."""
         self._send.close()
+        ran = [job for job in self._taken if job.outcome is not None]
+        jobs = [job for job in self._taken if job.outcome is None]
+        self._taken = []
+        self._finish(ran)
         while True:
             try:
-                job = self._recv.receive_nowait()
+                jobs.append(self._recv.receive_nowait())
             except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                return
-            try:
-                job.outcome = (True, self._execute(job))
-            except Exception as exc:
-                job.outcome = (False, exc)
-                log.error("catalog write failed", op=job.fn.__name__, error=str(exc))
-            if job.done is not None:
-                job.done.set()
+                break
+        if not jobs:
+            return
+        try:
+            self._execute_all(jobs)
+        except Exception as exc:
+            for failed in jobs:
+                failed.outcome = (False, exc)
+        self._finish(jobs)
 
     def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         """Queue `fn(catalog, *args, **kwargs)`; never blocks; failures are logged."""
