@@ -136,3 +136,55 @@ async def test_the_memory_of_request_ids_is_bounded_and_keeps_the_recent_ones(
         assert f"duplicate id {msg_id!r}" in refused["error"]["message"]
         assert "server.remembered_request_ids" in refused["error"]["message"]
     assert (await answer(forgotten))["result"] is None
+
+
+async def test_frames_go_straight_to_an_idle_socket_and_through_the_writer_when_it_is_full(
+    nursery: trio.Nursery,
+) -> None:
+    """While the socket takes them, an idle connection's frames are written the moment the
+    engine queues them (no writer task involved); when it stops taking them mid-frame, the
+    rest of that frame and everything after go through the writer. A client that reads late
+    gets every frame, whole and in order."""
+    engine = Engine(
+        Store(), {}, EngineConfig(outbound_queue=4096), now_ms=lambda: 0, new_id=lambda: "x"
+    )
+    shell = Shell(engine, nursery)
+    accepted: list[Connection] = []
+
+    async def handler(request: WebSocketRequest) -> None:
+        conn = Connection(await request.accept(), shell)
+        accepted.append(conn)
+        await conn.run()
+
+    server = await nursery.start(serve_websocket, handler, "127.0.0.1", 0, None)
+    ws = await connect(nursery, f"ws://127.0.0.1:{server.port}/", message_queue_size=1)
+    try:
+        with trio.fail_after(10):
+            while not accepted:
+                await trio.sleep(0.01)
+        (conn,) = accepted
+        await trio.sleep(0.05)  # the writer is idle now
+
+        def offer(n: int) -> None:
+            shell.engine.fanout.send(conn.peer, orjson.dumps({"n": n, "pad": PAD}).decode())
+            shell.settle()
+
+        offer(0)
+        assert conn.direct_writes == 1 and not conn.peer.outbox  # written, nothing queued
+        # The client reads nothing: the socket's buffers fill, a frame is cut short, and the
+        # rest waits for the writer (which waits for the socket).
+        total = 300  # 18 MB: more than loopback's buffers hold
+        for n in range(1, total):
+            offer(n)
+            await trio.sleep(0)
+        assert conn.direct_writes < total
+        assert not conn.closed
+        received: list[int] = []
+        with trio.fail_after(30):
+            while len(received) < total:
+                message = orjson.loads(await ws.get_message())
+                assert message["pad"] == PAD
+                received.append(message["n"])
+        assert received == list(range(total))
+    finally:
+        await trio.aclose_forcefully(ws._stream)

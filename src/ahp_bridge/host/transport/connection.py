@@ -25,7 +25,13 @@ from ahp_bridge.engine import effects as fx
 from ahp_bridge.engine import inputs
 from ahp_bridge.engine.peers import Peer
 from ahp_bridge.host.shell import Shell
-from ahp_bridge.host.transport.frames import BATCH_BYTES, BATCH_FRAMES, text_frame, write_frames
+from ahp_bridge.host.transport.frames import (
+    BATCH_BYTES,
+    BATCH_FRAMES,
+    text_frame,
+    try_write,
+    write_frames,
+)
 from ahp_bridge.host.transport.wirelog import WireLog
 
 __all__ = ["CLOSE_NORMAL", "CLOSE_TOO_BIG", "Connection"]
@@ -78,6 +84,12 @@ class Connection:
         self._abandon = False
         self._broken = False
         self.closed = False
+        #: The writer task waits for a wake (nothing of ours is being written).
+        self._idle = False
+        #: Bytes taken from the outbox that a direct write could not finish: sent first.
+        self._pending = b""
+        #: Envelopes written directly, without the writer task (for tests and benches).
+        self.direct_writes = 0
 
     @property
     def client_id(self) -> str | None:
@@ -86,6 +98,19 @@ class Connection:
     # -- what the shell asks -------------------------------------------------------------------
 
     def wake(self) -> None:
+        """Frames were queued: written at once when the writer is idle and the socket takes
+        them (`frames.try_write`), else by the writer task."""
+        if self._idle and not self._pending and not (self._draining or self._abandon):
+            outbox = self.peer.outbox
+            while outbox:
+                data = self._take_batch(outbox)
+                written = try_write(self.ws, data)
+                if written is None or written < len(data):
+                    self._pending = data[written or 0 :]
+                    break
+                self.direct_writes += 1
+            else:
+                return
         self._wake.set()
 
     def close(self, effect: fx.ClosePeer) -> None:
@@ -158,8 +183,8 @@ class Connection:
         with contextlib.suppress(
             ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError
         ):
-            while outbox:
-                await write_frames(self.ws, self._take_batch(outbox))
+            while self._pending or outbox:
+                await write_frames(self.ws, self._next_data(outbox))
             with trio.move_on_after(_CLOSE_REPLY_WAIT):
                 await self.ws.aclose(code=CLOSE_GOING_AWAY, reason=GOING_AWAY)
         await trio.aclose_forcefully(self.ws._stream)
@@ -168,13 +193,19 @@ class Connection:
         outbox = self.peer.outbox
         try:
             while True:
-                while outbox:
+                while self._pending or outbox:
                     if self._abandon:
+                        # A client that fell behind gets nothing more that was queued, only
+                        # the rest of a frame a direct write began (in flight, as a batch the
+                        # writer began is), within the same grace.
                         outbox.clear()
-                        break  # a client that fell behind gets nothing more that was queued
-                    data = self._take_batch(outbox)
+                        if not self._pending:
+                            break
+                    data = self._next_data(outbox)
                     with trio.CancelScope() as send_scope:
                         self._send_scope = send_scope
+                        if self._abandon:
+                            send_scope.deadline = trio.current_time() + self._abandon_grace
                         await write_frames(self.ws, data)
                     self._send_scope = None
                     if send_scope.cancelled_caught:
@@ -184,12 +215,23 @@ class Connection:
                 if self._draining or self._abandon:
                     break
                 self._wake = trio.Event()
-                if outbox:
+                if outbox or self._pending:
                     continue
-                await self._wake.wait()
+                self._idle = True
+                try:
+                    await self._wake.wait()
+                finally:
+                    self._idle = False
         except ConnectionClosed:
             self._gone()
         scope.cancel()
+
+    def _next_data(self, outbox: deque[str]) -> bytes:
+        """What to write next: the rest of a direct write first, else a batch of the outbox."""
+        if self._pending:
+            data, self._pending = self._pending, b""
+            return data
+        return self._take_batch(outbox)
 
     def _take_batch(self, outbox: deque[str]) -> bytes:
         """What is queued, up to a batch, as the frames' bytes for one write."""

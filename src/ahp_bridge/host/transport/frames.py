@@ -14,12 +14,13 @@ none), so a data frame has no per-connection state: wsproto only needs to know a
 from __future__ import annotations
 
 import functools
+import os
 import struct
 
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
-__all__ = ["BATCH_BYTES", "BATCH_FRAMES", "text_frame", "write_frames"]
+__all__ = ["BATCH_BYTES", "BATCH_FRAMES", "text_frame", "try_write", "write_frames"]
 
 #: Most frames and bytes one write takes: enough to empty a burst's queue in a few system
 #: calls, small enough that a batch is not a long stall for a slow client's cut-off.
@@ -69,3 +70,30 @@ async def write_frames(ws: WebSocketConnection, data: bytes) -> None:
             await ws._abort_web_socket()
             assert ws._close_reason is not None
             raise ConnectionClosed(ws._close_reason) from None
+
+
+def try_write(ws: WebSocketConnection, data: bytes) -> int | None:
+    """Write what the socket takes of `data` now, without waiting: the bytes written (0 when
+    its buffer is full), or None when a direct write is not possible now (the connection is
+    closing, trio-websocket is itself sending a control frame, or the stream is not a plain
+    socket); the caller then hands `data` to `write_frames`, which waits.
+
+    This is the path of a connection whose writer is idle: the host writes an envelope's frame
+    straight after deciding it (as asyncio's transports do), instead of waking a task to make
+    the same system call, which costs a trip through trio's scheduler per client per envelope.
+    Only a write the socket cannot take at once goes through the writer task. A failed write
+    (the peer is gone) also returns None: `write_frames` then meets the same error and closes
+    the connection as it always does.
+    """
+    if ws._close_reason or ws._stream_lock.locked():
+        return None
+    stream = ws._stream
+    socket = getattr(stream, "socket", None)
+    if not isinstance(stream, trio.SocketStream) or socket is None:
+        return None
+    try:
+        return os.write(socket.fileno(), data)
+    except BlockingIOError:
+        return 0
+    except OSError:
+        return None
