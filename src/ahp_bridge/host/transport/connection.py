@@ -4,8 +4,10 @@ The reader hands each frame to the engine (through the shell) and, when the engi
 request to the shell (a file to read, a provider to ask) or must restore a session first, awaits
 that before it reads the next frame: requests are handled one at a time, in arrival order, so
 responses, snapshots and the envelopes that follow them reach the client in the order the host
-produced them. The writer sends what the engine put in the peer's outbox, everything queued in one
-write (`frames.py`: each frame's bytes built once for all subscribers). Nothing the host does
+produced them. What the engine put in the peer's outbox is written at once when the writer is
+idle and the socket takes it (`wake`, `frames.try_write`); the writer task sends the rest, and
+everything queued meanwhile, in one write (`frames.py`: each frame's bytes built once for all
+subscribers). Nothing the host does
 ever waits on a client: the outbox is bounded by the engine, which cuts off a client that lets it
 fill up; then this connection sends only the frame already in flight and the close frame, within
 `server.slow_client_grace`, or drops the socket.
