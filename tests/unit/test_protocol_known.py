@@ -49,3 +49,27 @@ def test_a_field_sent_as_null_is_absent() -> None:
     assert kept["draft"] == {"text": "x", "origin": {"kind": "user"}}
     meta = {"type": "chat/draftChanged", "draft": {**nested["draft"], "_meta": {"k": None}}}
     assert known_fields(ACTIONS_10.parse(meta), meta)["draft"]["_meta"] == {"k": None}  # open
+
+
+def test_kept_fields_are_written_in_the_models_order_not_the_clients() -> None:
+    """What the host relays is byte for byte the same whatever order a client wrote its keys
+    in: the declared order of each model, at every depth; nulls go like unknown keys."""
+    ordered = {
+        "type": "chat/turnStarted",
+        "turnId": "t",
+        "startedAt": "2026-01-01T00:00:00.000Z",
+        "message": {"text": "hi", "origin": {"kind": "user"}},
+    }
+    shuffled = {
+        "message": {"origin": {"kind": "user"}, "junk": None, "text": "hi"},
+        "startedAt": "2026-01-01T00:00:00.000Z",
+        "turnId": "t",
+        "type": "chat/turnStarted",
+        "queued": None,
+    }
+    for actions in (ACTIONS_07, ACTIONS_10):
+        for sent in (ordered, shuffled):
+            kept = known_fields(actions.parse(sent), sent)
+            assert list(kept) == ["type", "turnId", "startedAt", "message"]
+            assert list(kept["message"]) == ["text", "origin"]
+            assert kept == ordered

@@ -68,6 +68,15 @@ def _too_deep(value: Any, limit: int) -> bool:
     return False
 
 
+def _may_be_too_deep(text: str | bytes, limit: int) -> bool:
+    """False when the frame cannot nest deeper than `limit`: it opens no more objects and
+    arrays than that in all (brackets inside strings count too, so this only ever says "maybe").
+    Most frames are a few levels deep: the walk over the parsed value is then skipped."""
+    if isinstance(text, str):
+        return text.count("{") + text.count("[") > limit
+    return text.count(b"{") + text.count(b"[") > limit
+
+
 def _valid_id(value: Any) -> bool:
     # bool is an int subclass in Python but not a JSON-RPC id.
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
@@ -87,7 +96,7 @@ def parse(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Message:
         return Invalid(None, RpcError(INVALID_REQUEST, "Invalid request: expected a JSON object"))
     raw_id = data.get("id")
     msg_id: RequestId | None = raw_id if _valid_id(raw_id) else None
-    if _too_deep(data, max_depth):
+    if _may_be_too_deep(text, max_depth) and _too_deep(data, max_depth):
         return Invalid(
             msg_id,
             RpcError(

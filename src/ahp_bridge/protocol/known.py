@@ -27,16 +27,42 @@ def known_fields(model: BaseModel, dumped: dict[str, Any]) -> dict[str, Any]:
     return pruned
 
 
+#: Each model class's fields by wire key: (position in declaration order, attribute name).
+#: Kept fields are written in declaration order (a client's own order is not relayed).
+_FIELDS: dict[type[BaseModel], dict[str, tuple[int, str]]] = {}
+
+
+def _fields(cls: type[BaseModel]) -> dict[str, tuple[int, str]]:
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = _FIELDS[cls] = {
+            info.serialization_alias or info.alias or name: (position, name)
+            for position, (name, info) in enumerate(cls.model_fields.items())
+        }
+    return fields
+
+
 def _prune(value: Any, dumped: Any) -> Any:
+    if isinstance(dumped, str | int | float | bool):  # a leaf: nothing below it to prune
+        return dumped
     if isinstance(value, RootModel):
         return _prune(value.root, dumped)
     if isinstance(value, BaseModel) and isinstance(dumped, dict):
-        out: dict[str, Any] = {}
-        for name, info in type(value).model_fields.items():
-            key = info.serialization_alias or info.alias or name
-            if dumped.get(key) is not None:  # null is absent: no action field is nullable
-                out[key] = _prune(getattr(value, name), dumped[key])
-        return out
+        # Only the keys the client sent are looked at (a model declares many more).
+        fields = _fields(type(value))
+        kept: list[tuple[int, str, Any]] = []
+        last, ordered = -1, True
+        for key, field_value in dumped.items():
+            found = fields.get(key)
+            if found is None or field_value is None:  # unknown, or null (no field is nullable)
+                continue
+            position, name = found
+            ordered = ordered and position > last
+            last = position
+            kept.append((position, key, _prune(getattr(value, name), field_value)))
+        if not ordered:
+            kept.sort(key=lambda entry: entry[0])
+        return {key: field_value for _, key, field_value in kept}
     if isinstance(value, list | tuple) and isinstance(dumped, list) and len(value) == len(dumped):
         return [_prune(v, d) for v, d in zip(value, dumped, strict=True)]
     if isinstance(value, dict) and isinstance(dumped, dict):

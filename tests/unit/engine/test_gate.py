@@ -89,6 +89,19 @@ def test_json_deeper_than_max_json_depth_is_refused_naming_the_key_and_echoing_t
     }
 
 
+def test_brackets_in_strings_or_side_by_side_are_not_depth() -> None:
+    """Depth is nesting, not the number of brackets: many objects side by side, and brackets
+    inside strings, are accepted at any count (the frame's text is only a first hint)."""
+    h = Harness(config=config(max_json_depth=8))
+    peer = h.connect()
+    h.send_raw(peer, ping("wide", futureField=[{"a": {}} for _ in range(50)]))
+    h.send_raw(peer, ping("text", futureField="{[" * 100))
+    assert h.frames(peer) == [
+        {"jsonrpc": "2.0", "id": "wide", "result": None},
+        {"jsonrpc": "2.0", "id": "text", "result": None},
+    ]
+
+
 def test_a_duplicate_request_id_is_refused_and_the_first_answer_stands() -> None:
     h = Harness()
     peer = h.connect()
