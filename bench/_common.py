@@ -19,6 +19,7 @@ import functools
 import itertools
 import math
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -119,7 +120,7 @@ async def child_process(argv: Sequence[str], ready_prefix: str) -> AsyncIterator
             stdout=subprocess.PIPE,
             stderr=log,
             stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         assert proc.stdout is not None
         stdout = trio.lowlevel.FdStream(os.dup(proc.stdout.fileno()))
@@ -167,7 +168,7 @@ async def _wait(proc: subprocess.Popen[bytes], timeout: float) -> None:
             await trio.sleep(0.02)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child, before exec: get SIGTERM when the forking thread dies (Linux)."""
     if sys.platform == "linux":
         libc = ctypes.CDLL(None, use_errno=True)
@@ -199,8 +200,24 @@ def bridge_argv(config: Path, *, timing: bool = False) -> list[str]:
     ]
 
 
-def bare_argv() -> list[str]:
-    return [sys.executable, str(HERE / "_common.py"), "bare-server"]
+def bare_argv(kind: str = "trio-websocket") -> list[str] | None:
+    """A bare broadcast server's command: `trio-websocket` (serve_bare), `websockets` (asyncio
+    with its C speedups, serve_bare_websockets) or `node` (bench/bare_ws.js over npm `ws`, from
+    .tools/bench: None when node or ws is missing; `NODE_WS_HINT` says how to install it)."""
+    if kind == "trio-websocket":
+        return [sys.executable, str(HERE / "_common.py"), "bare-server"]
+    if kind == "websockets":
+        return [sys.executable, str(HERE / "_common.py"), "bare-websockets"]
+    node = shutil.which("node")
+    if node is None or not (NODE_MODULES / "ws" / "package.json").is_file():
+        return None
+    return [node, str(HERE / "bare_ws.js")]
+
+
+#: Where bench/bare_ws.js finds `ws` (the bench's only npm dependency, pinned).
+NODE_MODULES = HERE.parent / ".tools" / "bench" / "node_modules"
+NODE_WS = "ws@8.23.1"
+NODE_WS_HINT = f"npm install --prefix .tools/bench --no-save {NODE_WS}"
 
 
 # -- a lean AHP client ---------------------------------------------------------------------------
@@ -526,6 +543,49 @@ async def serve_bare(queue_size: int = 4096) -> None:
         print(f"bare listening on ws://127.0.0.1:{server.port}/", flush=True)
 
 
+def serve_bare_websockets() -> None:
+    """serve_bare's protocol on `websockets` (asyncio, its C speedups): the envelope encoded
+    once and pushed to every subscriber with `websockets.broadcast` (no per-client task)."""
+    import asyncio
+
+    from websockets.asyncio.server import ServerConnection, broadcast, serve
+
+    subscribers: set[ServerConnection] = set()
+    seq = itertools.count(1)
+
+    async def handler(ws: ServerConnection) -> None:
+        try:
+            async for message in ws:
+                msg = orjson.loads(message)
+                if msg.get("method") == "dispatchAction":
+                    p = msg["params"]
+                    env = {
+                        "channel": p["channel"],
+                        "serverSeq": next(seq),
+                        "action": p["action"],
+                        "origin": {"clientId": "producer", "clientSeq": p["clientSeq"]},
+                    }
+                    frame = orjson.dumps({"jsonrpc": "2.0", "method": "action", "params": env})
+                    broadcast(subscribers, frame, text=True)
+                elif "id" in msg:
+                    if msg.get("method") == "subscribe":
+                        subscribers.add(ws)
+                    reply = {"jsonrpc": "2.0", "id": msg["id"], "result": None}
+                    await ws.send(orjson.dumps(reply), text=True)
+        finally:
+            subscribers.discard(ws)
+
+    async def main() -> None:
+        stop = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set_result, None)
+        async with serve(handler, "127.0.0.1", 0, max_size=MAX_MESSAGE) as server:
+            port = next(iter(server.sockets)).getsockname()[1]
+            print(f"bare-websockets listening on ws://127.0.0.1:{port}/", flush=True)
+            await stop
+
+    asyncio.run(main())
+
+
 # -- child: the bridge with stamped deltas ------------------------------------------------------
 
 
@@ -607,9 +667,12 @@ def _main() -> None:
     bridge = sub.add_parser("bridge")
     bridge.add_argument("--config", type=Path, required=True)
     sub.add_parser("bare-server")
+    sub.add_parser("bare-websockets")
     args = parser.parse_args()
     if args.command == "bridge":
         _bridge_main(args.config)
+    elif args.command == "bare-websockets":
+        serve_bare_websockets()
     else:
 
         async def bare() -> None:

@@ -1,17 +1,28 @@
-"""Envelope fan-out throughput: one producer, N actions on one channel, 1/10/50 subscribers.
+"""Envelope fan-out: one producer, N actions on one channel, 1/10/50 subscribers spread over
+client processes; the bridge beside bare WebSocket servers of three stacks, in one run.
 
 Run: python bench/fanout.py [--quick] [--actions N] [--runs R] [--clients 1,10,50]
-                            [--workload draft,annotation] [--in-process]
+                            [--procs P] [--workload draft,annotation] [--in-process]
 
 The bridge (`ahp-bridge serve`, fake provider) runs in its own process; a producer client
 dispatches N actions as fast as its socket takes them, and every subscriber must receive all N
-envelopes, in order (checked). The figure is envelopes delivered per second, summed over
-subscribers, from the first dispatch sent to the last envelope received. Three bridge runs per
-count, interleaved: every subscriber at 1.0, every one at 0.6 (the end of the lens chain: four
-steps from the canonical form), and mixed (all five lines, 1.0, 0.9, 0.8, 0.7 and 0.6, in
-turn), so the cost of the down-translations is the mixed figure against all-1.0. Beside them:
-the same payloads through a bare trio-websocket broadcast server in its own process (the
-transport's ceiling), with the same client code.
+envelopes, in order (checked). The subscribers run in `--procs` client processes (2 by
+default; one process for one subscriber), so that at 10 and 50 subscribers the clients'
+parsing is not the ceiling. The headline figure is the server's **CPU time per delivered
+envelope** (from /proc, from the first dispatch to the last envelope received, divided by N x
+subscribers): what the server spends whoever is the bottleneck, the steadiest figure on a
+shared machine. Beside it: envelopes delivered per second, summed over subscribers, and the
+client processes' CPU per envelope.
+
+Three bridge runs per count, interleaved: every subscriber at 1.0, every one at 0.6 (the end of
+the lens chain: four steps from the canonical form), and mixed (all five lines, 1.0, 0.9, 0.8,
+0.7 and 0.6, in turn), so the cost of the down-translations is the mixed figure against
+all-1.0. Beside them, the same payloads through bare broadcast servers, each in its own process,
+with the same client code: trio-websocket (parse once, serialise once, a bounded queue and
+writer task per client), Python `websockets` (asyncio, C speedups, `broadcast`), and Node.js
+`ws` (the stack VS Code's agent host runs on; only where node and npm `ws` are installed:
+`npm install --prefix .tools/bench --no-save ws@8.23.1`). The last column is the bridge's CPU
+per envelope over the fastest bare server's.
 
 Two workloads: `draft` (`chat/draftChanged`: the same on every wire, like the deltas that make
 up most of a stream, so the versions share one encode) and `annotation` (`annotations/set`,
@@ -30,15 +41,22 @@ this process; CPU time per action, all-1.0 and mixed interleaved, median of the 
 from __future__ import annotations
 
 import argparse
+import functools
+import json
+import os
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import orjson
 import trio
 from _common import (
+    NODE_WS_HINT,
     STEP_TIMEOUT,
     BenchClient,
     Child,
@@ -47,6 +65,7 @@ from _common import (
     bridge_argv,
     child_process,
     clients,
+    die_with_parent,
     draft_action,
     machine_note,
     median,
@@ -68,8 +87,6 @@ MIXES: dict[str, Callable[[int], tuple[str, ...]]] = {
     "0.6": lambda i: V06,
     "mixed": lambda i: OFFERS[i % len(OFFERS)],
 }
-
-Subscribe = Callable[[BenchClient, str, int], Awaitable[None]]
 
 
 class Workload:
@@ -102,33 +119,130 @@ class Result:
         self.frame_bytes = frame_bytes
         #: Server process CPU time per delivered envelope (its cost, whoever is the bottleneck).
         self.cpu_us = cpu_us
-        #: The client process's CPU time per envelope (receiving and parsing, all clients).
+        #: The client processes' CPU time per envelope (receiving and parsing, all clients).
         self.client_us = client_us
 
 
-def _subscribe_bridge(mix: Callable[[int], tuple[str, ...]]) -> Subscribe:
-    async def subscribe(client: BenchClient, channel: str, index: int) -> None:
-        await client.initialize([channel], versions=mix(index))
+#: The bare servers, by name: (command kind, the first word of the line it prints when ready).
+BARES = {
+    "trio-websocket": ("trio-websocket", "bare listening"),
+    "websockets": ("websockets", "bare-websockets listening"),
+    "node ws": ("node", "bare-node listening"),
+}
 
-    return subscribe
+
+def _split(count: int, procs: int) -> list[tuple[int, int]]:
+    """(first index, how many) of each client process's subscribers."""
+    procs = max(1, min(procs, count))
+    sizes = [count // procs + (1 if i < count % procs else 0) for i in range(procs)]
+    starts = [sum(sizes[:i]) for i in range(procs)]
+    return list(zip(starts, sizes, strict=True))
 
 
-async def _subscribe_bare(client: BenchClient, channel: str, index: int) -> None:
-    await client.request("subscribe", {"channel": channel})
+class Subscribers:
+    """One client process of subscribers (`python bench/fanout.py --child SPEC`): it connects
+    and subscribes them, says `ready`, starts counting at `go` and answers with its finish time
+    (monotonic ns, one clock for every process on a Linux host), its CPU and any problem."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], stdout: trio.lowlevel.FdStream) -> None:
+        self.proc = proc
+        self.stdout = stdout
+        self._buffer = b""
+
+    async def line(self) -> str:
+        with trio.fail_after(STEP_TIMEOUT):
+            while b"\n" not in self._buffer:
+                chunk = await self.stdout.receive_some(4096)
+                if not chunk:
+                    raise RuntimeError(f"a subscriber process exited ({self.proc.poll()})")
+                self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line.decode()
+
+    def go(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"go\n")
+        self.proc.stdin.flush()
+
+
+@asynccontextmanager
+async def subscribers(spec: dict[str, Any]) -> AsyncIterator[Subscribers]:
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--child", json.dumps(spec)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        preexec_fn=die_with_parent,
+    )
+    assert proc.stdout is not None
+    stdout = trio.lowlevel.FdStream(os.dup(proc.stdout.fileno()))
+    proc.stdout.close()
+    kid = Subscribers(proc, stdout)
+    try:
+        line = await kid.line()
+        if line != "ready":
+            raise RuntimeError(f"a subscriber process said {line!r}")
+        yield kid
+    finally:
+        with trio.CancelScope(shield=True):
+            if proc.stdin is not None:
+                proc.stdin.close()
+            with trio.move_on_after(10):
+                while proc.poll() is None:
+                    await trio.sleep(0.02)
+            if proc.poll() is None:
+                proc.kill()
+            await stdout.aclose()
 
 
 async def fan_out(
     server: Child,
     producer: BenchClient,
     work: Workload,
-    subscribe: Subscribe,
+    mode: str,
     count: int,
     actions: int,
     tag: str,
+    procs: int,
 ) -> Result:
-    """One run: `count` fresh subscribers, `actions` dispatches; returns total envelopes/s."""
-    chat = work.channel
-    frames = [producer.dispatch_frame(chat, work.action(i)) for i in range(actions)]
+    """One run: `count` fresh subscribers in client processes (`mode`: a bridge mix, or "bare"),
+    `actions` dispatches; the figures of this run."""
+    frames = [producer.dispatch_frame(work.channel, work.action(i)) for i in range(actions)]
+    spec = {
+        "url": server.url,
+        "workload": work.name,
+        "channel": work.channel,
+        "session": work.session,
+        "mode": mode,
+        "actions": actions,
+        "tag": tag,
+    }
+    async with AsyncExitStack() as stack:
+        kids = [
+            await stack.enter_async_context(subscribers({**spec, "first": first, "count": n}))
+            for first, n in _split(count, procs)
+        ]
+        cpu_before = server.cpu_seconds()
+        started = time.monotonic_ns()
+        for kid in kids:
+            kid.go()
+        for frame in frames:
+            await producer.ws.send_message(frame)
+        answers = [json.loads((await kid.line()).split(" ", 1)[1]) for kid in kids]
+        cpu = server.cpu_seconds() - cpu_before
+    problems = [p for a in answers for p in a["problems"]]
+    if problems or producer.errors:
+        raise RuntimeError(f"{tag}: {problems[:3] or producer.errors[:3]}")
+    elapsed = (max(a["finished"] for a in answers) - started) / 1e9
+    delivered = actions * count
+    client_cpu = sum(a["cpu"] for a in answers)
+    size = answers[0]["frame_bytes"]
+    return Result(delivered / elapsed, size, cpu * 1e6 / delivered, client_cpu * 1e6 / delivered)
+
+
+async def child(spec: dict[str, Any]) -> None:
+    """A subscriber process (see `Subscribers`)."""
+    work = Workload(spec["workload"], spec["channel"], spec["session"])
+    actions, count, first = spec["actions"], spec["count"], spec["first"]
     expected = [work.key(work.action(i)) for i in range(actions)]
     received = [0] * count
     finished = [0] * count
@@ -139,13 +253,13 @@ async def fan_out(
 
     def handler_for(index: int) -> Callable[[dict[str, Any], int], None]:
         def on_envelope(env: dict[str, Any], at: int) -> None:
-            if env["channel"] != chat or env["action"]["type"] != work.type:
+            if env["channel"] != work.channel or env["action"]["type"] != work.type:
                 return
             n = received[index]
             if env.get("rejectionReason") is not None:
                 problems.append(f"rejected: {env['rejectionReason']}")
-            elif work.key(env["action"]) != expected[n]:
-                problems.append(f"client {index}: envelope {n} out of order")
+            elif n >= actions or work.key(env["action"]) != expected[n]:
+                problems.append(f"client {first + index}: envelope {n} out of order")
             received[index] = n + 1
             if n + 1 == actions:
                 finished[index] = at
@@ -157,31 +271,39 @@ async def fan_out(
 
         return on_envelope
 
-    async with clients(server.url, count, tag) as subs:
+    async with clients(spec["url"], count, f"{spec['tag']}-{first}") as subs:
         for index, sub in enumerate(subs):
             sub.keep = False
-            await subscribe(sub, chat, index)
+            if spec["mode"] == "bare":
+                await sub.request("subscribe", {"channel": work.channel})
+            else:
+                await sub.initialize([work.channel], versions=MIXES[spec["mode"]](first + index))
             sub.on_envelope = handler_for(index)
-        cpu_before = server.cpu_seconds()
-        client_before = time.process_time()
-        started = time.monotonic_ns()
-        for frame in frames:
-            await producer.ws.send_message(frame)
+        print("ready", flush=True)
+        stdin = trio.lowlevel.FdStream(os.dup(0))
+        await stdin.receive_some(16)
+        cpu_before = time.process_time()
         with trio.fail_after(STEP_TIMEOUT):
             while not done.is_set():
                 closed = [s.closed for s in subs if s.closed is not None]
-                if closed or problems or producer.errors:
-                    raise RuntimeError(f"{tag}: {closed or problems[:3] or producer.errors[:3]}")
+                if closed or problems:
+                    break
                 with trio.move_on_after(0.05):
                     await done.wait()
-        cpu = server.cpu_seconds() - cpu_before
-        client_cpu = time.process_time() - client_before
-    if problems:
-        raise RuntimeError(f"{tag}: {problems[:3]}")
-    elapsed = (max(finished) - started) / 1e9
-    size = len(orjson.dumps({"jsonrpc": "2.0", "method": "action", "params": sample[0]}))
-    delivered = actions * count
-    return Result(delivered / elapsed, size, cpu * 1e6 / delivered, client_cpu * 1e6 / delivered)
+        cpu = time.process_time() - cpu_before
+        closed = [s.closed for s in subs if s.closed is not None]
+        answer = {
+            "finished": max(finished),
+            "cpu": cpu,
+            "problems": problems[:3] + [f"closed: {c}" for c in closed[:3]],
+            "frame_bytes": len(
+                orjson.dumps({"jsonrpc": "2.0", "method": "action", "params": sample[0]})
+            )
+            if sample
+            else 0,
+        }
+        print("done " + json.dumps(answer), flush=True)
+        await stdin.aclose()
 
 
 Results = dict[int, dict[str, list[Result]]]
@@ -194,19 +316,30 @@ async def measure(
     *,
     workload: str = "draft",
     mixes: tuple[str, ...] = tuple(MIXES),
+    procs: int = 2,
 ) -> Results:
-    """Per subscriber count: results per bridge mix and "bare", runs interleaved."""
-    results: Results = {c: {m: [] for m in (*mixes, "bare")} for c in counts}
+    """Per subscriber count: results per bridge mix and per bare server, runs interleaved."""
+    bares = {name: bare_argv(kind) for name, (kind, _) in BARES.items()}
+    servers = [name for name, argv in bares.items() if argv is not None]
+    results: Results = {c: {m: [] for m in (*mixes, *servers)} for c in counts}
     with tempfile.TemporaryDirectory() as tmp:
         config = write_config(Path(tmp), fake={"time_scale": 0.0})
-        async with (
-            child_process(bridge_argv(config), "ahp-bridge listening") as bridge_server,
-            child_process(bare_argv(), "bare listening") as bare_server,
-            clients(bridge_server.url, 1, "producer") as (producer,),
-            clients(bare_server.url, 1, "bare-producer") as (bare_producer,),
-        ):
+        async with AsyncExitStack() as stack:
+            bridge_server = await stack.enter_async_context(
+                child_process(bridge_argv(config), "ahp-bridge listening")
+            )
+            (producer,) = await stack.enter_async_context(clients(bridge_server.url, 1, "producer"))
             producer.keep = False
-            bare_producer.keep = False
+            bare: dict[str, tuple[Child, BenchClient]] = {}
+            for name in servers:
+                argv = bares[name]
+                assert argv is not None
+                server = await stack.enter_async_context(child_process(argv, BARES[name][1]))
+                (bare_producer,) = await stack.enter_async_context(
+                    clients(server.url, 1, f"{name}-producer")
+                )
+                bare_producer.keep = False
+                bare[name] = (server, bare_producer)
             work = Workload(workload, BARE_CHAT, "ahp-session:/bench")
             if mixes:
                 await producer.initialize(versions=V10)
@@ -222,30 +355,34 @@ async def measure(
                                 bridge_server,
                                 producer,
                                 work,
-                                _subscribe_bridge(MIXES[mix]),
+                                mix,
                                 count,
                                 actions,
                                 f"b{mix}-{count}.{run}",
+                                procs,
                             )
                         )
-                    results[count]["bare"].append(
-                        await fan_out(
-                            bare_server,
-                            bare_producer,
-                            bare_work,
-                            _subscribe_bare,
-                            count,
-                            actions,
-                            f"t{count}.{run}",
+                    for name, (server, bare_producer) in bare.items():
+                        results[count][name].append(
+                            await fan_out(
+                                server,
+                                bare_producer,
+                                bare_work,
+                                "bare",
+                                count,
+                                actions,
+                                f"{name.replace(' ', '')}-{count}.{run}",
+                                procs,
+                            )
                         )
-                    )
     return results
 
 
 async def transport_ceiling(counts: list[int], actions: int, runs: int) -> dict[int, float]:
-    """Median envelopes/s per subscriber count through the bare broadcast server only."""
-    results = await measure(counts, actions, runs, mixes=())
-    return {c: median([r.rate for r in results[c]["bare"]]) for c in counts}
+    """Median envelopes/s per subscriber count through the bare trio-websocket server (the
+    bridge's own stack), its subscribers in one process like the stream latency clients."""
+    results = await measure(counts, actions, runs, mixes=(), procs=1)
+    return {c: median([r.rate for r in results[c]["trio-websocket"]]) for c in counts}
 
 
 def in_process(workload: str, mix: str, count: int, actions: int) -> float:
@@ -301,12 +438,19 @@ def main() -> None:
     parser.add_argument("--runs", type=int, help="runs per case (the median is reported)")
     parser.add_argument("--clients", default="1,10,50", help="subscriber counts, comma-separated")
     parser.add_argument(
+        "--procs", type=int, default=2, help="client processes the subscribers are spread over"
+    )
+    parser.add_argument(
         "--workload", default="draft,annotation", help="draft and/or annotation, comma-separated"
     )
     parser.add_argument(
         "--in-process", action="store_true", help="the host's fan-out alone, no sockets"
     )
+    parser.add_argument("--child", help=argparse.SUPPRESS)  # a subscriber process
     args = parser.parse_args()
+    if args.child:
+        trio.run(child, json.loads(args.child))
+        return
     actions = args.actions or (400 if args.quick else 2000)
     runs = args.runs or (2 if args.quick else 3)
     if not 1 <= actions <= MAX_ACTIONS:
@@ -314,6 +458,8 @@ def main() -> None:
     counts = [int(c) for c in args.clients.split(",") if c.strip()]
     if not counts or min(counts) < 1 or max(counts) > 200:
         parser.error("--clients: counts between 1 and 200")
+    if not 1 <= args.procs <= 16:
+        parser.error("--procs: 1 to 16 client processes")
     workloads = [w.strip() for w in args.workload.split(",") if w.strip()]
     if not workloads or any(w not in ("draft", "annotation") for w in workloads):
         parser.error("--workload: draft and/or annotation")
@@ -321,37 +467,43 @@ def main() -> None:
     if args.in_process:
         main_in_process(counts, actions, max(runs, 7), workloads)
         return
+    if bare_argv("node") is None:
+        print(f"(no node ws server: node or npm ws missing; {NODE_WS_HINT})")
     for workload in workloads:
         kind = "chat/draftChanged" if workload == "draft" else "annotations/set"
-        print(f"\nfan-out, {workload}: {actions} {kind} actions per run, median of {runs} runs")
-        results = trio.run(lambda w=workload: measure(counts, actions, runs, workload=w))
-        print(table(HEADERS, [_row(count, results[count]) for count in counts]))
+        print(
+            f"\nfan-out, {workload}: {actions} {kind} actions per run, median of {runs} runs, "
+            f"subscribers in {args.procs} client processes"
+        )
+        results = trio.run(
+            functools.partial(measure, counts, actions, runs, workload=workload, procs=args.procs)
+        )
+        servers = [name for name in results[counts[0]] if name not in MIXES]
+        headers = [
+            "clients",
+            "server CPU µs/env: bridge 1.0 / 0.6 / mixed",
+            *(f"{name} µs/env" for name in servers),
+            "bridge 1.0 / fastest bare",
+            "env/s: bridge 1.0 / mixed",
+            *(f"{name} env/s" for name in servers),
+            "client CPU µs/env (1.0)",
+        ]
+        print(table(headers, [_row(count, results[count], servers) for count in counts]))
 
 
-HEADERS = [
-    "clients",
-    "all 1.0 env/s",
-    "all 0.6 env/s",
-    "mixed (5 lines) env/s",
-    "mixed/1.0",
-    "bare ws env/s",
-    "1.0/bare",
-    "server CPU us/env (1.0/mixed/bare)",
-]
-
-
-def _row(count: int, results: dict[str, list[Result]]) -> list[Any]:
-    rate = {mix: median([r.rate for r in runs]) for mix, runs in results.items()}
-    cpu = {mix: median([r.cpu_us for r in runs]) for mix, runs in results.items()}
+def _row(count: int, results: dict[str, list[Result]], servers: list[str]) -> list[Any]:
+    rate = {name: median([r.rate for r in runs]) for name, runs in results.items()}
+    cpu = {name: median([r.cpu_us for r in runs]) for name, runs in results.items()}
+    client = median([r.client_us for r in results["1.0"]])
+    fastest = min(cpu[name] for name in servers) if servers else float("nan")
     return [
         count,
-        f"{rate['1.0']:,.0f}",
-        f"{rate['0.6']:,.0f}",
-        f"{rate['mixed']:,.0f}",
-        f"{rate['mixed'] / rate['1.0']:.2f}",
-        f"{rate['bare']:,.0f}",
-        f"{rate['1.0'] / rate['bare']:.2f}",
-        f"{cpu['1.0']:.1f}/{cpu['mixed']:.1f}/{cpu['bare']:.1f}",
+        f"{cpu['1.0']:.1f} / {cpu['0.6']:.1f} / {cpu['mixed']:.1f}",
+        *(f"{cpu[name]:.1f}" for name in servers),
+        f"{cpu['1.0'] / fastest:.1f}x",
+        f"{rate['1.0']:,.0f} / {rate['mixed']:,.0f}",
+        *(f"{rate[name]:,.0f}" for name in servers),
+        f"{client:.1f}",
     ]
 
 
