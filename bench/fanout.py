@@ -446,6 +446,11 @@ def main() -> None:
     parser.add_argument(
         "--in-process", action="store_true", help="the host's fan-out alone, no sockets"
     )
+    parser.add_argument(
+        "--mixes",
+        default=",".join(MIXES),
+        help="bridge runs, comma-separated (1.0 alone compares with a bridge before 0.6 and 0.8)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)  # a subscriber process
     args = parser.parse_args()
     if args.child:
@@ -460,6 +465,9 @@ def main() -> None:
         parser.error("--clients: counts between 1 and 200")
     if not 1 <= args.procs <= 16:
         parser.error("--procs: 1 to 16 client processes")
+    mixes = tuple(m.strip() for m in args.mixes.split(",") if m.strip())
+    if not mixes or "1.0" not in mixes or any(m not in MIXES for m in mixes):
+        parser.error(f"--mixes: 1.0 and any of {', '.join(MIXES)}")
     workloads = [w.strip() for w in args.workload.split(",") if w.strip()]
     if not workloads or any(w not in ("draft", "annotation") for w in workloads):
         parser.error("--workload: draft and/or annotation")
@@ -476,7 +484,9 @@ def main() -> None:
             f"subscribers in {args.procs} client processes"
         )
         results = trio.run(
-            functools.partial(measure, counts, actions, runs, workload=workload, procs=args.procs)
+            functools.partial(
+                measure, counts, actions, runs, workload=workload, mixes=mixes, procs=args.procs
+            )
         )
         servers = [name for name in results[counts[0]] if name not in MIXES]
         headers = [
@@ -496,12 +506,16 @@ def _row(count: int, results: dict[str, list[Result]], servers: list[str]) -> li
     cpu = {name: median([r.cpu_us for r in runs]) for name, runs in results.items()}
     client = median([r.client_us for r in results["1.0"]])
     fastest = min(cpu[name] for name in servers) if servers else float("nan")
+
+    def each(figures: dict[str, float], mixes: tuple[str, ...], form: str) -> str:
+        return " / ".join(format(figures[m], form) if m in figures else "-" for m in mixes)
+
     return [
         count,
-        f"{cpu['1.0']:.1f} / {cpu['0.6']:.1f} / {cpu['mixed']:.1f}",
+        each(cpu, ("1.0", "0.6", "mixed"), ".1f"),
         *(f"{cpu[name]:.1f}" for name in servers),
         f"{cpu['1.0'] / fastest:.1f}x",
-        f"{rate['1.0']:,.0f} / {rate['mixed']:,.0f}",
+        each(rate, ("1.0", "mixed"), ",.0f"),
         *(f"{rate[name]:,.0f}" for name in servers),
         f"{client:.1f}",
     ]
