@@ -77,6 +77,9 @@ class Customizations:
         self._uri = directory_uri
         #: Per session, the MCP servers as last reported: name -> (status, error, source).
         self.mcp: dict[str, dict[str, tuple[str, str, str]]] = {}
+        #: Per session, client changes accepted (applied at once) whose reading-again has not
+        #: come back: a reading made meanwhile predates one of them and would put it back.
+        self._unsettled: dict[str, int] = {}
         fanout.observe(self._default_chat_set, [A.SESSION_DEFAULT_CHAT_CHANGED])
         fanout.observe(self._sessions_changed, [A.ROOT_ACTIVE_SESSIONS_CHANGED])
 
@@ -91,7 +94,16 @@ class Customizations:
     def _sessions_changed(self, envelope: Envelope) -> Iterable[Reaction]:
         for uri in [u for u in self.mcp if u not in self.sessions.sessions]:
             del self.mcp[uri]
+        for uri in [u for u in self._unsettled if u not in self.sessions.sessions]:
+            del self._unsettled[uri]
         return ()
+
+    def _settle(self, uri: str) -> None:
+        left = self._unsettled.get(uri, 0) - 1
+        if left > 0:
+            self._unsettled[uri] = left
+        else:
+            self._unsettled.pop(uri, None)
 
     def read(
         self,
@@ -99,12 +111,21 @@ class Customizations:
         catalogs: dict[str, agentapi.ConfigurationCatalog],
         commands: list[agentapi.Command],
         statuses: list[agentapi.MCPServerStatus] | None,
+        *,
+        settling: bool = False,
     ) -> None:
-        """The shell read the session's customizations: publish the whole list if it moved."""
+        """The shell read the session's customizations: publish the whole list if it moved.
+
+        `settling`: this is the reading-again at the end of a client's change. While another
+        accepted change still waits for its own, the list is not published: it was read
+        before that change reached the provider, and would put back what the change applied
+        (its own reading publishes the list once the provider has it)."""
         store = self.fanout.store
+        if settling:
+            self._settle(session.uri)
         if statuses is not None:
             self.mcp[session.uri] = {s.name: (s.status, s.error, s.source) for s in statuses}
-        if not store.has(session.uri) or session.disposed:
+        if not store.has(session.uri) or session.disposed or self._unsettled.get(session.uri):
             return
         items = customizations(
             catalogs,
@@ -170,6 +191,7 @@ class Customizations:
         fanout = self.fanout
 
         def failed(exc: BaseException) -> None:
+            self._settle(session.uri)  # its reading-again will not run
             fanout.effects.append(
                 Log(
                     "info",
@@ -185,7 +207,10 @@ class Customizations:
         reread = ReloadCustomizations(session.uri, mcp=kind != A.SESSION_CUSTOMIZATION_TOGGLED)
 
         def then() -> None:
-            chat.enqueue_calls([*calls, reread], failed)
+            # Counted before its calls can run (or fail), uncounted when they were not queued.
+            self._unsettled[session.uri] = self._unsettled.get(session.uri, 0) + 1
+            if not chat.enqueue_calls([*calls, reread], failed):
+                self._settle(session.uri)
 
         return Accepted(session.uri, action, then=[then])
 

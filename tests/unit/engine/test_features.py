@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ahp_bridge import agentapi
-from ahp_bridge.engine.jobs import ReloadCustomizations, SetSkillDisabled
+from ahp_bridge.engine.jobs import CallChat, ReloadCustomizations, SetSkillDisabled
 from ahp_bridge.engine.peers import Peer
 from ahp_bridge.translate.commands import SetModel
 from tests.support.engine import Harness, fake_provider, turn_event
@@ -163,3 +163,41 @@ def test_a_toggle_the_provider_cannot_honour_is_refused(
     h.dispatch(peer, SESSION, toggled(ident, False))
     assert reasons(h, peer) == [reason]
     assert h.calls(chat) == []
+
+
+def read_skill(h: Harness, enabled: bool, *, settling: bool) -> None:
+    """The shell's reading of the session's customizations: skill `x` as the provider has it."""
+    session = h.engine.sessions.sessions[SESSION]
+    skill = agentapi.ConfigurationDefinition(id="x", name="x", path="/skills/x.md", enabled=enabled)
+    catalogs = {"skill": agentapi.ConfigurationCatalog(definitions=[skill])}
+    h.engine.customizations.read(session, catalogs, [], None, settling=settling)
+    h.feed_all(h.engine.take_effects())
+
+
+def test_a_reading_taken_before_a_later_change_reached_the_provider_does_not_put_it_back() -> None:
+    """Two toggles in a row: the first one's reading-again (the provider has x off) comes back
+    while the second (x on) is applied but not yet at the provider; it would flip x back off
+    for every client until the second reading came. It is not published; the second is."""
+    h = Harness(providers=[fake_provider()])
+    peer, _ = with_skill(h)
+    h.hold(CallChat)
+    h.dispatch(peer, SESSION, toggled("skill:x", False))
+    h.dispatch(peer, SESSION, toggled("skill:x", True), 2)
+    assert skill_enabled(h) is True  # both applied at once, in order
+    read_skill(h, enabled=False, settling=True)  # the first change's reading-again
+    assert skill_enabled(h) is True
+    assert h.actions(peer, SESSION) == [toggled("skill:x", False), toggled("skill:x", True)]
+    read_skill(h, enabled=True, settling=True)  # the second's: the provider has x on
+    assert skill_enabled(h) is True
+    read_skill(h, enabled=False, settling=False)  # settled: any later reading is published
+    assert skill_enabled(h) is False
+
+
+def test_a_change_that_failed_no_longer_holds_the_readings_back() -> None:
+    h = Harness(providers=[fake_provider()])
+    peer, _ = with_skill(h)
+    h.fail(SetSkillDisabled, agentapi.Unsupported("read-only settings"))
+    h.dispatch(peer, SESSION, toggled("skill:x", False))
+    assert skill_enabled(h) is True  # put back; its reading-again will never come
+    read_skill(h, enabled=False, settling=False)
+    assert skill_enabled(h) is False

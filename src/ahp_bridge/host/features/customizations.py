@@ -81,12 +81,13 @@ class CustomizationReads:
                     ],
                 )
                 self.shell.settle_with(lambda e: e.customizations.mcp_event(chat, snapshot))
-        await self.refresh(session)
+        await self.refresh(session, settling=True)
         for callback in self.changed:
             callback(session)
 
-    async def refresh(self, session: Session) -> None:
-        """Read everything again and hand it to the engine (which publishes the whole list)."""
+    async def refresh(self, session: Session, *, settling: bool = False) -> None:
+        """Read everything again and hand it to the engine (which publishes the whole list);
+        `settling`: the reading-again that ends a client's change."""
         chat = self.engine.sessions.default_chat(session)
         if chat is None:
             return
@@ -113,5 +114,7 @@ class CustomizationReads:
             if isinstance(conversation, agentapi.MCPController):
                 statuses = await self._read("MCP status", conversation.mcp_status)
         self.shell.settle_with(
-            lambda e: e.customizations.read(session, catalogs, commands, statuses)
+            lambda e: e.customizations.read(
+                session, catalogs, commands, statuses, settling=settling
+            )
         )
