@@ -1,6 +1,6 @@
 """Logging: structlog on stdlib logging, console for people and JSON for machines.
 
-Records from other libraries' stdlib loggers (trio-websocket, grpc) go through the same
+Records from other libraries' stdlib loggers (grpc, the ACP SDK) go through the same
 renderer, so `--log-format json` yields one JSON object per line. The bridge never logs tokens,
 prompts or message contents: its log calls pass ids and counts only.
 """

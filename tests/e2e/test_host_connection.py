@@ -10,20 +10,18 @@ fell behind gets is in test_host_core.py).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import orjson
 import trio
-from trio_websocket import (
-    ConnectionClosed,
-    WebSocketRequest,
-    serve_websocket,
-)
+from trio_websocket import ConnectionClosed
 
 from ahp_bridge.engine.core import Engine, EngineConfig
 from ahp_bridge.engine.fanout import CLOSE_TOO_SLOW
 from ahp_bridge.host.shell import Shell
 from ahp_bridge.host.transport.connection import Connection
+from ahp_bridge.host.transport.websocket import handshake
 from ahp_bridge.state.store import Store
 from tests.e2e.conftest import StartBridge
 from tests.support.ahp_client import connect
@@ -31,6 +29,25 @@ from tests.support.ahp_client import connect
 ROOT = "ahp-root://"
 QUEUE = 8
 PAD = "x" * 60_000  # big frames fill the socket buffers in a few hundred sends
+
+
+async def serve_connections(nursery: trio.Nursery, shell: Shell) -> tuple[str, list[Connection]]:
+    """A listener on 127.0.0.1 whose every client is a `Connection` of `shell`: its URL, and
+    the connections as they are accepted."""
+    accepted: list[Connection] = []
+
+    async def handler(stream: trio.SocketStream) -> None:
+        upgrade = await handshake(stream, max_size=1 << 20, timeout=10)
+        assert upgrade is not None
+        ws = await upgrade.accept()
+        assert ws is not None
+        conn = Connection(ws, shell)
+        accepted.append(conn)
+        await conn.run()
+
+    serve = functools.partial(trio.serve_tcp, handler, 0, host="127.0.0.1")
+    listeners = await nursery.start(serve)
+    return f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/", accepted
 
 
 def bare_shell(nursery: trio.Nursery) -> Shell:
@@ -45,19 +62,12 @@ async def test_a_client_that_fell_behind_gets_nothing_that_was_queued_for_it(
     nursery: trio.Nursery,
 ) -> None:
     shell = bare_shell(nursery)
-    accepted: list[Connection] = []
-
-    async def handler(request: WebSocketRequest) -> None:
-        conn = Connection(await request.accept(), shell)
-        accepted.append(conn)
-        await conn.run()
+    url, accepted = await serve_connections(nursery, shell)
 
     def offer(conn: Connection, n: int) -> None:
         shell.engine.fanout.send(conn.peer, orjson.dumps({"n": n, "pad": PAD}).decode())
         shell.settle()
 
-    server = await nursery.start(serve_websocket, handler, "127.0.0.1", 0, None)
-    url = f"ws://127.0.0.1:{server.port}/"
     ws = await connect(nursery, url, message_queue_size=1)  # and never reads
     try:
         with trio.fail_after(10):
@@ -149,15 +159,8 @@ async def test_frames_go_straight_to_an_idle_socket_and_through_the_writer_when_
         Store(), {}, EngineConfig(outbound_queue=4096), now_ms=lambda: 0, new_id=lambda: "x"
     )
     shell = Shell(engine, nursery)
-    accepted: list[Connection] = []
-
-    async def handler(request: WebSocketRequest) -> None:
-        conn = Connection(await request.accept(), shell)
-        accepted.append(conn)
-        await conn.run()
-
-    server = await nursery.start(serve_websocket, handler, "127.0.0.1", 0, None)
-    ws = await connect(nursery, f"ws://127.0.0.1:{server.port}/", message_queue_size=1)
+    url, accepted = await serve_connections(nursery, shell)
+    ws = await connect(nursery, url, message_queue_size=1)
     try:
         with trio.fail_after(10):
             while not accepted:

@@ -26,16 +26,6 @@ ALLOWED = {
     ("src/ahp_bridge/cli.py", "_SubParsersAction"),
     # The conformance sink tells which thread waited on it from the frames on the stack.
     ("src/ahp_bridge/conformance/sink.py", "_getframe"),
-    # trio-websocket has no public handle on its stream: a socket whose peer stopped reading
-    # mid-frame can only be dropped through it (trio.aclose_forcefully).
-    ("src/ahp_bridge/host/transport/connection.py", "_stream"),
-    # Frames built once for every subscriber are written as trio-websocket's own send path
-    # writes (its lock, its stream, its close state and abort); it has no public way to send
-    # bytes already framed (trio-websocket is pinned; frames.py says why it is safe).
-    ("src/ahp_bridge/host/transport/frames.py", "_close_reason"),
-    ("src/ahp_bridge/host/transport/frames.py", "_stream_lock"),
-    ("src/ahp_bridge/host/transport/frames.py", "_stream"),
-    ("src/ahp_bridge/host/transport/frames.py", "_abort_web_socket"),
     # os._exit is the documented way to end at once (a second Ctrl-C), without cleanup.
     ("src/ahp_bridge/cli.py", "_exit"),
     # Enum's value lookup table, documented in the enum HOWTO, read to list the members.

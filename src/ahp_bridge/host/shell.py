@@ -80,6 +80,8 @@ class Shell:
         #: Restores dormant sessions (the durable room), before the request that named them.
         self.restore: Callable[[tuple[str, ...]], Awaitable[None]] | None = None
         self._timers: dict[tuple[Any, ...], trio.CancelScope] = {}
+        #: While held (`hold`), the peers to wake once released.
+        self._held: dict[Peer, None] | None = None
         self._waiters: dict[int, tuple[trio.Event, list[agentapi.HostToolResult]]] = {}
         self._waiter_ids = itertools.count(1)
 
@@ -119,6 +121,9 @@ class Shell:
         for effect in effects:
             match effect:
                 case fx.Flush(peers=peers):
+                    if self._held is not None:
+                        self._held.update(dict.fromkeys(peers))
+                        continue
                     for peer in peers:
                         socket = self.connections_by_peer.get(peer)
                         if socket is not None:
@@ -148,6 +153,21 @@ class Shell:
                     else:
                         getattr(log, level)(event, **fields)
         return later
+
+    def hold(self) -> None:
+        """Hold the writes the next inputs decide until `release`: a connection feeding every
+        message of one read gets one write per peer for all of them. Only ever held across
+        synchronous code (released before anything awaits), so no other task waits on it."""
+        if self._held is None:
+            self._held = {}
+
+    def release(self) -> None:
+        """Wake the connections that got frames while held."""
+        held, self._held = self._held, None
+        for peer in held or ():
+            socket = self.connections_by_peer.get(peer)
+            if socket is not None:
+                socket.wake()
 
     async def serve(self, effect: fx.Serve | fx.Restore) -> None:
         """Await what a connection must before it reads its next frame."""

@@ -1,13 +1,17 @@
 """One client connection: a reader that feeds the engine and a writer that drains the outbox.
 
-The reader hands each frame to the engine (through the shell) and, when the engine deferred the
-request to the shell (a file to read, a provider to ask) or must restore a session first, awaits
-that before it reads the next frame: requests are handled one at a time, in arrival order, so
-responses, snapshots and the envelopes that follow them reach the client in the order the host
-produced them. What the engine put in the peer's outbox is written at once when the writer is
-idle and the socket takes it (`wake`, `frames.try_write`); the writer task sends the rest, and
-everything queued meanwhile, in one write (`frames.py`: each frame's bytes built once for all
-subscribers). Nothing the host does
+The reader hands each message to the engine (through the shell) and, when the engine deferred
+the request to the shell (a file to read, a provider to ask) or must restore a session first,
+awaits that before it takes the next one: requests are handled one at a time, in arrival order,
+so responses, snapshots and the envelopes that follow them reach the client in the order the
+host produced them. Every message one read brought is handed over before any frame goes out
+(`Shell.hold`), so a burst of actions is answered with one write per subscriber, not one per
+action. What the engine put in the peer's outbox is then written at once when the writer is
+idle and the socket takes it (`wake`, `WebSocket.try_write`); the writer task sends the rest,
+and everything queued meanwhile, in one write (`frames.py`: each frame's bytes built once for
+all subscribers). A client is read no faster than its own frames drain: the reader pauses
+while the client's outbox is more than half full, so a client that floods requests is slowed
+by TCP rather than cut off by its own answers. Nothing the host does
 ever waits on a client: the outbox is bounded by the engine, which cuts off a client that lets it
 fill up; then this connection sends only the frame already in flight and the close frame, within
 `server.slow_client_grace`, or drops the socket.
@@ -21,19 +25,13 @@ from collections import deque
 
 import structlog
 import trio
-from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from ahp_bridge.engine import effects as fx
 from ahp_bridge.engine import inputs
 from ahp_bridge.engine.peers import Peer
 from ahp_bridge.host.shell import Shell
-from ahp_bridge.host.transport.frames import (
-    BATCH_BYTES,
-    BATCH_FRAMES,
-    text_frame,
-    try_write,
-    write_frames,
-)
+from ahp_bridge.host.transport.frames import BATCH_BYTES, BATCH_FRAMES, text_frame
+from ahp_bridge.host.transport.websocket import Closed, WebSocket
 from ahp_bridge.host.transport.wirelog import WireLog
 
 __all__ = ["CLOSE_NORMAL", "CLOSE_TOO_BIG", "Connection"]
@@ -55,6 +53,8 @@ GOING_AWAY = "going away: the bridge is stopping; reconnect when it is back"
 SHUTDOWN_GRACE = 2.0
 #: How long a cancelled bridge waits for a client's close reply (nobody can read it then).
 _CLOSE_REPLY_WAIT = 0.1
+#: How long a closing connection waits for the client's close reply.
+_DISCONNECT_WAIT = 2.0
 
 _ids = itertools.count(1)
 
@@ -64,7 +64,7 @@ class Connection:
 
     def __init__(
         self,
-        ws: WebSocketConnection,
+        ws: WebSocket,
         shell: Shell,
         *,
         abandon_grace: float = ABANDON_GRACE,
@@ -92,6 +92,9 @@ class Connection:
         self._pending = b""
         #: Envelopes written directly, without the writer task (for tests and benches).
         self.direct_writes = 0
+        #: The reader waits while the outbox holds more than this (half the outbound queue).
+        self._read_pause = max(1, shell.engine.config.outbound_queue // 2)
+        self._drained = trio.Event()
 
     @property
     def client_id(self) -> str | None:
@@ -106,7 +109,7 @@ class Connection:
             outbox = self.peer.outbox
             while outbox:
                 data = self._take_batch(outbox)
-                written = try_write(self.ws, data)
+                written = self.ws.try_write(data)
                 if written is None or written < len(data):
                     self._pending = data[written or 0 :]
                     break
@@ -132,6 +135,7 @@ class Connection:
             if self._send_scope is not None:
                 self._send_scope.deadline = trio.current_time() + self._abandon_grace
         self._close = None if effect.peer_gone else (effect.code, effect.reason)
+        self._drained.set()
         self.shell.feed(inputs.PeerGone(self.peer))
         if effect.peer_gone:
             if self._cancel is not None:
@@ -167,11 +171,15 @@ class Connection:
                 self.closed = True
                 self.shell.feed(inputs.PeerGone(self.peer))
         if self._broken:
-            await trio.aclose_forcefully(self.ws._stream)
+            await self.ws.abort()
         elif self._close is not None:
             code, reason = self._close
-            with trio.move_on_after(2), contextlib.suppress(ConnectionClosed):
-                await self.ws.aclose(code=code, reason=reason)
+            with trio.move_on_after(2 * _DISCONNECT_WAIT + 1):
+                await self.ws.close(code, reason, wait=_DISCONNECT_WAIT)
+        else:
+            with trio.move_on_after(_DISCONNECT_WAIT + 1):
+                await self.ws.finish(wait=_DISCONNECT_WAIT)
+            await self.ws.abort()
 
     async def _goodbye(self) -> None:
         """The bridge is being cancelled: what was queued, the close frame, then the TCP close.
@@ -182,14 +190,11 @@ class Connection:
         """
         self._close = None
         outbox = self.peer.outbox
-        with contextlib.suppress(
-            ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError
-        ):
+        with contextlib.suppress(Closed):
             while self._pending or outbox:
-                await write_frames(self.ws, self._next_data(outbox))
-            with trio.move_on_after(_CLOSE_REPLY_WAIT):
-                await self.ws.aclose(code=CLOSE_GOING_AWAY, reason=GOING_AWAY)
-        await trio.aclose_forcefully(self.ws._stream)
+                await self.ws.write(self._next_data(outbox))
+            await self.ws.close(CLOSE_GOING_AWAY, GOING_AWAY, wait=_CLOSE_REPLY_WAIT)
+        await self.ws.abort()
 
     async def _writer(self, scope: trio.CancelScope) -> None:
         outbox = self.peer.outbox
@@ -208,8 +213,10 @@ class Connection:
                         self._send_scope = send_scope
                         if self._abandon:
                             send_scope.deadline = trio.current_time() + self._abandon_grace
-                        await write_frames(self.ws, data)
+                        await self.ws.write(data)
                     self._send_scope = None
+                    if len(outbox) <= self._read_pause:
+                        self._drained.set()
                     if send_scope.cancelled_caught:
                         self._broken = True
                         scope.cancel()
@@ -224,7 +231,7 @@ class Connection:
                     await self._wake.wait()
                 finally:
                     self._idle = False
-        except ConnectionClosed:
+        except Closed:
             self._gone()
         scope.cancel()
 
@@ -251,11 +258,15 @@ class Connection:
 
     async def _reader(self) -> None:
         shell = self.shell
+        outbox = self.peer.outbox
         while True:
+            while len(outbox) > self._read_pause and not self.closed:
+                self._drained = trio.Event()
+                await self._drained.wait()
             try:
-                data = await self.ws.get_message()
-            except ConnectionClosed as exc:
-                if exc.reason is not None and exc.reason.code == CLOSE_TOO_BIG:
+                messages = await self.ws.receive()
+            except Closed as exc:
+                if exc.code == CLOSE_TOO_BIG:
                     # The WebSocket layer closed it with its own words; the operator gets the key.
                     log.warning(
                         "client sent a frame over server.max_frame_bytes; closed with 1009",
@@ -264,10 +275,17 @@ class Connection:
                     )
                 self._gone()
                 return
-            if self._wire is not None:
-                self._wire.record(data, "c2s", f"conn-{self.number}")
-            text = data if isinstance(data, str) else None
-            for deferred in shell.feed(inputs.Received(self.peer, text)):
-                await shell.serve(deferred)
-            if self.closed:
-                return
+            shell.hold()
+            try:
+                for data in messages:
+                    if self._wire is not None:
+                        self._wire.record(data, "c2s", f"conn-{self.number}")
+                    text = data if isinstance(data, str) else None
+                    for deferred in shell.feed(inputs.Received(self.peer, text)):
+                        shell.release()  # what was decided goes out before anything waits
+                        await shell.serve(deferred)
+                        shell.hold()
+                    if self.closed:
+                        return
+            finally:
+                shell.release()

@@ -21,10 +21,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import structlog
 import trio
-from trio_websocket import WebSocketRequest, WebSocketServer, serve_websocket
 
 from ahp_bridge.host.shell import Shell
 from ahp_bridge.host.transport.connection import Connection
+from ahp_bridge.host.transport.websocket import Closed, handshake
 from ahp_bridge.host.transport.wirelog import WireLog
 from ahp_bridge.origins import origin_allowed, parse_origin_pattern
 
@@ -133,47 +133,77 @@ def _listen_error(host: str, port: int, exc: OSError) -> ListenError:
     return ListenError(f"cannot listen on {where}: {reason}")
 
 
+#: How long a client has to send its upgrade request once connected.
+CONNECT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class Listening:
+    """What `serve` reports once it listens: the port (the first listener's, for port 0)."""
+
+    port: int
+    listeners: list[trio.SocketListener]
+
+
+def _remote(stream: trio.SocketStream) -> str:
+    try:
+        address = stream.socket.getpeername()
+    except OSError:
+        return "?"
+    return f"{address[0]}:{address[1]}" if isinstance(address, tuple) else str(address)
+
+
 async def serve(
     shell: Shell,
     options: ServerOptions,
     *,
-    task_status: trio.TaskStatus[WebSocketServer] = trio.TASK_STATUS_IGNORED,
+    task_status: trio.TaskStatus[Listening] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve AHP on `options.host:port` until cancelled."""
     check_bind(options)
-
-    async def handler(request: WebSocketRequest) -> None:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers}
-        refusal = check_upgrade(options, request.path, headers)
-        if refusal is not None:
-            # Never log the offered token or the query string.
-            log.warning("upgrade refused", reason=refusal, remote=str(request.remote))
-            await request.reject(403, body=f"Forbidden: {refusal}\n".encode())
-            return
-        ws = await request.accept()
-        conn = Connection(
-            ws,
-            shell,
-            abandon_grace=options.slow_client_grace,
-            shutdown_grace=options.shutdown_grace,
-            wire_log=options.wire_log,
-        )
-        log.info("client connected", conn=conn.number, remote=str(request.remote))
-        await conn.run()
-        log.info("client disconnected", conn=conn.number, client=conn.client_id)
-
     try:
-        await serve_websocket(
-            handler,
-            options.host,
-            options.port,
-            None,
-            max_message_size=options.max_frame_bytes,
-            connect_timeout=10,
-            disconnect_timeout=5,
-            task_status=task_status,
-        )
+        listeners = await trio.open_tcp_listeners(options.port, host=options.host or None)
     except OSError as exc:
         if exc.errno is None:
             raise
         raise _listen_error(options.host, options.port, exc) from None
+
+    async def handler(stream: trio.SocketStream) -> None:
+        try:
+            await _connection(shell, options, stream)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, Closed):
+            await trio.aclose_forcefully(stream)
+        except Exception:
+            log.exception("connection failed", remote=_remote(stream))
+            await trio.aclose_forcefully(stream)
+
+    port = listeners[0].socket.getsockname()[1]
+    async with trio.open_nursery() as nursery:
+        task_status.started(Listening(port, listeners))
+        await trio.serve_listeners(handler, listeners, handler_nursery=nursery)
+
+
+async def _connection(shell: Shell, options: ServerOptions, stream: trio.SocketStream) -> None:
+    remote = _remote(stream)
+    upgrade = await handshake(stream, max_size=options.max_frame_bytes, timeout=CONNECT_TIMEOUT)
+    if upgrade is None:
+        return
+    refusal = check_upgrade(options, upgrade.path, upgrade.headers)
+    if refusal is not None:
+        # Never log the offered token or the query string.
+        log.warning("upgrade refused", reason=refusal, remote=remote)
+        await upgrade.reject(403, f"Forbidden: {refusal}\n")
+        return
+    ws = await upgrade.accept()
+    if ws is None:
+        return
+    conn = Connection(
+        ws,
+        shell,
+        abandon_grace=options.slow_client_grace,
+        shutdown_grace=options.shutdown_grace,
+        wire_log=options.wire_log,
+    )
+    log.info("client connected", conn=conn.number, remote=remote)
+    await conn.run()
+    log.info("client disconnected", conn=conn.number, client=conn.client_id)
