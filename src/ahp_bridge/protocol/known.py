@@ -42,12 +42,27 @@ def _fields(cls: type[BaseModel]) -> dict[str, tuple[int, str]]:
     return fields
 
 
+#: Each class met: 1 a RootModel, 2 another model, 0 anything else (pydantic's isinstance
+#: checks go through its metaclass: slow on a path taken for every field of every action).
+_KINDS: dict[type, int] = {}
+
+
+def _kind(cls: type) -> int:
+    kind = _KINDS.get(cls)
+    if kind is None:
+        kind = _KINDS[cls] = (
+            1 if issubclass(cls, RootModel) else 2 if issubclass(cls, BaseModel) else 0
+        )
+    return kind
+
+
 def _prune(value: Any, dumped: Any) -> Any:
     if isinstance(dumped, str | int | float | bool):  # a leaf: nothing below it to prune
         return dumped
-    if isinstance(value, RootModel):
+    kind = _kind(type(value))
+    if kind == 1:
         return _prune(value.root, dumped)
-    if isinstance(value, BaseModel) and isinstance(dumped, dict):
+    if kind == 2 and isinstance(dumped, dict):
         # Only the keys the client sent are looked at (a model declares many more).
         fields = _fields(type(value))
         kept: list[tuple[int, str, Any]] = []
