@@ -104,7 +104,7 @@ class Connection:
 
     def wake(self) -> None:
         """Frames were queued: written at once when the writer is idle and the socket takes
-        them (`frames.try_write`), else by the writer task."""
+        them (`WebSocket.try_write`), else by the writer task."""
         if self._idle and not self._pending and not (self._draining or self._abandon):
             outbox = self.peer.outbox
             while outbox:
@@ -115,6 +115,7 @@ class Connection:
                     break
                 self.direct_writes += 1
             else:
+                self._drained.set()
                 return
         self._wake.set()
 
