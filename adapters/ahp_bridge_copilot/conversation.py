@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import logging
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -123,7 +124,7 @@ class CopilotConversation:
         self._exit_error = ""
         # Futures the SDK's question/elicitation handlers wait on; resolved at close.
         self._parked: set[asyncio.Future[Any]] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         self._tasks_refreshing = False
         self._last_shells: BackgroundTasks | None = None
 
@@ -287,10 +288,40 @@ class CopilotConversation:
             raise Closed(self._exit_error or "the conversation is closed")
         return self._session
 
-    async def _run(self, make: Callable[[], Coroutine[Any, Any, T]], *, read: bool = False) -> T:
+    async def _run(
+        self,
+        make: Callable[[], Coroutine[Any, Any, T]],
+        *,
+        read: bool = False,
+        submits: str | None = None,
+    ) -> T:
+        """Run a call on the SDK's loop, as one of this conversation's tasks: a runtime that
+        dies cancels it (`_finish_close`). The SDK fails a request it waits on when the CLI's
+        output ends, but not when it is already stopping the client, which the provider does
+        as soon as it sees the process exit: without the cancel, such a call never returned.
+        A call that `submits` something then is SubmissionUncertain (the CLI may have taken
+        it); any other call is Closed."""
         if self._closed:
             raise Closed(self._exit_error or "the conversation is closed")
-        return await self._loop.run(make(), cancel_on_abort=read)
+
+        async def tracked() -> T:
+            task = asyncio.current_task()
+            if task is not None:
+                self._tasks.add(task)
+            try:
+                return await make()
+            finally:
+                if task is not None:
+                    self._tasks.discard(task)
+
+        try:
+            return await self._loop.run(tracked(), cancel_on_abort=read)
+        except (asyncio.CancelledError, concurrent.futures.CancelledError):
+            if not self._exit_error:
+                raise
+            if submits is not None:
+                raise SubmissionUncertain(f"could not {submits}: {self._exit_error}") from None
+            raise Closed(self._exit_error) from None
 
     # -- agentapi.Conversation ------------------------------------------------------------------
 
@@ -327,7 +358,8 @@ class CopilotConversation:
             try:
                 await session.send(text, **kwargs)
             except BaseException as exc:
-                self._emit_all(self._mapper.turn_not_accepted())
+                if not self._closed:  # a runtime that died ended the turn already (EXIT last)
+                    self._emit_all(self._mapper.turn_not_accepted())
                 if not isinstance(exc, Exception):
                     raise
                 if is_definite_rejection(exc):
@@ -335,7 +367,7 @@ class CopilotConversation:
                 raise SubmissionUncertain(plain_error("send the prompt", exc)) from None
             self._emit_all(self._mapper.turn_accepted())
 
-        await self._run(go)
+        await self._run(go, submits="send the prompt")
 
     async def commands(self) -> list[Command]:
         async def go() -> list[Command]:
@@ -409,7 +441,7 @@ class CopilotConversation:
                 raise SubmissionUncertain(plain_error("steer the turn", exc)) from None
             self._mapper.note_steer(str(message_id), prompt.text)
 
-        await self._run(go)
+        await self._run(go, submits="steer the turn")
 
     async def cancel(self) -> None:
         async def go() -> None:
@@ -462,7 +494,7 @@ class CopilotConversation:
                 self._mapper.prompted.discard(agent_id)
                 raise AgentAPIError(f"the subagent refused the prompt: {result.error or 'busy'}")
 
-        await self._run(go)
+        await self._run(go, submits="prompt the subagent")
 
     async def respond(self, interaction_id: str, answer: Answer) -> None:
         async def go() -> None:

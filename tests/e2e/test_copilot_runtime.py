@@ -148,6 +148,21 @@ async def test_send_outcome_unknown_when_the_runtime_dies_before_answering(tmp_p
         assert all(t.state is not TurnState.WORKING for t in sink.turns())
 
 
+async def test_a_send_the_runtime_died_on_returns_even_when_its_output_outlives_it(
+    tmp_path: Path,
+) -> None:
+    """The CLI exits while its output stays open a while longer (a child holds it): the
+    provider sees the exit first and stops the client, and the SDK then drops the request it
+    was waiting on without failing it. The send must still come back, uncertain, at once."""
+    async with create_provider(fault_options("die_on_send_output_open", tmp_path)) as provider:
+        sink = RecordingSink()
+        conv = await provider.open(OpenRequest(workdir=str(tmp_path), events=sink))
+        with trio.fail_after(3), pytest.raises(SubmissionUncertain, match="exited"):
+            await conv.send(Prompt(text="hello"))
+        await sink.wait_for(lambda e: e.kind is EventKind.EXIT)
+        assert sink.snapshot()[-1].kind is EventKind.EXIT  # nothing after the exit
+
+
 async def test_send_refused_by_the_runtime_is_a_plain_error(tmp_path: Path) -> None:
     async with create_provider(fault_options("reject_send", tmp_path)) as provider:
         sink = RecordingSink()
