@@ -119,11 +119,18 @@ class Harness:
 
     def __post_init__(self) -> None:
         ids = itertools.count(1)
+        #: How often the engine read its clock.
+        self.clock_reads = 0
+
+        def now_ms() -> int:
+            self.clock_reads += 1
+            return NOW_MS
+
         self.engine = Engine(
             self.store,
             {p.name: p for p in self.providers},
             self.config,
-            now_ms=lambda: NOW_MS,
+            now_ms=now_ms,
             new_id=lambda: f"id-{next(ids)}",
         )
         self.effects: list[Effect] = []

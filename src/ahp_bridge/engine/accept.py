@@ -39,7 +39,7 @@ from ahp_bridge.state.limits import Limits
 from ahp_bridge.state.reducers.chat import known_turn
 from ahp_bridge.state.store import Store
 from ahp_bridge.state.validate import reject_reason
-from ahp_bridge.translate.commands import Rejection, plan_command
+from ahp_bridge.translate.commands import NO_CALL_ACTIONS, Rejection, plan_command
 
 if TYPE_CHECKING:
     from ahp_bridge.engine.chats import Chat
@@ -190,6 +190,10 @@ def _chat_action(
         # 1.0: a turn id the chat already knows is a no-op (a client's retry); the echo
         # tells it so, and nothing reaches the provider again.
         return Accepted(channel, action, no_op=True)
+    if action.get("type") in NO_CALL_ACTIONS:
+        # The reducer's alone (drafts, read flags, ...): planned without the chat's context,
+        # which is built from its state and translator for every other action.
+        return Accepted(channel, action, chat=chat)
     ready = engine.store.state(chat.session.uri).get("lifecycle") == "ready"
     plan = plan_command(action, chat.context(session_ready=ready))
     if isinstance(plan, Rejection):

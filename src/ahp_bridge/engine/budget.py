@@ -275,21 +275,33 @@ class Budget:
 
 
 def _chat_gone(state: JSON, slots: dict[Slot, Any]) -> list[Slot]:
-    active = state.get("activeTurn") or {}
-    turns = state.get("turns") or []
-    keep = {active.get("id"), turns[-1].get("id") if turns else None} - {None}
-    queued = {m.get("id") for m in state.get("queuedMessages") or []}
-    dirs = set(state.get("workingDirectories") or [])
-    gone = []
+    # Runs after every client action on a chat (usually with a draft's slot alone): each
+    # kind of slot reads only its own part of the state, the first time one needs it.
+    gone: list[Slot] = []
+    turns_kept: set[str] | None = None
+    queued: set[str] | None = None
     for slot in slots:
         head = slot[0]
-        if (
-            (head == "turn" and slot[1] not in {str(k) for k in keep})
-            or (head == "queued" and slot[1] not in {str(q) for q in queued})
-            or (head == "steering" and not state.get("steeringMessage"))
-            or (head == "draft" and state.get("draft") is None)
-            or (head == "dir" and slot[1] not in dirs)
-        ):
+        if head == "draft":
+            if state.get("draft") is None:
+                gone.append(slot)
+        elif head == "turn":
+            if turns_kept is None:
+                active = state.get("activeTurn") or {}
+                turns = state.get("turns") or []
+                keep = {active.get("id"), turns[-1].get("id") if turns else None} - {None}
+                turns_kept = {str(k) for k in keep}
+            if slot[1] not in turns_kept:
+                gone.append(slot)
+        elif head == "queued":
+            if queued is None:
+                queued = {str(m.get("id")) for m in state.get("queuedMessages") or []}
+            if slot[1] not in queued:
+                gone.append(slot)
+        elif head == "steering":
+            if not state.get("steeringMessage"):
+                gone.append(slot)
+        elif head == "dir" and slot[1] not in (state.get("workingDirectories") or ()):
             gone.append(slot)
     return gone
 

@@ -791,7 +791,10 @@ class Chat:
             return
         if self.translator.active_turn_id is not None:
             return  # a provider-started turn may run before it is announced
-        action = next_queued_turn(store.state(self.uri), self.host.new_id(), self.host.now_ms())
+        state = store.state(self.uri)
+        if state.get("activeTurn") or not state.get("queuedMessages"):
+            return  # nothing to start: no id minted, no clock read (every accepted action)
+        action = next_queued_turn(state, self.host.new_id(), self.host.now_ms())
         if action is not None:
             self.host_turn(action)
 

@@ -645,9 +645,10 @@ class Sessions:
         session_uri = chat.session.uri
         if not self.store.has(session_uri) or not self.store.has(channel):
             return ()
-        entries = self.store.state(session_uri).get("chats") or []
-        entry = next((c for c in entries if c.get("resource") == channel), None)
-        if entry is None:
+        for entry in self.store.state(session_uri).get("chats") or ():
+            if entry.get("resource") == channel:
+                break
+        else:
             return ()
         changes = chat_summary_changes(
             entry, self.store.state(channel), active_at=self.fanout.active_at(channel)

@@ -56,28 +56,45 @@ def _kind(cls: type) -> int:
     return kind
 
 
+_LEAVES = (str, int, float, bool)
+
+
 def _prune(value: Any, dumped: Any) -> Any:
-    if isinstance(dumped, str | int | float | bool):  # a leaf: nothing below it to prune
+    if isinstance(dumped, _LEAVES):  # a leaf: nothing below it to prune
         return dumped
-    kind = _kind(type(value))
-    if kind == 1:
-        return _prune(value.root, dumped)
+    kinds = _KINDS
+    cls = type(value)
+    kind = kinds.get(cls)
+    if kind is None:
+        kind = _kind(cls)
+    while kind == 1:  # a RootModel (a union, an alias): what it wraps
+        value = value.root
+        cls = type(value)
+        kind = kinds.get(cls)
+        if kind is None:
+            kind = _kind(cls)
     if kind == 2 and isinstance(dumped, dict):
-        # Only the keys the client sent are looked at (a model declares many more).
-        fields = _fields(type(value))
-        kept: list[tuple[int, str, Any]] = []
+        # Only the keys the client sent are looked at (a model declares many more); a leaf is
+        # kept as it is, without a call (most of an action's fields are leaves).
+        fields = _FIELDS.get(cls)
+        if fields is None:
+            fields = _fields(cls)
+        kept: dict[str, Any] = {}
         last, ordered = -1, True
         for key, field_value in dumped.items():
             found = fields.get(key)
             if found is None or field_value is None:  # unknown, or null (no field is nullable)
                 continue
             position, name = found
-            ordered = ordered and position > last
+            if position < last:
+                ordered = False
             last = position
-            kept.append((position, key, _prune(getattr(value, name), field_value)))
+            if not isinstance(field_value, _LEAVES):
+                field_value = _prune(getattr(value, name), field_value)
+            kept[key] = field_value
         if not ordered:
-            kept.sort(key=lambda entry: entry[0])
-        return {key: field_value for _, key, field_value in kept}
+            return dict(sorted(kept.items(), key=lambda item: fields[item[0]][0]))
+        return kept
     if isinstance(value, list | tuple) and isinstance(dumped, list) and len(value) == len(dumped):
         return [_prune(v, d) for v, d in zip(value, dumped, strict=True)]
     if isinstance(value, dict) and isinstance(dumped, dict):

@@ -116,7 +116,10 @@ class Store:
 
     def state(self, uri: str) -> dict[str, Any]:
         """Current state (shared, treat as read-only); KeyError if unknown."""
-        return self._require(uri)
+        try:  # `_require` inlined: read a dozen times for every action
+            return self._states[uri]
+        except KeyError:
+            raise KeyError(f"unknown channel: {uri}") from None
 
     # ── actions ───────────────────────────────────────────────────────────
 

@@ -289,3 +289,27 @@ def test_a_client_tools_result_is_charged_to_its_turn_until_the_turn_is_history(
     h.provider(chat, WORKING, COMPLETED)  # t1 lies within the chat's history charge now
     assert budget.charged(chat, slot) is None
     assert budget.of("vs") == before - size(turn("t1")) + size(turn("t2"))
+
+
+def test_a_cleared_draft_gives_its_bytes_back() -> None:
+    h = harness()
+    peer, chat = ready(h)
+    budget = h.engine.budget
+    base = budget.of("c1")
+    h.dispatch(peer, chat, draft("x" * 1000), 1)
+    assert budget.of("c1") == base + size(draft("x" * 1000))
+    h.dispatch(peer, chat, {"type": "chat/draftChanged"}, 2)
+    assert budget.of("c1") == base
+
+
+def test_an_action_that_starts_nothing_mints_no_id_and_reads_no_clock() -> None:
+    # Per-action work off the hot path (issue 25): the queued-turn check only makes a turn id
+    # and a time when something is queued.
+    h = harness()
+    peer, chat = ready(h)
+    before = h.engine.new_id()
+    reads = h.clock_reads
+    for seq in range(1, 4):
+        h.dispatch(peer, chat, draft(f"d{seq}"), seq)
+    assert int(h.engine.new_id().split("-")[1]) == int(before.split("-")[1]) + 1
+    assert h.clock_reads - reads == 3  # one per applied envelope (its date), none for a turn
