@@ -6,8 +6,9 @@ generating load do not share its trio loop. Only 127.0.0.1 is used. Every wait i
 and child processes are terminated when a benchmark leaves, whatever happened.
 
 Run as a script this module is a child process: `bridge` (run_bridge with the fake wrapped so
-that each delta's text starts with its emit time) or `bare-server` (the transport ceiling: a
-minimal trio-websocket broadcast server, see `serve_bare`).
+that each delta's text starts with its emit time), `bare-server` (a minimal trio-websocket
+broadcast server, see `serve_bare`), `bare-transport` (the same on the bridge's own WebSocket
+layer: the transport ceiling) or `bare-websockets` (asyncio `websockets`).
 """
 
 from __future__ import annotations
@@ -201,13 +202,16 @@ def bridge_argv(config: Path, *, timing: bool = False) -> list[str]:
 
 
 def bare_argv(kind: str = "trio-websocket") -> list[str] | None:
-    """A bare broadcast server's command: `trio-websocket` (serve_bare), `websockets` (asyncio
-    with its C speedups, serve_bare_websockets) or `node` (bench/bare_ws.js over npm `ws`, from
+    """A bare broadcast server's command: `trio-websocket` (serve_bare), `transport` (the
+    bridge's own WebSocket layer, serve_bare_transport), `websockets` (asyncio with its C
+    speedups, serve_bare_websockets) or `node` (bench/bare_ws.js over npm `ws`, from
     .tools/bench: None when node or ws is missing; `NODE_WS_HINT` says how to install it)."""
     if kind == "trio-websocket":
         return [sys.executable, str(HERE / "_common.py"), "bare-server"]
     if kind == "websockets":
         return [sys.executable, str(HERE / "_common.py"), "bare-websockets"]
+    if kind == "transport":
+        return [sys.executable, str(HERE / "_common.py"), "bare-transport"]
     node = shutil.which("node")
     if node is None or not (NODE_MODULES / "ws" / "package.json").is_file():
         return None
@@ -586,6 +590,93 @@ def serve_bare_websockets() -> None:
     asyncio.run(main())
 
 
+async def serve_bare_transport(queue_size: int = 4096) -> None:
+    """serve_bare's protocol on the bridge's own transport (`host/transport/websocket.py`:
+    `websockets`' sans-I/O protocol over trio streams), used as the bridge uses it: every
+    message one read completed is handled before anything is written, the envelopes are framed
+    once each (`text_frame`), and a subscriber gets one write per read, directly when its
+    socket takes it (else its writer task writes it, in order). No engine, no state: what the
+    transport alone allows."""
+    from ahp_bridge.host.transport.frames import text_frame
+    from ahp_bridge.host.transport.websocket import Closed, WebSocket, handshake
+
+    class Sub:
+        def __init__(self, ws: WebSocket) -> None:
+            self.ws = ws
+            self.send, self.recv = trio.open_memory_channel[bytes](queue_size)
+            self.backlog = 0  # writes handed to the writer task and not yet done
+
+        def put(self, data: bytes) -> None:
+            if not self.backlog:
+                written = self.ws.try_write(data) or 0
+                if written == len(data):
+                    return
+                data = data[written:]
+            self.backlog += 1
+            self.send.send_nowait(data)
+
+        async def writer(self) -> None:
+            with contextlib.suppress(Closed, trio.ClosedResourceError):
+                async for data in self.recv:
+                    await self.ws.write(data)
+                    self.backlog -= 1
+
+    subscribers: set[Sub] = set()
+    seq = itertools.count(1)
+
+    async def handler(stream: trio.SocketStream) -> None:
+        upgrade = await handshake(stream, max_size=MAX_MESSAGE, timeout=10.0)
+        ws = None if upgrade is None else await upgrade.accept()
+        if ws is None:
+            return
+        me = Sub(ws)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(me.writer)
+            try:
+                while True:
+                    envelopes: list[bytes] = []
+                    replies: list[bytes] = []
+                    for message in await ws.receive():
+                        msg = orjson.loads(message)
+                        if msg.get("method") == "dispatchAction":
+                            p = msg["params"]
+                            env = {
+                                "channel": p["channel"],
+                                "serverSeq": next(seq),
+                                "action": p["action"],
+                                "origin": {"clientId": "producer", "clientSeq": p["clientSeq"]},
+                            }
+                            frame = {"jsonrpc": "2.0", "method": "action", "params": env}
+                            envelopes.append(text_frame(orjson.dumps(frame).decode()))
+                        elif "id" in msg:
+                            if msg.get("method") == "subscribe":
+                                subscribers.add(me)
+                            reply = {"jsonrpc": "2.0", "id": msg["id"], "result": None}
+                            replies.append(text_frame(orjson.dumps(reply).decode()))
+                    if envelopes:
+                        data = b"".join(envelopes)
+                        for sub in tuple(subscribers):
+                            try:
+                                sub.put(data)
+                            except trio.WouldBlock:  # fell behind: dropped, as the bridge does
+                                subscribers.discard(sub)
+                                sub.send.close()
+                    if replies:
+                        me.put(b"".join(replies))
+            except Closed:
+                pass
+            finally:
+                subscribers.discard(me)
+                me.send.close()
+                await ws.abort()
+
+    async with trio.open_nursery() as nursery:
+        [listener] = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listener.socket.getsockname()[1]
+        nursery.start_soon(trio.serve_listeners, handler, [listener])
+        print(f"bare-transport listening on ws://127.0.0.1:{port}/", flush=True)
+
+
 # -- child: the bridge with stamped deltas ------------------------------------------------------
 
 
@@ -668,17 +759,19 @@ def _main() -> None:
     bridge.add_argument("--config", type=Path, required=True)
     sub.add_parser("bare-server")
     sub.add_parser("bare-websockets")
+    sub.add_parser("bare-transport")
     args = parser.parse_args()
     if args.command == "bridge":
         _bridge_main(args.config)
     elif args.command == "bare-websockets":
         serve_bare_websockets()
     else:
+        serve = serve_bare_transport if args.command == "bare-transport" else serve_bare
 
         async def bare() -> None:
             with trio.open_signal_receiver(signal.SIGTERM) as signals:
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(serve_bare)
+                    nursery.start_soon(serve)
                     async for _ in signals:
                         nursery.cancel_scope.cancel()
                         return

@@ -126,6 +126,7 @@ class Result:
 #: The bare servers, by name: (command kind, the first word of the line it prints when ready).
 BARES = {
     "trio-websocket": ("trio-websocket", "bare listening"),
+    "bridge transport": ("transport", "bare-transport listening"),
     "websockets": ("websockets", "bare-websockets listening"),
     "node ws": ("node", "bare-node listening"),
 }
@@ -378,11 +379,20 @@ async def measure(
     return results
 
 
-async def transport_ceiling(counts: list[int], actions: int, runs: int) -> dict[int, float]:
-    """Median envelopes/s per subscriber count through the bare trio-websocket server (the
-    bridge's own stack), its subscribers in one process like the stream latency clients."""
+#: The transport ceiling's server: the bridge's own WebSocket layer without the engine.
+CEILING = "bridge transport"
+
+
+async def transport_ceiling(
+    counts: list[int], actions: int, runs: int
+) -> dict[int, dict[str, float]]:
+    """Median envelopes/s per subscriber count through each bare server (`CEILING` is the
+    bridge's own transport), its subscribers in one process like the stream latency clients."""
     results = await measure(counts, actions, runs, mixes=(), procs=1)
-    return {c: median([r.rate for r in results[c]["trio-websocket"]]) for c in counts}
+    return {
+        c: {name: median([r.rate for r in runs_]) for name, runs_ in results[c].items()}
+        for c in counts
+    }
 
 
 def in_process(workload: str, mix: str, count: int, actions: int) -> float:

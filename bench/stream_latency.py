@@ -18,8 +18,10 @@ rate it achieved. A case is *sustained* when every client received every delta i
 run, its median p99 stayed under 50 ms and latency did not grow through the turn (median
 last-fifth latency at most 2x the first fifth's + 5 ms); the highest sustained rate is the
 highest achieved rate of a sustained case. Medians over runs damp the spikes that other
-work on a shared machine causes. The transport ceiling beside it is fanout.py's bare
-trio-websocket broadcast, per client. Figures only; nothing is asserted about speed.
+work on a shared machine causes. The ceiling beside it is fanout.py's bare broadcast on the
+bridge's own transport (`serve_bare_transport`: the same WebSocket layer, no engine), per
+client, its subscribers in one process as here; the other bare stacks are shown too. Figures
+only; nothing is asserted about speed.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from _common import (
     table,
     write_config,
 )
-from fanout import transport_ceiling
+from fanout import CEILING, transport_ceiling
 
 CHUNK = "abcdefg "  # one 8-character delta before its stamp
 P99_LIMIT_MS = 50.0
@@ -295,6 +297,7 @@ def main() -> None:
     )
     rows = []
     summary = []
+    others = [name for name in ceiling[counts[0]] if name != CEILING]
     for count in counts:
         sustained = []
         for rate in rates:
@@ -316,7 +319,18 @@ def main() -> None:
                 ]
             )
         best = f"{max(sustained):,.0f}" if sustained else "none of the asked rates"
-        summary.append([count, best, f"{ceiling[count] / count:,.0f}", f"{ceiling[count]:,.0f}"])
+        bare = ceiling[count]
+        per_client = bare[CEILING] / count
+        ratio = f"{max(sustained) / per_client:.2f}" if sustained else "-"
+        summary.append(
+            [
+                count,
+                best,
+                f"{per_client:,.0f}",
+                ratio,
+                *(f"{bare[name] / count:,.0f}" for name in others),
+            ]
+        )
     headers = [
         "clients",
         "asked/s",
@@ -331,8 +345,9 @@ def main() -> None:
     headers = [
         "clients",
         "highest sustained deltas/s",
-        "bare ws ceiling env/s per client",
-        "bare ws total env/s",
+        "ceiling env/s per client (bare bridge transport)",
+        "sustained / ceiling",
+        *(f"bare {name} env/s per client" for name in others),
     ]
     print(table(headers, summary))
     print(f"({time.monotonic() - started:.0f} s)")
