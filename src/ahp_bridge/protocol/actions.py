@@ -328,8 +328,14 @@ class ActionSet:
             raise ActionError(f"{root}.type: must be a string")
         if kind not in self.types:
             raise UnknownActionType(kind, self.version)
+        # A known type is validated by its own model: the union's discriminator is a Python
+        # callable pydantic calls back for every action (the confirmations, two models behind
+        # one type, still go through it).
+        cls = self.classes.get(kind) if kind != TOOL_CALL_CONFIRMED else None
         try:
-            model: WireModel = self.adapter.validate_python(data)
+            model: WireModel = (
+                cls.model_validate(data) if cls is not None else self.adapter.validate_python(data)
+            )
         except ValidationError as exc:
             raise ActionError(describe(exc, root, data, skip=self._tags)) from None
         return model
