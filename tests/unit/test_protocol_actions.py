@@ -257,3 +257,43 @@ def test_union_reports_one_error_for_a_bad_known_action() -> None:
     with pytest.raises(ValueError) as err:
         action_adapter.validate_python({"type": "chat/delta", "turnId": "t"})
     assert err.value.error_count() == 2  # type: ignore[attr-defined]  # partId, content
+
+
+def _through_the_union(actions: Any, data: dict[str, Any]) -> str:
+    from pydantic import ValidationError
+
+    from ahp_bridge.protocol.actions import describe
+
+    try:
+        actions.adapter.validate_python(data)
+    except ValidationError as exc:
+        return describe(exc, "action", data, skip=actions._tags)
+    return "valid"
+
+
+def _parsed(actions: Any, data: dict[str, Any]) -> str:
+    try:
+        actions.parse(data)
+    except ActionError as exc:
+        return str(exc)
+    return "valid"
+
+
+def test_an_action_parsed_by_its_own_model_is_accepted_and_refused_as_through_the_union() -> None:
+    """`ActionSet.parse` validates a known type with its model alone (the hot path); the union
+    it skips must say the same of every model's fields, right or wrong, on every line."""
+    from ahp_bridge.protocol.actions_v06 import ACTIONS_06
+    from ahp_bridge.protocol.actions_v08 import ACTIONS_08
+
+    compared = 0
+    for actions in (ACTIONS_06, ACTIONS_07, ACTIONS_08, ACTIONS_09, ACTIONS_10):
+        for kind, cls in actions.classes.items():
+            payloads: list[dict[str, Any]] = [{"type": kind}]
+            for name, info in cls.model_fields.items():
+                key = info.alias or name
+                if key != "type":
+                    payloads += [{"type": kind, key: bad} for bad in ([], 1, "x", {"a": 1}, True)]
+            for data in payloads:
+                assert _parsed(actions, data) == _through_the_union(actions, data), (kind, data)
+                compared += 1
+    assert compared > 4000
