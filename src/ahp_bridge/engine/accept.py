@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ahp_bridge.engine.budget import Budget
+from ahp_bridge.engine.budget import RELEASES, Budget
 from ahp_bridge.engine.customizations import Customizations
 from ahp_bridge.engine.decision import Accepted, Refused
 from ahp_bridge.engine.fanout import Fanout
@@ -119,7 +119,8 @@ def dispatch(engine: AcceptHost, peer: Peer, params: Any) -> None:
     engine.fanout.apply(decision.channel, decision.action, origin)
     if decision.no_op:
         return
-    budget.follow(store, decision.channel, decision.action, settle=True)
+    if decision.action.get("type") not in RELEASES:  # else its fan-out observer just did
+        budget.follow(store, decision.channel, decision.action, settle=True)
     for then in decision.then:
         then()
     if decision.chat is not None:
