@@ -99,12 +99,30 @@ class Child:
         self.pid = pid
 
     def cpu_seconds(self) -> float:
-        """User + system CPU time of the process (Linux /proc; 0.0 where unavailable)."""
+        """User + system CPU time of the process: its CPU clock (clock_getcpuclockid, to the
+        nanosecond) where the C library has it, else /proc's ticks (10 ms: at 4,000 envelopes a
+        run, 2.5 µs an envelope); 0.0 where neither is available."""
+        clock = _cpu_clock(self.pid)
+        if clock is not None:
+            with contextlib.suppress(OSError):
+                return time.clock_gettime(clock)
         try:
             fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             return 0.0
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_clock(pid: int) -> int | None:
+    """The CPU-time clock id of process `pid` (POSIX clock_getcpuclockid), or None."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        clock = ctypes.c_int()
+        if libc.clock_getcpuclockid(pid, ctypes.byref(clock)) != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    return clock.value
 
 
 @asynccontextmanager

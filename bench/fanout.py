@@ -9,10 +9,10 @@ dispatches N actions as fast as its socket takes them, and every subscriber must
 envelopes, in order (checked). The subscribers run in `--procs` client processes (2 by
 default; one process for one subscriber), so that at 10 and 50 subscribers the clients'
 parsing is not the ceiling. The headline figure is the server's **CPU time per delivered
-envelope** (from /proc, from the first dispatch to the last envelope received, divided by N x
-subscribers): what the server spends whoever is the bottleneck, the steadiest figure on a
-shared machine. Beside it: envelopes delivered per second, summed over subscribers, and the
-client processes' CPU per envelope.
+envelope** (its CPU clock, to the ns; from the first dispatch to the last envelope received,
+divided by N x subscribers): what the server spends whoever is the bottleneck, the steadiest
+figure on a shared machine. Beside it: envelopes delivered per second, summed over
+subscribers, and the client processes' CPU per envelope.
 
 Three bridge runs per count, interleaved: every subscriber at 1.0, every one at 0.6 (the end of
 the lens chain: four steps from the canonical form), and mixed (all five lines, 1.0, 0.9, 0.8,
