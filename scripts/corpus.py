@@ -520,6 +520,14 @@ def _goodbye(value: Any) -> Any | None:
 _GOING_AWAY = "going away: the bridge is stopping"
 
 
+def _too_big(value: Any) -> Any | None:
+    """Issue 25: a 1009 close's reason is the host's (the key that bounds a message, and what to
+    do), no longer the WebSocket library's. Applied to close frames' text."""
+    if isinstance(value, str) and value.startswith("close 1009 "):
+        return "close 1009 <over server.max_frame_bytes>"
+    return None
+
+
 def _live_turns(value: Any) -> Any | None:
     """Issue 23: a chat's live state keeps its last `limits.max_live_turns` (50) turns; older
     ones are paged back with fetchTurns (the snapshot says where with `turnsNextCursor`)."""
@@ -560,6 +568,7 @@ INTENDED.extend(
         Intended("issue 23: a goodbye (1001) when the bridge stops", _goodbye),
         Intended("issue 23: a chat keeps its last 50 turns live", _live_turns),
         Intended("issue 23: defaults that bound a client", _new_defaults),
+        Intended("issue 25: a 1009 names the key that bounds a message", _too_big),
     ]
 )
 

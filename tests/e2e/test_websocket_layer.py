@@ -160,6 +160,10 @@ async def test_bad_utf8_closes_with_1007_and_an_oversized_message_with_1009(
         await stream.send_all(frame(Opcode.TEXT, payload))
         [close] = await frames_from(stream)
         assert close.opcode is Opcode.CLOSE and Close.parse(bytes(close.data)).code == code
+        if code == 1009:  # in the host's words: the key, the bound, what to do
+            assert Close.parse(bytes(close.data)).reason == (
+                f"a message over server.max_frame_bytes ({MAX:,} bytes): send less in one message"
+            )
         await stream.aclose()
         with trio.fail_after(5):
             await done.wait()

@@ -417,6 +417,25 @@ async def test_a_goodbye_compares_with_the_drop_it_replaced(
     assert report.intended["new"]["issue 23: a goodbye (1001) when the bridge stops"] == 1
 
 
+async def test_a_1009_in_the_hosts_words_compares_with_the_librarys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = await record(tmp_path / "1", monkeypatch, session(), "test_one")
+    new = await record(tmp_path / "2", monkeypatch, session(), "test_one")
+    for path, reason in (
+        (old, "Exceeded maximum message size: 65536 bytes"),
+        (new, "a message over server.max_frame_bytes (65,536 bytes): send less in one message"),
+    ):
+        lines = path.read_text().splitlines()
+        lines[-1] = json.dumps({"conn": 1, "dir": "close", "code": 1009, "reason": reason})
+        path.write_text("\n".join(lines) + "\n")
+    loaded = cs.load(old.parent), cs.load(new.parent)
+    assert cs.diff(*loaded, set()).failed
+    report = cs.diff(*loaded, set(), cs.INTENDED)
+    assert report.differences == [] and report.tests["identical"] == 1
+    assert report.intended["new"]["issue 25: a 1009 names the key that bounds a message"] == 1
+
+
 async def test_a_subscribe_that_raced_and_a_tail_that_never_came_compare_equal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

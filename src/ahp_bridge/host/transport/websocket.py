@@ -43,6 +43,7 @@ _quiet.setLevel(logging.CRITICAL)
 #: RFC 6455 close codes used here.
 ABNORMAL = 1006
 INVALID_DATA = 1007
+MESSAGE_TOO_BIG = 1009
 
 
 class Closed(Exception):
@@ -267,10 +268,25 @@ class Upgrade:
         await websocket.abort()
 
 
+class _Protocol(ServerProtocol):
+    """The protocol, with a 1009's reason in the host's words: the key that bounds a message,
+    and what to do (the library's own names neither)."""
+
+    def fail(self, code: int, reason: str = "") -> None:
+        if code == MESSAGE_TOO_BIG and self.max_message_size is not None:
+            reason = too_big(self.max_message_size)
+        super().fail(code, reason)
+
+
+def too_big(limit: int) -> str:
+    """The close reason of a message over `server.max_frame_bytes` (at most 123 bytes)."""
+    return f"a message over server.max_frame_bytes ({limit:,} bytes): send less in one message"
+
+
 async def handshake(stream: trio.SocketStream, *, max_size: int, timeout: float) -> Upgrade | None:
     """Read the client's upgrade request (within `timeout` seconds); None when it sent none
     (or nothing valid, which the protocol answered itself) and the stream was closed."""
-    protocol = ServerProtocol(max_size=max_size, logger=_quiet)
+    protocol = _Protocol(max_size=max_size, logger=_quiet)
     with trio.move_on_after(timeout):
         while True:
             try:
