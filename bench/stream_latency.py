@@ -275,7 +275,7 @@ def main() -> None:
     parser.add_argument(
         "--rates",
         type=parse_rates,
-        default="50,100,200,400,1000,2000,max",
+        default="50,100,200,400,1000,1500,2000,max",
         help="deltas/s asked of the fake",
     )
     args = parser.parse_args()
