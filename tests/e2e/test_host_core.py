@@ -612,8 +612,15 @@ async def raw_initialize(ws: Any, chat: str) -> None:
     await ws.send_message(orjson.dumps(frame).decode())
 
 
-async def flood(client: AhpClient, chat: str, count: int = 400) -> int:
-    """Dispatch `count` 60 kB drafts on `chat`; the clientSeq of the last."""
+#: A client that stops reading keeps this much in its kernel receive buffer (SO_RCVBUF; left to
+#: autotuning a loopback socket may take many megabytes before the host sees it fall behind).
+SLOW_RECEIVE_BUFFER = 64 * 1024
+
+
+async def flood(client: AhpClient, chat: str, count: int = 100) -> int:
+    """Dispatch `count` 60 kB drafts on `chat`; the clientSeq of the last. 100 (6 MB) is twice
+    what fills a slow client's queue, its SLOW_RECEIVE_BUFFER and the host's send buffer
+    (measured: after 40 the host had not cut it off yet, after 50 it had)."""
     big = "y" * 60_000
     last = 0
     for i in range(count):
@@ -637,12 +644,18 @@ async def test_a_client_that_stops_reading_is_cut_off_without_delaying_another(
     """Through the whole bridge; that none of what was queued for it follows the cut-off is
     pinned exactly in test_host_connection.py."""
     # The grace is long so that a loaded machine still delivers the close frame: the slow
-    # client only starts reading once all 400 drafts have gone through.
+    # client only starts reading once all the drafts have gone through.
     bridge = await start_bridge(outbound_queue=32, slow_client_grace=120.0)
     fast = await bridge.client("fast")
     _uri, chat = await ready_session(fast)
     async with trio.open_nursery() as nursery:
-        ws = await connect(nursery, bridge.url, "slow", message_queue_size=1)
+        ws = await connect(
+            nursery,
+            bridge.url,
+            "slow",
+            message_queue_size=1,
+            receive_buffer=SLOW_RECEIVE_BUFFER,
+        )
         slow = AhpClient(ws, "slow")
         # Handshake by hand, then never read again.
         await raw_initialize(ws, chat)
@@ -669,7 +682,13 @@ async def test_a_client_that_fell_behind_and_takes_nothing_within_the_grace_is_d
     fast = await bridge.client("fast")
     _uri, chat = await ready_session(fast)
     async with trio.open_nursery() as nursery:
-        ws = await connect(nursery, bridge.url, "slow", message_queue_size=1)
+        ws = await connect(
+            nursery,
+            bridge.url,
+            "slow",
+            message_queue_size=1,
+            receive_buffer=SLOW_RECEIVE_BUFFER,
+        )
         await raw_initialize(ws, chat)
         last = await flood(fast, chat)
         assert "rejectionReason" not in await fast.echo_of(last)

@@ -576,6 +576,14 @@ async def test_watch_refusals(
     assert err.code == PERMISSION_DENIED and "leads outside" in err.message
     err = await refused(client, "createResourceWatch", {"uri": uri(tree["work"] / "nothing")})
     assert err.code == NOT_FOUND
+    # A pattern gitignore cannot parse is the client's mistake, and takes no watch.
+    for key, pattern in (("excludes", "!"), ("includes", "src\\")):
+        params = {"uri": uri(tree["work"]), key: {"items": ["*.log", pattern]}}
+        err = await refused(client, "createResourceWatch", params)
+        assert (err.code, err.message) == (
+            INVALID_PARAMS,
+            f"Invalid params: {key}: {pattern!r} is not a gitignore-style pattern",
+        )
     await client.request("createResourceWatch", {"channel": ROOT, "uri": uri(tree["work"])})
     err = await refused(client, "createResourceWatch", {"uri": uri(tree["work"] / "src")})
     assert err.code == PERMISSION_DENIED

@@ -15,14 +15,21 @@ from __future__ import annotations
 
 import itertools
 import math
+import socket
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 import trio
-from trio_websocket import ConnectionClosed, WebSocketConnection, connect_websocket_url
+from trio_websocket import (
+    ConnectionClosed,
+    WebSocketConnection,
+    connect_websocket_url,
+    wrap_client_stream,
+)
 
 from ahp_bridge.protocol.lens import Wire, wires
 from ahp_bridge.protocol.uris import channel_kind
@@ -331,11 +338,32 @@ class AhpClient:
 
 
 async def connect(
-    nursery: trio.Nursery, url: str, client_id: str | None = None, **kwargs: Any
+    nursery: trio.Nursery,
+    url: str,
+    client_id: str | None = None,
+    *,
+    receive_buffer: int | None = None,
+    **kwargs: Any,
 ) -> WebSocketConnection:
     """A client WebSocket to `url` (`kwargs` go to trio-websocket), recorded into the corpus when
-    AHP_CORPUS_DIR is set (tests/support/corpus.py): every test client opens its socket here."""
-    ws = await connect_websocket_url(nursery, url, **kwargs)
+    AHP_CORPUS_DIR is set (tests/support/corpus.py): every test client opens its socket here.
+
+    `receive_buffer` fixes the socket's kernel receive buffer (SO_RCVBUF, set before it
+    connects) for a client that stops reading: left to autotuning, a loopback socket buffers up
+    to `net.ipv4.tcp_rmem`'s maximum (32 MiB here) before the host sees it fall behind, so a
+    test would have to push that much through the whole bridge first."""
+    if receive_buffer is None:
+        ws = await connect_websocket_url(nursery, url, **kwargs)
+    else:
+        parts = urlsplit(url)
+        assert parts.scheme == "ws" and parts.hostname and parts.port, url
+        sock = trio.socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        await sock.connect((parts.hostname, parts.port))
+        resource = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        ws = await wrap_client_stream(
+            nursery, trio.SocketStream(sock), f"{parts.hostname}:{parts.port}", resource, **kwargs
+        )
     return corpus.record(ws, url, client_id)
 
 

@@ -83,9 +83,19 @@ class _Watch:
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
 
 
-def _spec(value: Any) -> pathspec.GitIgnoreSpec | None:
+def _spec(key: str, value: Any) -> pathspec.GitIgnoreSpec | None:
+    """The `includes` or `excludes` patterns; one gitignore cannot parse (a lone `!`, a
+    trailing backslash) is the client's mistake, answered as invalid params."""
     items = (value or {}).get("items") if isinstance(value, dict) else None
     patterns = [p for p in items or () if isinstance(p, str) and p.strip()]
+    for pattern in patterns:
+        try:
+            pathspec.GitIgnoreSpec.from_lines([pattern])
+        except ValueError:  # pathspec's GitIgnorePatternError
+            raise RpcError(
+                E.INVALID_PARAMS,
+                f"Invalid params: {key}: {pattern!r} is not a gitignore-style pattern",
+            ) from None
     return pathspec.GitIgnoreSpec.from_lines(patterns) if patterns else None
 
 
@@ -141,6 +151,8 @@ class ResourceWatches:
             )
         uri = params["uri"]
         recursive = bool(params.get("recursive", False))
+        includes = _spec("includes", params.get("includes"))
+        excludes = _spec("excludes", params.get("excludes"))
         self._opening += 1
         try:
             target, is_dir, notify = await trio.to_thread.run_sync(
@@ -161,8 +173,8 @@ class ResourceWatches:
             is_dir=is_dir,
             recursive=recursive and is_dir,
             roots=roots,
-            includes=_spec(params.get("includes")),
-            excludes=_spec(params.get("excludes")),
+            includes=includes,
+            excludes=excludes,
         )
         self.store.create(channel, "resourceWatch", state)
         self._watches[channel] = watch
