@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -506,6 +506,24 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 # -- child: the bare broadcast server (the transport ceiling) ---------------------------------
 
 
+def bare_answer(msg: dict[str, Any], seq: Iterator[int]) -> tuple[bytes | None, bytes | None]:
+    """What a bare server does with one client message: a `dispatchAction` becomes the envelope
+    frame every subscriber gets (shaped like the bridge's); a request gets a null result (so
+    clients can use it as a barrier). Returns (envelope, reply), each JSON bytes or None."""
+    if msg.get("method") == "dispatchAction":
+        p = msg["params"]
+        env = {
+            "channel": p["channel"],
+            "serverSeq": next(seq),
+            "action": p["action"],
+            "origin": {"clientId": "producer", "clientSeq": p["clientSeq"]},
+        }
+        return orjson.dumps({"jsonrpc": "2.0", "method": "action", "params": env}), None
+    if "id" in msg:
+        return None, orjson.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+    return None, None
+
+
 async def serve_bare(queue_size: int = 4096) -> None:
     """The least a server can do to fan frames out over trio-websocket.
 
@@ -531,28 +549,19 @@ async def serve_bare(queue_size: int = 4096) -> None:
             try:
                 while True:
                     msg = orjson.loads(await ws.get_message())
-                    if msg.get("method") == "dispatchAction":
-                        p = msg["params"]
-                        env = {
-                            "channel": p["channel"],
-                            "serverSeq": next(seq),
-                            "action": p["action"],
-                            "origin": {"clientId": "producer", "clientSeq": p["clientSeq"]},
-                        }
-                        frame = orjson.dumps(
-                            {"jsonrpc": "2.0", "method": "action", "params": env}
-                        ).decode()
+                    envelope, reply = bare_answer(msg, seq)
+                    if envelope is not None:
+                        frame = envelope.decode()
                         for sub in tuple(subscribers):
                             try:
                                 sub.send_nowait(frame)
                             except trio.WouldBlock:  # fell behind: dropped, as the bridge does
                                 subscribers.discard(sub)
                                 sub.close()
-                    elif "id" in msg:
+                    elif reply is not None:
                         if msg.get("method") == "subscribe":
                             subscribers.add(send)
-                        reply = {"jsonrpc": "2.0", "id": msg["id"], "result": None}
-                        send.send_nowait(orjson.dumps(reply).decode())
+                        send.send_nowait(reply.decode())
             except ConnectionClosed:
                 pass
             finally:
@@ -579,21 +588,13 @@ def serve_bare_websockets() -> None:
         try:
             async for message in ws:
                 msg = orjson.loads(message)
-                if msg.get("method") == "dispatchAction":
-                    p = msg["params"]
-                    env = {
-                        "channel": p["channel"],
-                        "serverSeq": next(seq),
-                        "action": p["action"],
-                        "origin": {"clientId": "producer", "clientSeq": p["clientSeq"]},
-                    }
-                    frame = orjson.dumps({"jsonrpc": "2.0", "method": "action", "params": env})
-                    broadcast(subscribers, frame, text=True)
-                elif "id" in msg:
+                envelope, reply = bare_answer(msg, seq)
+                if envelope is not None:
+                    broadcast(subscribers, envelope, text=True)
+                elif reply is not None:
                     if msg.get("method") == "subscribe":
                         subscribers.add(ws)
-                    reply = {"jsonrpc": "2.0", "id": msg["id"], "result": None}
-                    await ws.send(orjson.dumps(reply), text=True)
+                    await ws.send(reply, text=True)
         finally:
             subscribers.discard(ws)
 
@@ -656,21 +657,13 @@ async def serve_bare_transport(queue_size: int = 4096) -> None:
                     replies: list[bytes] = []
                     for message in await ws.receive():
                         msg = orjson.loads(message)
-                        if msg.get("method") == "dispatchAction":
-                            p = msg["params"]
-                            env = {
-                                "channel": p["channel"],
-                                "serverSeq": next(seq),
-                                "action": p["action"],
-                                "origin": {"clientId": "producer", "clientSeq": p["clientSeq"]},
-                            }
-                            frame = {"jsonrpc": "2.0", "method": "action", "params": env}
-                            envelopes.append(text_frame(orjson.dumps(frame).decode()))
-                        elif "id" in msg:
+                        envelope, reply = bare_answer(msg, seq)
+                        if envelope is not None:
+                            envelopes.append(text_frame(envelope.decode()))
+                        elif reply is not None:
                             if msg.get("method") == "subscribe":
                                 subscribers.add(me)
-                            reply = {"jsonrpc": "2.0", "id": msg["id"], "result": None}
-                            replies.append(text_frame(orjson.dumps(reply).decode()))
+                            replies.append(text_frame(reply.decode()))
                     if envelopes:
                         data = b"".join(envelopes)
                         for sub in tuple(subscribers):
