@@ -10,7 +10,7 @@ import pytest
 import structlog
 import structlog.testing
 import trio
-from trio_websocket import ConnectionClosed
+from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from tests.e2e.conftest import Bridge, StartBridge
 from tests.support.ahp_client import AhpClient, RpcFailure, connect, open_client, strip_none
@@ -617,6 +617,13 @@ async def raw_initialize(ws: Any, chat: str) -> None:
 SLOW_RECEIVE_BUFFER = 64 * 1024
 
 
+async def connect_slow(nursery: trio.Nursery, url: str) -> WebSocketConnection:
+    """A client "slow" that will stop reading: one message queued, a SLOW_RECEIVE_BUFFER."""
+    return await connect(
+        nursery, url, "slow", message_queue_size=1, receive_buffer=SLOW_RECEIVE_BUFFER
+    )
+
+
 async def flood(client: AhpClient, chat: str, count: int = 100) -> int:
     """Dispatch `count` 60 kB drafts on `chat`; the clientSeq of the last. 100 (6 MB) is twice
     what fills a slow client's queue, its SLOW_RECEIVE_BUFFER and the host's send buffer
@@ -649,13 +656,7 @@ async def test_a_client_that_stops_reading_is_cut_off_without_delaying_another(
     fast = await bridge.client("fast")
     _uri, chat = await ready_session(fast)
     async with trio.open_nursery() as nursery:
-        ws = await connect(
-            nursery,
-            bridge.url,
-            "slow",
-            message_queue_size=1,
-            receive_buffer=SLOW_RECEIVE_BUFFER,
-        )
+        ws = await connect_slow(nursery, bridge.url)
         slow = AhpClient(ws, "slow")
         # Handshake by hand, then never read again.
         await raw_initialize(ws, chat)
@@ -682,13 +683,7 @@ async def test_a_client_that_fell_behind_and_takes_nothing_within_the_grace_is_d
     fast = await bridge.client("fast")
     _uri, chat = await ready_session(fast)
     async with trio.open_nursery() as nursery:
-        ws = await connect(
-            nursery,
-            bridge.url,
-            "slow",
-            message_queue_size=1,
-            receive_buffer=SLOW_RECEIVE_BUFFER,
-        )
+        ws = await connect_slow(nursery, bridge.url)
         await raw_initialize(ws, chat)
         last = await flood(fast, chat)
         assert "rejectionReason" not in await fast.echo_of(last)
