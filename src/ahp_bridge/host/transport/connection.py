@@ -268,7 +268,8 @@ class Connection:
                 messages = await self.ws.receive()
             except Closed as exc:
                 if exc.code == CLOSE_TOO_BIG:
-                    # The WebSocket layer closed it with its own words; the operator gets the key.
+                    # The WebSocket layer closed it (its reason names the key, websocket.too_big);
+                    # the operator's log says so too.
                     log.warning(
                         "client sent a frame over server.max_frame_bytes; closed with 1009",
                         conn=self.number,
