@@ -23,7 +23,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
+from jsonschema import _keywords as keywords
 
 ROOT = Path(__file__).resolve().parents[2]
 _RELEASE = ROOT / "tests" / "fixtures" / "ahp-0.7.0-release" / "schema"
@@ -61,23 +62,89 @@ def _bitset(defs: dict[str, Any]) -> None:
     defs["SessionStatus"] = {"type": "integer", "minimum": 0}
 
 
+#: For each `oneOf` list in a loaded schema (by identity), each branch's discriminator: the
+#: property it requires with a string `const` (`type` or `kind`), or None.
+_TAGS: dict[int, tuple[list[Any], list[tuple[str, str] | None]]] = {}
+
+
+def _tag(branch: Any, defs: dict[str, Any]) -> tuple[str, str] | None:
+    ref = branch.get("$ref", "") if isinstance(branch, dict) else ""
+    if ref.startswith("#/$defs/"):
+        branch = defs.get(ref.removeprefix("#/$defs/"), {})
+    if not isinstance(branch, dict):
+        return None
+    for prop in ("type", "kind"):
+        const = branch.get("properties", {}).get(prop, {}).get("const")
+        if prop in branch.get("required", ()) and isinstance(const, str):
+            return prop, const
+    return None
+
+
+def _index_one_ofs(node: Any, defs: dict[str, Any]) -> None:
+    if isinstance(node, dict):
+        one_of = node.get("oneOf")
+        if isinstance(one_of, list):
+            _TAGS[id(one_of)] = (one_of, [_tag(b, defs) for b in one_of])
+        for value in node.values():
+            _index_one_ofs(value, defs)
+    elif isinstance(node, list):
+        for value in node:
+            _index_one_ofs(value, defs)
+
+
+def _one_of(validator: Any, one_of: list[Any], instance: Any, schema: Any) -> Any:
+    """Draft 2020-12's `oneOf`, over only the branches that can hold: a branch that requires
+    a property with a string `const` fails for an object whose property is another string (or
+    absent), so leaving it out changes no answer, and an action need not be walked through
+    all eighty-odd action types."""
+    known = _TAGS.get(id(one_of))
+    if known is not None and known[0] is one_of and isinstance(instance, dict):
+        one_of = [
+            branch
+            for branch, tag in zip(one_of, known[1], strict=True)
+            if tag is None
+            or (tag[0] in instance and not isinstance(instance[tag[0]], str))
+            or instance.get(tag[0]) == tag[1]
+        ]
+    yield from keywords.oneOf(validator, one_of, instance, schema)
+
+
+_Validator = validators.extend(Draft202012Validator, {"oneOf": _one_of})
+
+#: Answers a schema remembers before it forgets them all: frames carry sequence numbers and
+#: rarely repeat, fixtures do, and a fuzzed run must not grow a worker without bound.
+_MEMO = 20_000
+
+
 class WireSchema:
     """The ``$defs`` of one schema, validated by name."""
 
     def __init__(self, defs: dict[str, Any], name: str) -> None:
         self.name = name
         self.defs = _strict(defs)
-        self._validators: dict[str, Draft202012Validator] = {}
+        _index_one_ofs(self.defs, self.defs)
+        self._validators: dict[str, Any] = {}
+        self._answers: dict[tuple[str, str], tuple[str, ...]] = {}
 
     def errors(self, def_name: str, value: Any) -> list[str]:
-        validator = self._validators.get(def_name)
-        if validator is None:
-            schema = {"$ref": f"#/$defs/{def_name}", "$defs": self.defs}
-            validator = self._validators[def_name] = Draft202012Validator(schema)
-        return [
-            f"{self.name} {def_name} at {'/'.join(map(str, e.absolute_path)) or '.'}: {e.message}"
-            for e in validator.iter_errors(value)
-        ]
+        """What is wrong with `value` as a `def_name`. A value is JSON, so its canonical text
+        keys a memo: the fixtures and frames the suite checks repeat the same states and
+        actions many times, and a `oneOf` over every action type is slow to walk."""
+        key = (def_name, json.dumps(value, sort_keys=True))
+        answer = self._answers.get(key)
+        if answer is None:
+            if len(self._answers) >= _MEMO:
+                self._answers.clear()
+            validator = self._validators.get(def_name)
+            if validator is None:
+                schema = {"$ref": f"#/$defs/{def_name}", "$defs": self.defs}
+                validator = self._validators[def_name] = _Validator(schema)
+            answer = self._answers[key] = tuple(
+                f"{self.name} {def_name} at "
+                f"{'/'.join(map(str, e.absolute_path)) or '.'}: {e.message}"
+                for e in validator.iter_errors(value)
+            )
+        return list(answer)
 
     def check(self, def_name: str, value: Any) -> None:
         problems = self.errors(def_name, value)
