@@ -65,8 +65,10 @@ async def _run_turn(home: Path, server: ModelServer, prompt: str) -> list[dict[s
         await session.disconnect()
     finally:
         await client.stop()
-        # The SDK leaves the child's stdout/stderr pipe objects open after stop().
-        for pipe in (process.stdout, process.stderr) if process else ():
+        # The SDK leaves the child's pipe objects open after stop(): stdout and stderr always,
+        # stdin when the child had already exited (a ResourceWarning in whichever later test the
+        # garbage collector happens to run in).
+        for pipe in (process.stdin, process.stdout, process.stderr) if process else ():
             if pipe is not None:
                 pipe.close()
     return events
