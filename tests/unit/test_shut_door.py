@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from ahp_bridge.config import ConfigError, load_settings
-from ahp_bridge.host.transport.server import ServerOptions, check_bind, check_upgrade, is_loopback
+from ahp_bridge.host.transport.binding import is_loopback
+from ahp_bridge.host.transport.server import ServerOptions, check_bind, check_upgrade
 from ahp_bridge.origins import origin_allowed, parse_origin_pattern
 
 

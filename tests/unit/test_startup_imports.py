@@ -1,11 +1,14 @@
-"""What a process that never serves imports: `--help`, `--version` and a usage error answer in
-well under a second because they do not build the wire models (about 0.9 s of CPU for the five
-lines, which only serving and the reducers need)."""
+"""What a process that never serves imports: `--help`, `--version`, a usage error and the serve
+command's own early answers (a provider not installed, a host that does not resolve, the VS Code
+settings) come in well under a second because they do not build the wire models (about 0.9 s of
+CPU for the five lines, which only serving and the reducers need)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import ahp_bridge.state as state
 
@@ -31,6 +34,31 @@ def test_the_command_lines_own_answers_build_no_wire_model() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_the_serve_commands_early_answers_build_no_wire_model(tmp_path: Path) -> None:
+    data = ["--data-dir", str(tmp_path)]
+    runs = [
+        ["--provider", "nope", "--listen", "127.0.0.1:0", *data],
+        ["--listen", "no-such-host.invalid:8765", *data],
+        ["--print-vscode-settings", "--listen", "127.0.0.1:8765", *data],
+        ["--print-vscode-settings", "--listen", "127.0.0.1:0", *data],
+    ]
+    code = (
+        "import sys, contextlib, io, json\n"
+        "from ahp_bridge import cli\n"
+        "codes = []\n"
+        f"for argv in {runs!r}:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()),"
+        " contextlib.redirect_stderr(io.StringIO()):\n"
+        "        codes.append(cli.main(argv))\n"
+        f"print(json.dumps([codes, sorted(m for m in sys.modules if m in {WIRE_MODELS!r})]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    # Each one is refused (the first two as command-line mistakes), and none built a model.
+    assert json.loads(out.stdout) == [[2, 2, 1, 2], []], out.stderr
 
 
 def test_the_state_package_still_offers_its_names() -> None:

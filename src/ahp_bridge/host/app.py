@@ -25,8 +25,9 @@ from ahp_bridge.host.runtime.providers import Providers
 from ahp_bridge.host.runtime.workers import Workers
 from ahp_bridge.host.shell import Shell
 from ahp_bridge.host.transport import connect
+from ahp_bridge.host.transport.binding import has_token
 from ahp_bridge.host.transport.connection import CLOSE_GOING_AWAY, GOING_AWAY
-from ahp_bridge.host.transport.server import ServerOptions, check_bind, has_token, serve
+from ahp_bridge.host.transport.server import ServerOptions, check_bind, serve
 from ahp_bridge.host.transport.wirelog import WireLog
 from ahp_bridge.host.workspace import content as content_scheme
 from ahp_bridge.host.workspace.paths import directory_uri, uri_of_path

@@ -28,7 +28,7 @@ from urllib.parse import quote
 from ahp_bridge_support.private import private_dir
 
 from ahp_bridge.config import Settings
-from ahp_bridge.host.transport.server import has_token, is_loopback
+from ahp_bridge.host.transport.binding import has_token, is_loopback
 
 TOKEN_FILE = "connection-token"
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import errno
 import hmac
-import ipaddress
-import socket
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
 
@@ -23,6 +21,7 @@ import structlog
 import trio
 
 from ahp_bridge.host.shell import Shell
+from ahp_bridge.host.transport.binding import has_token, is_loopback
 from ahp_bridge.host.transport.connection import Connection
 from ahp_bridge.host.transport.websocket import Closed, handshake
 from ahp_bridge.host.transport.wirelog import WireLog
@@ -49,39 +48,6 @@ class ServerOptions:
     max_json_depth: int = 64
     #: Where every frame is recorded (see host/wirelog.py); None: not recorded.
     wire_log: WireLog | None = None
-
-
-def _loopback_address(text: str) -> bool:
-    addr = ipaddress.ip_address(text.split("%", 1)[0])
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        addr = addr.ipv4_mapped
-    return addr.is_loopback
-
-
-def is_loopback(host: str) -> bool:
-    """True only when every address `host` names or resolves to is a loopback address.
-
-    A literal is read with `ipaddress`; a name is resolved. A name that does not resolve, and
-    the wildcard "" (every interface), are not loopback.
-    """
-    host = host.strip().strip("[]")
-    if not host:
-        return False
-    try:
-        return _loopback_address(host)
-    except ValueError:
-        pass
-    try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        return False
-    addresses = {str(info[4][0]) for info in infos}
-    return bool(addresses) and all(_loopback_address(a) for a in addresses)
-
-
-def has_token(token: str | None) -> bool:
-    """An empty or whitespace-only token is no token."""
-    return token is not None and bool(token.strip())
 
 
 def check_bind(options: ServerOptions) -> None:
