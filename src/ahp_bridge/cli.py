@@ -13,14 +13,16 @@ start. One Ctrl-C (SIGINT or SIGTERM) stops cleanly; a second one exits at once 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import functools
+import gc
 import json
 import os
 import signal
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -496,7 +498,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         settings_json = connect.vscode_settings(server.host, server.port, server.token)
         print(json.dumps(settings_json, indent=2))
         return 0
-    from ahp_bridge.host.app import run_bridge
+    with _long_lived_imports():
+        from ahp_bridge.host.app import run_bridge
 
     async def main_task() -> None:
         stop = trio.Event()
@@ -511,6 +514,23 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     except Exception as exc:  # a startup failure is an operator error: say it plainly, once
         return _failed(exc)
     return 0
+
+
+@contextlib.contextmanager
+def _long_lived_imports() -> Iterator[None]:
+    """The imports of a command that serves build a few hundred thousand objects (the wire
+    models of five protocol lines, an adapter's SDK) that live as long as the process. The
+    cyclic garbage collector would walk them all at each full collection while they are built,
+    at every one after, and once more at exit: about 0.6 s of CPU in a bridge's start and stop
+    (1.55 s instead of 2.2). So it is off while they are built, and they are frozen out of its
+    sight once they are (`gc.freeze`). The price: the few thousand objects the imports leave
+    in reference cycles are never freed (a full collection to free them costs 0.16 s)."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.freeze()
 
 
 def _named_here(exc: providers.UnknownProvider, named: Sequence[str] | None) -> int:
@@ -654,10 +674,11 @@ def _serve_provider(args: argparse.Namespace, settings: Settings) -> int:
     if args.token_env and not (token or "").strip():
         return _error(f"environment variable {args.token_env} is empty or unset", 1)
     try:
-        provider = providers.create(args.provider, options)
+        with _long_lived_imports():
+            provider = providers.create(args.provider, options)
+            from ahp_bridge_remote.server import serve as serve_grpc
     except ValueError as exc:
         return _error(f"[providers.{args.provider}]: {exc}", 1)
-    from ahp_bridge_remote.server import serve as serve_grpc
 
     async def main_task() -> None:
         async with trio.open_nursery() as nursery:

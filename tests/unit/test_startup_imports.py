@@ -75,3 +75,30 @@ def test_the_state_package_still_offers_its_names() -> None:
     )
     assert (state.CLIENT_DISPATCHABLE, state.reject_reason) == (CLIENT_DISPATCHABLE, reject_reason)
     assert sorted(state.__all__) == sorted(state._HOMES)
+
+
+def test_the_objects_serving_imports_are_frozen_out_of_the_collectors_sight(
+    tmp_path: Path,
+) -> None:
+    """`serve` builds the wire models with the cyclic collector off, then freezes them (`gc`
+    would walk them at every full collection and at exit, a third of a bridge's start and stop).
+    Here it starts on a port already taken, so it fails after the imports, in-process."""
+    code = (
+        "import contextlib, gc, io, json, socket\n"
+        "from ahp_bridge import cli\n"
+        "taken = socket.socket(); taken.bind(('127.0.0.1', 0)); taken.listen()\n"
+        "port = taken.getsockname()[1]\n"
+        "argv = ['--provider', 'fake', '--listen', f'127.0.0.1:{port}',"
+        f" '--data-dir', {str(tmp_path)!r}]\n"
+        "before = gc.get_freeze_count()\n"
+        "with contextlib.redirect_stdout(io.StringIO()),"
+        " contextlib.redirect_stderr(io.StringIO()):\n"
+        "    code = cli.main(argv)\n"
+        "print(json.dumps([code, before, gc.get_freeze_count(), gc.isenabled()]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    code, before, frozen, enabled = json.loads(out.stdout)
+    assert (code, before, enabled) == (1, 0, True), out.stderr
+    assert frozen > 100_000  # the five lines' models and the host's modules
