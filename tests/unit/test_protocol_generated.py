@@ -53,11 +53,20 @@ def test_regenerating_into_a_temp_folder_gives_the_committed_file(
     )
 
 
-def test_check_mode_reports_drift(gen: ModuleType, tmp_path: Path) -> None:
+def test_check_mode_reports_drift(
+    gen: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What --check compares: the file against the generator's output for the version asked
+    (stood in for here: the regeneration tests above run the real one, at seconds a version)."""
+    asked: list[str] = []
+    monkeypatch.setattr(gen, "generate", lambda target: asked.append(target.source) or "# new\n")
     stale = tmp_path / "_generated.py"
     stale.write_text("# stale\n", encoding="utf-8")
     assert gen.main(["--check", "--version", "1.0.0", "--output", str(stale)]) == 1
     assert stale.read_text(encoding="utf-8") == "# stale\n"
+    stale.write_text("# new\n", encoding="utf-8")
+    assert gen.main(["--check", "--version", "1.0.0", "--output", str(stale)]) == 0
+    assert asked == [gen.TARGETS["1.0.0"].source] * 2
 
 
 def test_check_mode_reports_action_type_drift(gen: ModuleType, tmp_path: Path) -> None:
