@@ -102,3 +102,27 @@ def test_the_objects_serving_imports_are_frozen_out_of_the_collectors_sight(
     code, before, frozen, enabled = json.loads(out.stdout)
     assert (code, before, enabled) == (1, 0, True), out.stderr
     assert frozen > 100_000  # the five lines' models and the host's modules
+
+
+def test_the_0_6_models_are_built_for_the_first_0_6_peer_only() -> None:
+    """A bridge's host, engine and wires are made without the 0.6.0 models (a seventh of its
+    start); the first 0.6 peer's params and actions build them, and they are the line's own:
+    its 81 action types, its one `workingDirectory`."""
+    code = (
+        "import json, sys\n"
+        "import ahp_bridge.host.app\n"
+        "from ahp_bridge.protocol.lens import wires\n"
+        "from ahp_bridge.protocol.versions import V06\n"
+        "wire = wires()[V06]\n"
+        "built = ['ahp_bridge.protocol._generated_v06' in sys.modules]\n"
+        "create = wire.methods['createSession']\n"
+        "action = wire.actions.parse({'type': 'session/titleChanged', 'title': 't'})\n"
+        "built.append('ahp_bridge.protocol._generated_v06' in sys.modules)\n"
+        "print(json.dumps([built, create.__module__, 'workingDirectory' in create.model_fields,"
+        " type(action).__module__, len(wire.actions.types)]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    g6 = "ahp_bridge.protocol._generated_v06"
+    assert json.loads(out.stdout) == [[False, True], g6, True, g6, 81]

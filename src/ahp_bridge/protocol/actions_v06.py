@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from typing import Final
 
-from ahp_bridge.protocol import _generated_v06 as _g6
 from ahp_bridge.protocol.action_types import ActionType
 from ahp_bridge.protocol.actions import CLIENT_DISPATCHABLE, ActionSet, derive_action_classes
 
-__all__ = ["ACTIONS_06", "CLIENT_DISPATCHABLE_0_6", "WORKING_DIRECTORY_TYPES"]
+__all__ = [
+    "ACTIONS_06",  # noqa: F822 - built when first asked for (`__getattr__`)
+    "CLIENT_DISPATCHABLE_0_6",
+    "WORKING_DIRECTORY_TYPES",
+]
 
 #: The action types 0.7.0 added (multiroot); 0.8.0 added a fifth, the replacement.
 WORKING_DIRECTORY_TYPES: Final[frozenset[str]] = frozenset(
@@ -30,5 +33,14 @@ WORKING_DIRECTORY_TYPES: Final[frozenset[str]] = frozenset(
 
 CLIENT_DISPATCHABLE_0_6: Final[frozenset[str]] = CLIENT_DISPATCHABLE - WORKING_DIRECTORY_TYPES
 
-#: AHP 0.6.x (the 0.6.0 release).
-ACTIONS_06: Final = ActionSet("0.6.0", _g6, derive_action_classes(_g6), CLIENT_DISPATCHABLE_0_6)
+
+def __getattr__(name: str) -> ActionSet:
+    """``ACTIONS_06``, AHP 0.6.x's actions (the 0.6.0 release), built when first asked for: the
+    0.6.0 models are a seventh of what a bridge builds as it starts, for the rarest peers."""
+    if name != "ACTIONS_06":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from ahp_bridge.protocol import _generated_v06 as _g6
+
+    actions = ActionSet("0.6.0", _g6, derive_action_classes(_g6), CLIENT_DISPATCHABLE_0_6)
+    globals()[name] = actions
+    return actions

@@ -31,15 +31,15 @@ from typing import Any, Final, Protocol
 
 import orjson
 
+from ahp_bridge.protocol import actions_v06, wire06, wire07, wire08, wire09
 from ahp_bridge.protocol import errors as E
-from ahp_bridge.protocol import wire06, wire07, wire08, wire09
+from ahp_bridge.protocol import params as params_module
 from ahp_bridge.protocol.actions import ACTIONS_07, ActionSet
-from ahp_bridge.protocol.actions_v06 import ACTIONS_06
 from ahp_bridge.protocol.actions_v08 import ACTIONS_08
 from ahp_bridge.protocol.actions_v1 import ACTIONS_09, ACTIONS_10
 from ahp_bridge.protocol.activity import ActivityTimes
 from ahp_bridge.protocol.base import WireModel
-from ahp_bridge.protocol.params import METHODS, METHODS_V06, METHODS_V08, METHODS_V1
+from ahp_bridge.protocol.params import METHODS, METHODS_V08, METHODS_V1
 from ahp_bridge.protocol.reduce_older import (
     LINE_06,
     LINE_07,
@@ -421,11 +421,18 @@ class Wire06(_Older):
 
     line: Line = V06
     version = "0.6.0"
-    actions = ACTIONS_06
-    methods = METHODS_V06
     post_state = wire07.NEEDS_POST_STATE
     reducer = LINE_06
     passes = wire06.PASSED
+
+    @property
+    def actions(self) -> ActionSet:  # type: ignore[override]
+        """0.6.0's models are built for the first 0.6 peer, not as every bridge starts."""
+        return actions_v06.ACTIONS_06
+
+    @property
+    def methods(self) -> Mapping[str, type[WireModel]]:  # type: ignore[override]
+        return params_module.METHODS_V06
 
     def step(self, env: EnvelopeLike, action: JSON) -> list[JSON]:
         return wire06.step_actions(action)

@@ -18,7 +18,6 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from ahp_bridge.protocol import _generated as _g
-from ahp_bridge.protocol import _generated_v06 as _g6
 from ahp_bridge.protocol import _generated_v08 as _g8
 from ahp_bridge.protocol import _generated_v1 as _g1
 from ahp_bridge.protocol.base import WireModel
@@ -28,7 +27,7 @@ __all__ = [
     "AUTOMATION_METHODS",
     "CLIENT_NOTIFICATIONS",
     "METHODS",
-    "METHODS_V06",
+    "METHODS_V06",  # noqa: F822 - built when first asked for (`__getattr__`)
     "METHODS_V08",
     "METHODS_V1",
     "DispatchActionParams",
@@ -103,12 +102,6 @@ class DispatchActionParamsV08(_g8.DispatchActionParams):
     action: dict[str, Any]  # type: ignore[assignment]
 
 
-class DispatchActionParamsV06(_g6.DispatchActionParams):
-    """0.6.0 ``dispatchAction`` params; ``action`` stays a raw object, as for 0.7.0."""
-
-    action: dict[str, Any]  # type: ignore[assignment]
-
-
 #: 0.8.0: 0.7.0's methods (the method set is the same from 0.6.0 to 0.8.0), each with the
 #: optional ``_meta`` 0.8.0 gave every command's params.
 METHODS_V08: Final[dict[str, type[WireModel]]] = {
@@ -116,12 +109,27 @@ METHODS_V08: Final[dict[str, type[WireModel]]] = {
     for name, cls in METHODS.items()
 }
 
-#: 0.6.0: 0.7.0's methods in 0.6.0's shapes (one ``workingDirectory``, a fork ``source``
-#: without ``kind``).
-METHODS_V06: Final[dict[str, type[WireModel]]] = {
-    name: (DispatchActionParamsV06 if name == "dispatchAction" else getattr(_g6, cls.__name__))
-    for name, cls in METHODS.items()
-}
+
+def __getattr__(name: str) -> dict[str, type[WireModel]]:
+    """``METHODS_V06``, 0.6.0's params: 0.7.0's methods in 0.6.0's shapes (one
+    ``workingDirectory``, a fork ``source`` without ``kind``), built when first asked for, as
+    ``actions_v06.ACTIONS_06`` is (the 0.6.0 models are built only for a 0.6 peer)."""
+    if name != "METHODS_V06":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from ahp_bridge.protocol import _generated_v06 as _g6
+
+    class DispatchActionParamsV06(_g6.DispatchActionParams):
+        """0.6.0 ``dispatchAction`` params; ``action`` stays a raw object, as for 0.7.0."""
+
+        action: dict[str, Any]  # type: ignore[assignment]
+
+    methods: dict[str, type[WireModel]] = {
+        name: (DispatchActionParamsV06 if name == "dispatchAction" else getattr(_g6, cls.__name__))
+        for name, cls in METHODS.items()
+    }
+    globals()["METHODS_V06"] = methods
+    return methods
+
 
 #: 1.0.0 commands of a feature this host does not offer (automations).
 AUTOMATION_METHODS: Final[frozenset[str]] = frozenset(
