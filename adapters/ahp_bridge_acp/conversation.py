@@ -552,6 +552,7 @@ class AcpConversation:
             if was_active:
                 with contextlib.suppress(AgentGone):
                     await self.agent.notify("session/cancel", {"sessionId": self.session_id})
+            await self.terminals.closed()
 
         if self.closed or not self._loop.running:
             self.closed = True

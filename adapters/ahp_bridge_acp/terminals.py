@@ -89,6 +89,8 @@ class Terminals:
         self._terminals: dict[str, Terminal] = {}
         # Released terminals, still readable for the tool call that showed them (bounded).
         self._released: dict[str, Terminal] = {}
+        # The pumps of the terminals close_all killed, until they have reaped their processes.
+        self._closing: list[asyncio.Task[None]] = []
 
     def get(self, terminal_id: str) -> Terminal:
         term = self._terminals.get(terminal_id)
@@ -199,7 +201,16 @@ class Terminals:
             del self._released[next(iter(self._released))]
 
     def close_all(self) -> None:
-        for term in list(self._terminals.values()):
+        for term in [*self._terminals.values(), *self._released.values()]:
             term.kill()
+            self._closing += [t for t in term.tasks if not t.done()]
         self._terminals.clear()
         self._released.clear()
+
+    async def closed(self, timeout: float = 2.0) -> None:
+        """Wait (at most ``timeout``) for the terminals ``close_all`` killed to be reaped: a
+        process whose pump never saw it exit keeps its asyncio transport open past the loop
+        (and asyncio reports the transport unclosed when it is collected)."""
+        pending, self._closing = [t for t in self._closing if not t.done()], []
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)

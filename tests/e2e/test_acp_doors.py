@@ -169,7 +169,11 @@ async def test_terminals_die_when_their_conversation_closes(
         pids = (await spawn(conv, sink, 2))["pids"]
         kept = (await spawn(other, other_sink, 1))["pids"]
         assert len(pids) == 4 and all(alive(p) for p in pids + kept)
+        procs = [t.proc for t in conv.terminals._terminals.values()]
         await conv.close()
+        # Reaped by the time close returns: a process the bridge never saw exit would keep its
+        # asyncio transport open past the provider (reported unclosed when collected).
+        assert procs and all(p is not None and p.returncode is not None for p in procs)
         await gone(pids)
         assert all(alive(p) for p in kept)  # another conversation's terminals are its own
     await gone(kept)
