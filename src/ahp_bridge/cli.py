@@ -519,12 +519,12 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 @contextlib.contextmanager
 def _long_lived_imports() -> Iterator[None]:
     """The imports of a command that serves build a few hundred thousand objects (the wire
-    models of five protocol lines, an adapter's SDK) that live as long as the process. The
-    cyclic garbage collector would walk them all at each full collection while they are built,
-    at every one after, and once more at exit: about 0.6 s of CPU in a bridge's start and stop
-    (1.55 s instead of 2.2). So it is off while they are built, and they are frozen out of its
-    sight once they are (`gc.freeze`). The price: the few thousand objects the imports leave
-    in reference cycles are never freed (a full collection to free them costs 0.16 s)."""
+    models, an adapter's SDK) that live as long as the process. The cyclic garbage collector
+    would walk them all at each full collection while they are built, at every one after, and
+    once more at exit: about 0.6 s of CPU in a bridge's start and stop (1.55 s instead of 2.2).
+    So it is off while they are built, and they are frozen out of its sight once they are
+    (`gc.freeze`). The price: the few thousand objects the imports leave in reference cycles
+    are never freed (a full collection to free them costs 0.16 s)."""
     gc.disable()
     try:
         yield

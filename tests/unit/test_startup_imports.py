@@ -101,7 +101,7 @@ def test_the_objects_serving_imports_are_frozen_out_of_the_collectors_sight(
     )
     code, before, frozen, enabled = json.loads(out.stdout)
     assert (code, before, enabled) == (1, 0, True), out.stderr
-    assert frozen > 100_000  # the five lines' models and the host's modules
+    assert frozen > 100_000  # the wire models and the host's modules
 
 
 def test_the_0_6_models_are_built_for_the_first_0_6_peer_only() -> None:

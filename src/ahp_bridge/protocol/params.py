@@ -124,8 +124,10 @@ def __getattr__(name: str) -> dict[str, type[WireModel]]:
         action: dict[str, Any]  # type: ignore[assignment]
 
     methods: dict[str, type[WireModel]] = {
-        name: (DispatchActionParamsV06 if name == "dispatchAction" else getattr(_g6, cls.__name__))
-        for name, cls in METHODS.items()
+        method: (
+            DispatchActionParamsV06 if method == "dispatchAction" else getattr(_g6, cls.__name__)
+        )
+        for method, cls in METHODS.items()
     }
     globals()["METHODS_V06"] = methods
     return methods
