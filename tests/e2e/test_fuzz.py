@@ -47,6 +47,7 @@ from ahp_bridge.protocol.actions import CLIENT_DISPATCHABLE
 from ahp_bridge.protocol.actions_v1 import CLIENT_DISPATCHABLE_1_0
 from ahp_bridge.protocol.uris import ANNOTATIONS_SUFFIX
 from tests.e2e.test_host_core import comparable
+from tests.support import schema_strategies  # noqa: F401 - installs the strategy memo
 from tests.support.ahp_client import AhpClient, connect, open_client
 
 REPO = Path(__file__).resolve().parents[2]
