@@ -9,7 +9,6 @@ same code have the same inputs."""
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 
 import pytest
@@ -20,10 +19,6 @@ from tests.support.copilot_cli import MISSING_CLI, cli_missing, under_ci
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # Collection builds what lives as long as the worker (four wire lines' models, the SDKs,
-    # five thousand test items): the cyclic collector is off while it does and never walks it
-    # after (see pytest_collection_finish), as `ahp-bridge serve` does with its imports.
-    gc.disable()
     per_run.configure(config)
     config.addinivalue_line(
         "markers",
@@ -36,11 +31,6 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "requires_claude: needs claude-agent-acp (skips without it, fails under CI=true)",
     )
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    gc.enable()
-    gc.freeze()
 
 
 @pytest.hookimpl(tryfirst=True)
