@@ -13,13 +13,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support import corpus, per_run
+from tests.support import corpus
 from tests.support.acp_agents import CLAUDE_ACP, CODEX_ACP, MISSING_CLAUDE, MISSING_CODEX
 from tests.support.copilot_cli import MISSING_CLI, cli_missing, under_ci
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    per_run.configure(config)
     config.addinivalue_line(
         "markers",
         "requires_copilot_cli: needs the Copilot CLI (skips without it, fails under CI=true)",
