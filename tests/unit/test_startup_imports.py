@@ -20,6 +20,13 @@ WIRE_MODELS = (
 )
 
 
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    """`code` in a fresh interpreter (nothing imported yet), its output captured."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+
+
 def test_the_command_lines_own_answers_build_no_wire_model() -> None:
     code = (
         "import sys, contextlib, io\n"
@@ -30,9 +37,7 @@ def test_the_command_lines_own_answers_build_no_wire_model() -> None:
         "        cli.main(argv)\n"
         f"print(sorted(m for m in sys.modules if m in {WIRE_MODELS!r}))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
+    out = _python(code)
     assert out.stdout.strip() == "[]", out.stderr
 
 
@@ -54,9 +59,7 @@ def test_the_serve_commands_early_answers_build_no_wire_model(tmp_path: Path) ->
         "        codes.append(cli.main(argv))\n"
         f"print(json.dumps([codes, sorted(m for m in sys.modules if m in {WIRE_MODELS!r})]))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
+    out = _python(code)
     # Each one is refused (the first two as command-line mistakes), and none built a model.
     assert json.loads(out.stdout) == [[2, 2, 1, 2], []], out.stderr
 
@@ -96,9 +99,7 @@ def test_the_objects_serving_imports_are_frozen_out_of_the_collectors_sight(
         "    code = cli.main(argv)\n"
         "print(json.dumps([code, before, gc.get_freeze_count(), gc.isenabled()]))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
+    out = _python(code)
     code, before, frozen, enabled = json.loads(out.stdout)
     assert (code, before, enabled) == (1, 0, True), out.stderr
     assert frozen > 100_000  # the wire models and the host's modules
@@ -121,8 +122,6 @@ def test_the_0_6_models_are_built_for_the_first_0_6_peer_only() -> None:
         "print(json.dumps([built, create.__module__, 'workingDirectory' in create.model_fields,"
         " type(action).__module__, len(wire.actions.types)]))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
+    out = _python(code)
     g6 = "ahp_bridge.protocol._generated_v06"
     assert json.loads(out.stdout) == [[False, True], g6, True, g6, 81]
