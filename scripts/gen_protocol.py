@@ -25,7 +25,8 @@ Pipeline (see /work/shared/notes/python-stack.md §1):
    schema files themselves are never edited: they stay copies of the spec.
 2. Run datamodel-code-generator 0.89.0 with the pinned flags (:data:`CODEGEN_FLAGS`), with
    ``ahp_bridge.protocol.base.WireModel`` as the base class.
-3. Rewrite ``float`` as ``int | float`` so that JSON integers are not re-emitted as ``1234.0``.
+3. Rewrite ``float`` as ``int | float`` so that JSON integers are not re-emitted as ``1234.0``,
+   and base the root models on ``WireRoot`` (built on first use, like ``WireModel``).
 
 The output is deterministic (no timestamp, black + isort), so a test can regenerate it into a
 temporary folder and fail on any difference.
@@ -305,21 +306,38 @@ def patched_schema(schema: Schema, fixes: list[Callable[[Schema], None]] | None 
     return fixed
 
 
+#: The imports codegen writes, and what they become once root models derive from ``WireRoot``.
+_IMPORTS = (
+    (
+        "from ahp_bridge.protocol.base import WireModel\n",
+        "from ahp_bridge.protocol.base import WireModel, WireRoot\n",
+    ),
+    ("from pydantic import Field, RootModel\n", "from pydantic import Field\n"),
+)
+
+
 def postprocess(source: str, spec: str = "0.7.0") -> str:
-    """Keep JSON integers integers: every ``float`` name token becomes ``int | float``.
+    """Keep JSON integers integers: every ``float`` name token becomes ``int | float``. And
+    base every root model on ``WireRoot``, which defers building its validator to its first use
+    as ``WireModel`` does (codegen's ``--base-class`` reaches only the other models).
 
     Only NAME tokens are rewritten (never text inside descriptions), so ``{"n": 1234}`` dumps
     back as ``1234`` instead of ``1234.0``.
     """
+    for before, after in _IMPORTS:
+        if before not in source:
+            raise RuntimeError(f"codegen's output no longer has the import {before.strip()!r}")
+        source = source.replace(before, after, 1)
     lines = source.splitlines(keepends=True)
+    rewrites = {"float": "int | float", "RootModel": "WireRoot"}
     hits = [
-        tok.start
+        (tok.start, tok.string)
         for tok in tokenize.generate_tokens(io.StringIO(source).readline)
-        if tok.type == tokenize.NAME and tok.string == "float"
+        if tok.type == tokenize.NAME and tok.string in rewrites
     ]
-    for row, col in reversed(hits):  # right to left keeps earlier columns valid
+    for (row, col), name in reversed(hits):  # right to left keeps earlier columns valid
         line = lines[row - 1]
-        lines[row - 1] = line[:col] + "int | float" + line[col + len("float") :]
+        lines[row - 1] = line[:col] + rewrites[name] + line[col + len(name) :]
     return HEADER.format(spec=spec, version=CODEGEN_VERSION) + "".join(lines)
 
 

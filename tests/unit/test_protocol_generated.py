@@ -242,12 +242,28 @@ def test_schema_fixes_do_not_touch_the_input(gen: ModuleType) -> None:
     assert fixed["$defs"]["ChatToolCallDeniedAction"]["properties"]["approved"]["const"] is False
 
 
+IMPORTS = "from ahp_bridge.protocol.base import WireModel\nfrom pydantic import Field, RootModel\n"
+
+
 def test_postprocess_rewrites_float_names_but_not_text(gen: ModuleType) -> None:
-    src = "x: float | None = Field(description='a float value')\ny: list[float]\n"
+    src = IMPORTS + "x: float | None = Field(description='a float value')\ny: list[float]\n"
     out = gen.postprocess(src)
     assert "x: int | float | None = Field(description='a float value')" in out
     assert "y: list[int | float]" in out
     assert out.startswith("# DO NOT EDIT")
+
+
+def test_postprocess_bases_root_models_on_the_deferred_wire_root(gen: ModuleType) -> None:
+    src = IMPORTS + "class Code(RootModel[int]):\n    root: int = Field(description='RootModel')\n"
+    out = gen.postprocess(src)
+    assert (
+        "from ahp_bridge.protocol.base import WireModel, WireRoot\nfrom pydantic import Field\n"
+        in out
+    )
+    assert "class Code(WireRoot[int]):\n    root: int = Field(description='RootModel')\n" in out
+    # Codegen's imports changed: say so rather than write a module that does not import.
+    with pytest.raises(RuntimeError, match="no longer has the import"):
+        gen.postprocess("from pydantic import RootModel\n")
 
 
 def test_generated_models_use_the_wire_base_and_keep_integers() -> None:

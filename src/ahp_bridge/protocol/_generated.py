@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from ahp_bridge.protocol.base import WireModel
-from pydantic import Field, RootModel
+from ahp_bridge.protocol.base import WireModel, WireRoot
+from pydantic import Field
 
 
-class AhpErrorCodes(RootModel[Any]):
+class AhpErrorCodes(WireRoot[Any]):
     root: Annotated[
         Any,
         Field(
@@ -21,7 +21,7 @@ class AhpErrorCodes(RootModel[Any]):
     ]
 
 
-class JsonRpcErrorCode(RootModel[Literal[-32700, -32600, -32601, -32602, -32603]]):
+class JsonRpcErrorCode(WireRoot[Literal[-32700, -32600, -32601, -32602, -32603]]):
     root: Annotated[
         Literal[-32700, -32600, -32601, -32602, -32603],
         Field(description='Standard JSON-RPC 2.0 error codes.'),
@@ -29,7 +29,7 @@ class JsonRpcErrorCode(RootModel[Literal[-32700, -32600, -32601, -32602, -32603]
 
 
 class AhpErrorCode(
-    RootModel[
+    WireRoot[
         Literal[
             -32001,
             -32002,
@@ -849,7 +849,7 @@ class FetchTurnsResult(WireModel):
     pass
 
 
-class URI(RootModel[str]):
+class URI(WireRoot[str]):
     root: Annotated[
         str,
         Field(

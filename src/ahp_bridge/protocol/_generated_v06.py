@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from ahp_bridge.protocol.base import WireModel
-from pydantic import Field, RootModel
+from ahp_bridge.protocol.base import WireModel, WireRoot
+from pydantic import Field
 
 
-class Ahp060Structure(RootModel[Any]):
+class Ahp060Structure(WireRoot[Any]):
     root: Annotated[Any, Field(title='AHP 0.6.0 (structure)')]
 
 
@@ -21,7 +21,7 @@ class ActionOrigin(WireModel):
 
 
 class AhpErrorCode(
-    RootModel[
+    WireRoot[
         Literal[
             -32001,
             -32002,
@@ -316,7 +316,7 @@ class Implementation(WireModel):
     title: str | None = None
 
 
-class JsonRpcErrorCode(RootModel[Literal[-32700, -32600, -32601, -32602, -32603]]):
+class JsonRpcErrorCode(WireRoot[Literal[-32700, -32600, -32601, -32602, -32603]]):
     root: Literal[-32700, -32600, -32601, -32602, -32603]
 
 
@@ -707,7 +707,7 @@ class ToolResultTextContent(WireModel):
     text: str
 
 
-class URI(RootModel[str]):
+class URI(WireRoot[str]):
     root: str
 
 
@@ -2066,7 +2066,7 @@ class PluginCustomization(WireModel):
 
 
 class ProtocolNotification(
-    RootModel[
+    WireRoot[
         AuthRequiredParams
         | SessionAddedParams
         | SessionRemovedParams
@@ -2602,7 +2602,7 @@ class SubscribeResult(WireModel):
 
 
 class ChatAction(
-    RootModel[
+    WireRoot[
         ChatTurnStartedAction
         | ChatDeltaAction
         | ChatResponsePartAction

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from ahp_bridge.protocol.base import WireModel
-from pydantic import Field, RootModel
+from ahp_bridge.protocol.base import WireModel, WireRoot
+from pydantic import Field
 
 
-class Ahp080DevStructure(RootModel[Any]):
+class Ahp080DevStructure(WireRoot[Any]):
     root: Annotated[Any, Field(title='AHP 0.8.0-dev (structure)')]
 
 
@@ -21,7 +21,7 @@ class ActionOrigin(WireModel):
 
 
 class AhpErrorCode(
-    RootModel[
+    WireRoot[
         Literal[
             -32001,
             -32002,
@@ -317,7 +317,7 @@ class Implementation(WireModel):
     title: str | None = None
 
 
-class JsonRpcErrorCode(RootModel[Literal[-32700, -32600, -32601, -32602, -32603]]):
+class JsonRpcErrorCode(WireRoot[Literal[-32700, -32600, -32601, -32602, -32603]]):
     root: Literal[-32700, -32600, -32601, -32602, -32603]
 
 
@@ -715,7 +715,7 @@ class ToolResultTextContent(WireModel):
     text: str
 
 
-class URI(RootModel[str]):
+class URI(WireRoot[str]):
     root: str
 
 
@@ -2227,7 +2227,7 @@ class PluginCustomization(WireModel):
 
 
 class ProtocolNotification(
-    RootModel[
+    WireRoot[
         AuthRequiredParams
         | SessionAddedParams
         | SessionRemovedParams
@@ -2764,7 +2764,7 @@ class SubscribeResult(WireModel):
 
 
 class ChatAction(
-    RootModel[
+    WireRoot[
         ChatTurnStartedAction
         | ChatDeltaAction
         | ChatResponsePartAction

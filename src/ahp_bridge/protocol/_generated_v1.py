@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from ahp_bridge.protocol.base import WireModel
-from pydantic import Field, RootModel
+from ahp_bridge.protocol.base import WireModel, WireRoot
+from pydantic import Field
 
 
-class Ahp100Structure(RootModel[Any]):
+class Ahp100Structure(WireRoot[Any]):
     root: Annotated[Any, Field(title='AHP 1.0.0 (structure)')]
 
 
@@ -21,7 +21,7 @@ class ActionOrigin(WireModel):
 
 
 class AhpErrorCode(
-    RootModel[
+    WireRoot[
         Literal[
             -32001,
             -32002,
@@ -456,7 +456,7 @@ class Implementation(WireModel):
     title: str | None = None
 
 
-class JsonRpcErrorCode(RootModel[Literal[-32700, -32600, -32601, -32602, -32603]]):
+class JsonRpcErrorCode(WireRoot[Literal[-32700, -32600, -32601, -32602, -32603]]):
     root: Literal[-32700, -32600, -32601, -32602, -32603]
 
 
@@ -1823,7 +1823,7 @@ class SessionModelInfo(WireModel):
     field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
 
 
-class SessionOrigin(RootModel[AutomationSessionOrigin]):
+class SessionOrigin(WireRoot[AutomationSessionOrigin]):
     root: AutomationSessionOrigin
 
 
@@ -2607,7 +2607,7 @@ class PluginCustomization(WireModel):
 
 
 class ProtocolNotification(
-    RootModel[
+    WireRoot[
         AuthRequiredParams
         | SessionAddedParams
         | SessionRemovedParams
@@ -3255,7 +3255,7 @@ class SubscribeResult(WireModel):
 
 
 class ChatAction(
-    RootModel[
+    WireRoot[
         ChatTurnStartedAction
         | ChatDeltaAction
         | ChatResponsePartAction
@@ -3603,7 +3603,7 @@ class ReconnectReplayResult(WireModel):
     missing: list[str]
 
 
-class ReconnectResult(RootModel[ReconnectReplayResult | ReconnectSnapshotResult]):
+class ReconnectResult(WireRoot[ReconnectReplayResult | ReconnectSnapshotResult]):
     root: Annotated[
         ReconnectReplayResult | ReconnectSnapshotResult, Field(discriminator='type')
     ]

@@ -23,7 +23,7 @@ from typing import (
     get_origin,
 )
 
-from pydantic import Discriminator, Tag, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Discriminator, Tag, TypeAdapter, ValidationError
 
 from ahp_bridge.protocol import _generated as _g
 from ahp_bridge.protocol.action_types import ActionType
@@ -310,7 +310,7 @@ class ActionSet:
             ),
         ]
         self.union: Any = union
-        self.adapter: TypeAdapter[Any] = TypeAdapter(union)
+        self.adapter: TypeAdapter[Any] = TypeAdapter(union, config=ConfigDict(defer_build=True))
         self._tags = frozenset({*classes, _APPROVED_TAG, _DENIED_TAG, _UNKNOWN_TAG})
 
     def parse(self, data: Mapping[str, Any], root: str = "action") -> WireModel:
