@@ -92,6 +92,9 @@ def claude_options(base_url: str, home: Path, **extra: object) -> dict[str, obje
         # ANTHROPIC_API_KEY or CLAUDE_CONFIG_DIR, say, or IS_SANDBOX, which as root adds a
         # bypassPermissions mode).
         "inherit_env": False,
+        # claude-agent-acp with a session open does not exit when its stdin closes (the 3 s
+        # default grace would pass on every stop); it does at SIGTERM, at once.
+        "stop_grace": 0.0,
         **extra,
     }
 
