@@ -40,14 +40,13 @@ import pytest
 import trio
 from ahp_bridge_fake import CONFORMANCE_SCRIPT
 from hypothesis import HealthCheck, given, settings
-from hypothesis_jsonschema import from_schema
 from trio_websocket import ConnectionClosed
 
 from ahp_bridge.protocol.actions import CLIENT_DISPATCHABLE
 from ahp_bridge.protocol.actions_v1 import CLIENT_DISPATCHABLE_1_0
 from ahp_bridge.protocol.uris import ANNOTATIONS_SUFFIX
 from tests.e2e.test_host_core import comparable
-from tests.support import schema_strategies  # noqa: F401 - installs the strategy memo
+from tests.support import schema_strategies
 from tests.support.ahp_client import AhpClient, connect, open_client
 
 REPO = Path(__file__).resolve().parents[2]
@@ -296,27 +295,8 @@ def _params_strategy(defs: dict[str, Any], method: str) -> st.SearchStrategy[Any
 
 
 def from_def(defs: dict[str, Any], name: str) -> st.SearchStrategy[Any]:
-    """hypothesis-jsonschema's strategy for one def, given only the defs it reaches (the whole
-    map makes it canonicalise every def for every schema: several times slower)."""
-    reached: set[str] = set()
-    todo = [name]
-    while todo:
-        current = todo.pop()
-        if current not in reached:
-            reached.add(current)
-            todo.extend(_refs(defs[current]) - reached)
-    return from_schema({"$ref": f"#/$defs/{name}", "$defs": {k: defs[k] for k in reached}})
-
-
-def _refs(node: Any) -> set[str]:
-    if isinstance(node, dict):
-        found = {
-            v[len("#/$defs/") :] for k, v in node.items() if k == "$ref" and isinstance(v, str)
-        }
-        return found.union(*(_refs(v) for v in node.values()))
-    if isinstance(node, list):
-        return set().union(*(_refs(v) for v in node))
-    return set()
+    """hypothesis-jsonschema's strategy for one def, its refs inlined (schema_strategies)."""
+    return schema_strategies.strategy(defs, name)
 
 
 def _dumps(value: Any) -> str:
