@@ -37,10 +37,19 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pydantic
+
 # The SDK's models are built once and live as long as the agent, which the suite starts about a
 # hundred times: the cyclic collector stays off while they are built and never walks them after
 # (gc.freeze below), a quarter of the agent's start.
 gc.disable()
+
+# And the SDK's models build their validators on first use (pydantic's `defer_build`, which
+# changes nothing they accept or dump): of its few hundred, the agent uses a dozen, and building
+# all of them was another quarter of its start. Bases' configs are inherited when a model class
+# is made, so this has to come before the SDK's import.
+pydantic.BaseModel.model_config = {**pydantic.BaseModel.model_config, "defer_build": True}
+pydantic.RootModel.model_config = {**pydantic.RootModel.model_config, "defer_build": True}
 
 from acp import (  # noqa: E402
     PROTOCOL_VERSION,
