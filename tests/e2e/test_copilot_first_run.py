@@ -168,7 +168,9 @@ async def test_the_documented_offline_configuration_runs_a_turn(
         [request] = models.chat_requests("offline hello")
         assert request.body["model"] == "fake-model"
         assert await bridge.terminate() == 0
-    assert sdk_noise(bytes(bridge.stderr)) == []
+    assert sdk_noise(bytes(bridge.stderr)) == [], bytes(bridge.stderr).decode(errors="replace")[
+        -6000:
+    ]
 
 
 async def test_the_shipped_echo_model_server_finishes_the_offline_setup_as_documented(
@@ -304,7 +306,9 @@ async def test_a_turn_that_fails_for_want_of_a_sign_in_says_what_to_do(tmp_path:
         [error] = [p for p in turn2["responseParts"] if p["kind"] == "error"]
         assert error["error"]["message"] == hint
         assert await bridge.terminate() == 0
-    assert sdk_noise(bytes(bridge.stderr)) == []
+    assert sdk_noise(bytes(bridge.stderr)) == [], bytes(bridge.stderr).decode(errors="replace")[
+        -6000:
+    ]
 
 
 async def run_cli(tmp_path: Path, *args: str) -> tuple[int, str, str]:
@@ -352,7 +356,9 @@ async def test_a_terminals_ctrl_c_reaches_only_the_bridge(
             await bridge.stderr_closed.wait()
         assert code == 0, bridge.stderr.decode()
         assert not alive(cli)  # stopped by the bridge
-    assert sdk_noise(bytes(bridge.stderr)) == []
+    assert sdk_noise(bytes(bridge.stderr)) == [], bytes(bridge.stderr).decode(errors="replace")[
+        -6000:
+    ]
 
 
 async def test_a_second_ctrl_c_exits_at_once_and_the_cli_follows(
