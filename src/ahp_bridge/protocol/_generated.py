@@ -4,19 +4,17 @@
 #   filename:  ahp.schema.json
 
 from __future__ import annotations
-
 from typing import Annotated, Any, Literal
-
-from ahp_bridge.protocol.base import WireModel, WireRoot
 from pydantic import Field
+from ahp_bridge.protocol.base import WireModel, WireRoot
 
 
 class AhpErrorCodes(WireRoot[Any]):
     root: Annotated[
         Any,
         Field(
-            description='Error codes used in the Agent Host Protocol.',
-            title='AHP Error Codes',
+            description="Error codes used in the Agent Host Protocol.",
+            title="AHP Error Codes",
         ),
     ]
 
@@ -24,7 +22,7 @@ class AhpErrorCodes(WireRoot[Any]):
 class JsonRpcErrorCode(WireRoot[Literal[-32700, -32600, -32601, -32602, -32603]]):
     root: Annotated[
         Literal[-32700, -32600, -32601, -32602, -32603],
-        Field(description='Standard JSON-RPC 2.0 error codes.'),
+        Field(description="Standard JSON-RPC 2.0 error codes."),
     ]
 
 
@@ -57,7 +55,7 @@ class AhpErrorCode(
             -32009,
             -32010,
         ],
-        Field(description='AHP application-specific error codes.'),
+        Field(description="AHP application-specific error codes."),
     ]
 
 
@@ -78,64 +76,64 @@ class ProtectedResourceMetadata(WireModel):
         ),
     ]
     resource_name: Annotated[
-        str | None, Field(description='OPTIONAL. 受保護資源的人類可讀名稱。')
+        str | None, Field(description="OPTIONAL. 受保護資源的人類可讀名稱。")
     ] = None
     authorization_servers: Annotated[
         list[str] | None,
-        Field(description='OPTIONAL. OAuth 授權伺服器識別碼 URL 的 JSON 陣列。'),
+        Field(description="OPTIONAL. OAuth 授權伺服器識別碼 URL 的 JSON 陣列。"),
     ] = None
     jwks_uri: Annotated[
-        str | None, Field(description='OPTIONAL. 受保護資源的 JWK Set 文件之 URL。')
+        str | None, Field(description="OPTIONAL. 受保護資源的 JWK Set 文件之 URL。")
     ] = None
     scopes_supported: Annotated[
         list[str] | None,
-        Field(description='RECOMMENDED. 用於授權請求的 OAuth 2.0 範圍值之 JSON 陣列。'),
+        Field(description="RECOMMENDED. 用於授權請求的 OAuth 2.0 範圍值之 JSON 陣列。"),
     ] = None
     bearer_methods_supported: Annotated[
         list[str] | None,
-        Field(description='OPTIONAL. 受支援之 Bearer Token 呈現方法的 JSON 陣列。'),
+        Field(description="OPTIONAL. 受支援之 Bearer Token 呈現方法的 JSON 陣列。"),
     ] = None
     resource_signing_alg_values_supported: Annotated[
         list[str] | None,
-        Field(description='OPTIONAL. 受支援之 JWS 簽章演算法的 JSON 陣列。'),
+        Field(description="OPTIONAL. 受支援之 JWS 簽章演算法的 JSON 陣列。"),
     ] = None
     resource_encryption_alg_values_supported: Annotated[
         list[str] | None,
-        Field(description='OPTIONAL. 受支援之 JWE 加密演算法（alg）的 JSON 陣列。'),
+        Field(description="OPTIONAL. 受支援之 JWE 加密演算法（alg）的 JSON 陣列。"),
     ] = None
     resource_encryption_enc_values_supported: Annotated[
         list[str] | None,
-        Field(description='OPTIONAL. 受支援之 JWE 加密演算法（enc）的 JSON 陣列。'),
+        Field(description="OPTIONAL. 受支援之 JWE 加密演算法（enc）的 JSON 陣列。"),
     ] = None
     resource_documentation: Annotated[
-        str | None, Field(description='OPTIONAL. 資源之人類可讀文件的 URL。')
+        str | None, Field(description="OPTIONAL. 資源之人類可讀文件的 URL。")
     ] = None
     resource_policy_uri: Annotated[
-        str | None, Field(description='OPTIONAL. 資源之資料使用政策的 URL。')
+        str | None, Field(description="OPTIONAL. 資源之資料使用政策的 URL。")
     ] = None
     resource_tos_uri: Annotated[
-        str | None, Field(description='OPTIONAL. 資源之服務條款的 URL。')
+        str | None, Field(description="OPTIONAL. 資源之服務條款的 URL。")
     ] = None
     required: Annotated[
         bool | None,
         Field(
-            description='AHP 擴充功能。此資源是否需要驗證。\n\n- `true`（預設） — 沒有有效的令牌就無法使用代理程式。\n 若用戶端在未驗證的情況下嘗試使用代理程式，伺服器 SHOULD 回傳\n `AuthRequired`（`-32007`）。\n- `false` — 代理程式無須驗證即可運作，但當提供令牌時 MAY 提供增強的能力。\n\n用戶端 SHOULD 將缺失的欄位視同 `true`。'
+            description="AHP 擴充功能。此資源是否需要驗證。\n\n- `true`（預設） — 沒有有效的令牌就無法使用代理程式。\n 若用戶端在未驗證的情況下嘗試使用代理程式，伺服器 SHOULD 回傳\n `AuthRequired`（`-32007`）。\n- `false` — 代理程式無須驗證即可運作，但當提供令牌時 MAY 提供增強的能力。\n\n用戶端 SHOULD 將缺失的欄位視同 `true`。"
         ),
     ] = None
 
 
 class TextPosition(WireModel):
-    line: Annotated[int | float, Field(description='以零為基底的行號。')]
-    character: Annotated[int | float, Field(description='該行內以零為基底的字元偏移量。')]
+    line: Annotated[int | float, Field(description="以零為基底的行號。")]
+    character: Annotated[int | float, Field(description="該行內以零為基底的字元偏移量。")]
 
 
 class TextRange(WireModel):
-    start: Annotated[TextPosition, Field(description='範圍的起始位置。')]
-    end: Annotated[TextPosition, Field(description='範圍的結束位置。')]
+    start: Annotated[TextPosition, Field(description="範圍的起始位置。")]
+    end: Annotated[TextPosition, Field(description="範圍的結束位置。")]
 
 
 class TextSelection(WireModel):
-    range: Annotated[TextRange, Field(description='選取範圍所涵蓋的範圍。')]
+    range: Annotated[TextRange, Field(description="選取範圍所涵蓋的範圍。")]
 
 
 class Diff(WireModel):
@@ -144,30 +142,30 @@ class Diff(WireModel):
 
 
 class UsageInfo(WireModel):
-    inputTokens: Annotated[int | float | None, Field(description='已消耗的輸入令牌')] = None
-    outputTokens: Annotated[int | float | None, Field(description='已產生的輸出令牌')] = None
-    model: Annotated[str | None, Field(description='使用的模型')] = None
-    cacheReadTokens: Annotated[int | float | None, Field(description='從快取讀取的令牌')] = (
+    inputTokens: Annotated[int | float | None, Field(description="已消耗的輸入令牌")] = None
+    outputTokens: Annotated[int | float | None, Field(description="已產生的輸出令牌")] = None
+    model: Annotated[str | None, Field(description="使用的模型")] = None
+    cacheReadTokens: Annotated[int | float | None, Field(description="從快取讀取的令牌")] = (
         None
     )
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此用量報告的額外提供者專屬中繼資料。\n用戶端 MAY 在此尋找已知的選用索引鍵，以提供增強的 UI。',
+            alias="_meta",
+            description="此用量報告的額外提供者專屬中繼資料。\n用戶端 MAY 在此尋找已知的選用索引鍵，以提供增強的 UI。",
         ),
     ] = None
 
 
 class ErrorInfo(WireModel):
-    errorType: Annotated[str, Field(description='錯誤類型識別碼')]
-    message: Annotated[str, Field(description='人類可讀的錯誤訊息')]
-    stack: Annotated[str | None, Field(description='堆疊追蹤')] = None
+    errorType: Annotated[str, Field(description="錯誤類型識別碼")]
+    message: Annotated[str, Field(description="人類可讀的錯誤訊息")]
+    stack: Annotated[str | None, Field(description="堆疊追蹤")] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此錯誤的額外提供者專屬中繼資料。\n用戶端 MAY 在此尋找已知的選用索引鍵，以提供增強的 UI\n（例如用於更豐富、本地化訊息的結構化聊天擷取錯誤）。',
+            alias="_meta",
+            description="此錯誤的額外提供者專屬中繼資料。\n用戶端 MAY 在此尋找已知的選用索引鍵，以提供增強的 UI\n（例如用於更豐富、本地化訊息的結構化聊天擷取錯誤）。",
         ),
     ] = None
 
@@ -191,65 +189,65 @@ class MultipleWorkingDirectoriesCapability(WireModel):
     requiresPrimary: Annotated[
         bool | None,
         Field(
-            description='代理程式要求每個聊天將其工作目錄之一指定為 **主要** —— 即聊天所圍繞的\n區別根（例如該聊天代理程式的程序根、相對路徑的預設位置）。主要是一個\n**每個聊天** 的概念，固定於聊天建立之時。為 `true` 時，用戶端 SHOULD\n提供 {@link CreateChatParams.primaryWorkingDirectory}（以及\n{@link CreateSessionParams.primaryWorkingDirectory}，其為工作階段預設聊天\n播種）；主機 MAY 拒絕省略它的建立，或退回至聊天工作目錄的第一個項目。所選\n的主要目錄會在 {@link ChatState.primaryWorkingDirectory} 上（唯讀）回報。\n\n缺席或 `false` 時，代理程式沒有主要目錄 —— 所有目錄皆為同等對等項目，\n用戶端無須指定。'
+            description="代理程式要求每個聊天將其工作目錄之一指定為 **主要** —— 即聊天所圍繞的\n區別根（例如該聊天代理程式的程序根、相對路徑的預設位置）。主要是一個\n**每個聊天** 的概念，固定於聊天建立之時。為 `true` 時，用戶端 SHOULD\n提供 {@link CreateChatParams.primaryWorkingDirectory}（以及\n{@link CreateSessionParams.primaryWorkingDirectory}，其為工作階段預設聊天\n播種）；主機 MAY 拒絕省略它的建立，或退回至聊天工作目錄的第一個項目。所選\n的主要目錄會在 {@link ChatState.primaryWorkingDirectory} 上（唯讀）回報。\n\n缺席或 `false` 時，代理程式沒有主要目錄 —— 所有目錄皆為同等對等項目，\n用戶端無須指定。"
         ),
     ] = None
 
 
 class ChangesSummary(WireModel):
     additions: Annotated[
-        int | float | None, Field(description='跨所有變更檔案的新增行總數。')
+        int | float | None, Field(description="跨所有變更檔案的新增行總數。")
     ] = None
     deletions: Annotated[
-        int | float | None, Field(description='跨所有變更檔案的刪除行總數。')
+        int | float | None, Field(description="跨所有變更檔案的刪除行總數。")
     ] = None
-    files: Annotated[int | float | None, Field(description='有變更的檔案數。')] = None
+    files: Annotated[int | float | None, Field(description="有變更的檔案數。")] = None
 
 
 class InputSchema(WireModel):
-    type: Literal['object']
+    type: Literal["object"]
     properties: dict[str, dict[str, Any]] | None = None
     required: list[str] | None = None
 
 
 class OutputSchema(WireModel):
-    type: Literal['object']
+    type: Literal["object"]
     properties: dict[str, dict[str, Any]] | None = None
     required: list[str] | None = None
 
 
 class ToolAnnotations(WireModel):
-    title: Annotated[str | None, Field(description='替代的人類可讀標題')] = None
+    title: Annotated[str | None, Field(description="替代的人類可讀標題")] = None
     readOnlyHint: Annotated[
-        bool | None, Field(description='工具不修改其環境（預設：false）')
+        bool | None, Field(description="工具不修改其環境（預設：false）")
     ] = None
     destructiveHint: Annotated[
-        bool | None, Field(description='工具可能執行破壞性更新（預設：true）')
+        bool | None, Field(description="工具可能執行破壞性更新（預設：true）")
     ] = None
     idempotentHint: Annotated[
-        bool | None, Field(description='以相同引數重複呼叫沒有額外效果（預設：false）')
+        bool | None, Field(description="以相同引數重複呼叫沒有額外效果（預設：false）")
     ] = None
     openWorldHint: Annotated[
-        bool | None, Field(description='工具可能與外部實體互動（預設：true）')
+        bool | None, Field(description="工具可能與外部實體互動（預設：true）")
     ] = None
 
 
 class CustomizationLoadingState(WireModel):
-    kind: Literal['loading']
+    kind: Literal["loading"]
 
 
 class CustomizationLoadedState(WireModel):
-    kind: Literal['loaded']
+    kind: Literal["loaded"]
 
 
 class CustomizationDegradedState(WireModel):
-    kind: Literal['degraded']
-    message: Annotated[str, Field(description='警告的人類可讀描述。')]
+    kind: Literal["degraded"]
+    message: Annotated[str, Field(description="警告的人類可讀描述。")]
 
 
 class CustomizationErrorState(WireModel):
-    kind: Literal['error']
-    message: Annotated[str, Field(description='人類可讀的錯誤訊息。')]
+    kind: Literal["error"]
+    message: Annotated[str, Field(description="人類可讀的錯誤訊息。")]
 
 
 class ServerTools(WireModel):
@@ -267,200 +265,200 @@ class Sampling(WireModel):
 class AhpMcpUiHostCapabilities(WireModel):
     serverTools: Annotated[
         ServerTools | None,
-        Field(description='生產者將 MCP `tools/*` 方法代理至上游伺服器。'),
+        Field(description="生產者將 MCP `tools/*` 方法代理至上游伺服器。"),
     ] = None
     serverResources: Annotated[
         ServerResources | None,
-        Field(description='生產者將 MCP `resources/*` 方法代理至上游伺服器。'),
+        Field(description="生產者將 MCP `resources/*` 方法代理至上游伺服器。"),
     ] = None
     logging: Annotated[
         dict[str, Any] | None,
         Field(
-            description='生產者透過 `mcpNotification` 接受來自 App 的 `notifications/message` 日誌項目。'
+            description="生產者透過 `mcpNotification` 接受來自 App 的 `notifications/message` 日誌項目。"
         ),
     ] = None
     sampling: Annotated[
         Sampling | None,
-        Field(description='生產者透過 `mcpMethodCall` 提供 `sampling/createMessage`。'),
+        Field(description="生產者透過 `mcpMethodCall` 提供 `sampling/createMessage`。"),
     ] = None
 
 
 class McpServerStartingState(WireModel):
-    kind: Literal['starting']
+    kind: Literal["starting"]
 
 
 class McpServerReadyState(WireModel):
-    kind: Literal['ready']
+    kind: Literal["ready"]
 
 
 class McpOAuthClient(WireModel):
     clientId: Annotated[
-        str, Field(description='向授權伺服器註冊的 OAuth 用戶端識別碼。')
+        str, Field(description="向授權伺服器註冊的 OAuth 用戶端識別碼。")
     ]
     clientSecret: Annotated[
         str | None,
         Field(
-            description='機密用戶端的 OAuth 用戶端密碼。不存在表示用戶端為公開用戶端，並\n使用如授權碼搭配 PKCE 的無密碼流程。'
+            description="機密用戶端的 OAuth 用戶端密碼。不存在表示用戶端為公開用戶端，並\n使用如授權碼搭配 PKCE 的無密碼流程。"
         ),
     ] = None
 
 
 class McpServerErrorState(WireModel):
-    kind: Literal['error']
-    error: Annotated[ErrorInfo, Field(description='錯誤詳細資訊。')]
+    kind: Literal["error"]
+    error: Annotated[ErrorInfo, Field(description="錯誤詳細資訊。")]
 
 
 class McpServerStoppedState(WireModel):
-    kind: Literal['stopped']
+    kind: Literal["stopped"]
 
 
 class SideChatSelection(WireModel):
     text: Annotated[
         str,
         Field(
-            description='在接受 `createChat` 時擷取的確切選取文字快照。\n\nMUST 非空。'
+            description="在接受 `createChat` 時擷取的確切選取文字快照。\n\nMUST 非空。"
         ),
     ]
     responsePartId: Annotated[
         str | None,
         Field(
-            description='主機拍攝快照時，包含 {@link text} 的回應部分的選用出處資訊。\n\n僅供參考：這不是即時範圍或位移，且 MUST NOT 用於重新計算 `text`。'
+            description="主機拍攝快照時，包含 {@link text} 的回應部分的選用出處資訊。\n\n僅供參考：這不是即時範圍或位移，且 MUST NOT 用於重新計算 `text`。"
         ),
     ] = None
 
 
 class ChatInputOption(WireModel):
     id: Annotated[
-        str, Field(description='穩定的選項識別碼；對 MCP 列舉值而言此為列舉字串')
+        str, Field(description="穩定的選項識別碼；對 MCP 列舉值而言此為列舉字串")
     ]
-    label: Annotated[str, Field(description='顯示標籤')]
-    description: Annotated[str | None, Field(description='選用的次要文字')] = None
+    label: Annotated[str, Field(description="顯示標籤")]
+    description: Annotated[str | None, Field(description="選用的次要文字")] = None
     recommended: Annotated[
-        bool | None, Field(description='此選項是否為建議／預設選擇')
+        bool | None, Field(description="此選項是否為建議／預設選擇")
     ] = None
 
 
 class ChatInputQuestionBase(WireModel):
-    id: Annotated[str, Field(description='穩定的問題識別碼，作為 `answers` 中的索引鍵')]
-    title: Annotated[str | None, Field(description='簡短顯示標題')] = None
-    message: Annotated[str, Field(description='顯示給使用者的提示')]
+    id: Annotated[str, Field(description="穩定的問題識別碼，作為 `answers` 中的索引鍵")]
+    title: Annotated[str | None, Field(description="簡短顯示標題")] = None
+    message: Annotated[str, Field(description="顯示給使用者的提示")]
     required: Annotated[
-        bool | None, Field(description='使用者是否必須回答此問題才能接受請求')
+        bool | None, Field(description="使用者是否必須回答此問題才能接受請求")
     ] = None
 
 
 class ChatInputTextQuestion(WireModel):
-    id: Annotated[str, Field(description='穩定的問題識別碼，作為 `answers` 中的索引鍵')]
-    title: Annotated[str | None, Field(description='簡短顯示標題')] = None
-    message: Annotated[str, Field(description='顯示給使用者的提示')]
+    id: Annotated[str, Field(description="穩定的問題識別碼，作為 `answers` 中的索引鍵")]
+    title: Annotated[str | None, Field(description="簡短顯示標題")] = None
+    message: Annotated[str, Field(description="顯示給使用者的提示")]
     required: Annotated[
-        bool | None, Field(description='使用者是否必須回答此問題才能接受請求')
+        bool | None, Field(description="使用者是否必須回答此問題才能接受請求")
     ] = None
-    kind: Literal['text']
+    kind: Literal["text"]
     format: Annotated[
         str | None,
         Field(
-            description='文字問題的格式提示，例如 `email`、`uri`、`date` 或 `date-time`'
+            description="文字問題的格式提示，例如 `email`、`uri`、`date` 或 `date-time`"
         ),
     ] = None
-    min: Annotated[int | float | None, Field(description='最小字串長度')] = None
-    max: Annotated[int | float | None, Field(description='最大字串長度')] = None
-    defaultValue: Annotated[str | None, Field(description='預設文字')] = None
+    min: Annotated[int | float | None, Field(description="最小字串長度")] = None
+    max: Annotated[int | float | None, Field(description="最大字串長度")] = None
+    defaultValue: Annotated[str | None, Field(description="預設文字")] = None
 
 
 class ChatInputNumberQuestion(WireModel):
-    id: Annotated[str, Field(description='穩定的問題識別碼，作為 `answers` 中的索引鍵')]
-    title: Annotated[str | None, Field(description='簡短顯示標題')] = None
-    message: Annotated[str, Field(description='顯示給使用者的提示')]
+    id: Annotated[str, Field(description="穩定的問題識別碼，作為 `answers` 中的索引鍵")]
+    title: Annotated[str | None, Field(description="簡短顯示標題")] = None
+    message: Annotated[str, Field(description="顯示給使用者的提示")]
     required: Annotated[
-        bool | None, Field(description='使用者是否必須回答此問題才能接受請求')
+        bool | None, Field(description="使用者是否必須回答此問題才能接受請求")
     ] = None
-    kind: Literal['number', 'integer']
-    min: Annotated[int | float | None, Field(description='最小值')] = None
-    max: Annotated[int | float | None, Field(description='最大值')] = None
-    defaultValue: Annotated[int | float | None, Field(description='預設數值')] = None
+    kind: Literal["number", "integer"]
+    min: Annotated[int | float | None, Field(description="最小值")] = None
+    max: Annotated[int | float | None, Field(description="最大值")] = None
+    defaultValue: Annotated[int | float | None, Field(description="預設數值")] = None
 
 
 class ChatInputBooleanQuestion(WireModel):
-    id: Annotated[str, Field(description='穩定的問題識別碼，作為 `answers` 中的索引鍵')]
-    title: Annotated[str | None, Field(description='簡短顯示標題')] = None
-    message: Annotated[str, Field(description='顯示給使用者的提示')]
+    id: Annotated[str, Field(description="穩定的問題識別碼，作為 `answers` 中的索引鍵")]
+    title: Annotated[str | None, Field(description="簡短顯示標題")] = None
+    message: Annotated[str, Field(description="顯示給使用者的提示")]
     required: Annotated[
-        bool | None, Field(description='使用者是否必須回答此問題才能接受請求')
+        bool | None, Field(description="使用者是否必須回答此問題才能接受請求")
     ] = None
-    kind: Literal['boolean']
-    defaultValue: Annotated[bool | None, Field(description='預設布林值')] = None
+    kind: Literal["boolean"]
+    defaultValue: Annotated[bool | None, Field(description="預設布林值")] = None
 
 
 class ChatInputSingleSelectQuestion(WireModel):
-    id: Annotated[str, Field(description='穩定的問題識別碼，作為 `answers` 中的索引鍵')]
-    title: Annotated[str | None, Field(description='簡短顯示標題')] = None
-    message: Annotated[str, Field(description='顯示給使用者的提示')]
+    id: Annotated[str, Field(description="穩定的問題識別碼，作為 `answers` 中的索引鍵")]
+    title: Annotated[str | None, Field(description="簡短顯示標題")] = None
+    message: Annotated[str, Field(description="顯示給使用者的提示")]
     required: Annotated[
-        bool | None, Field(description='使用者是否必須回答此問題才能接受請求')
+        bool | None, Field(description="使用者是否必須回答此問題才能接受請求")
     ] = None
-    kind: Literal['single-select']
+    kind: Literal["single-select"]
     options: Annotated[
-        list[ChatInputOption], Field(description='使用者可從中選取的選項')
+        list[ChatInputOption], Field(description="使用者可從中選取的選項")
     ]
     allowFreeformInput: Annotated[
-        bool | None, Field(description='使用者是否可改為輸入文字而不選取選項')
+        bool | None, Field(description="使用者是否可改為輸入文字而不選取選項")
     ] = None
 
 
 class ChatInputMultiSelectQuestion(WireModel):
-    id: Annotated[str, Field(description='穩定的問題識別碼，作為 `answers` 中的索引鍵')]
-    title: Annotated[str | None, Field(description='簡短顯示標題')] = None
-    message: Annotated[str, Field(description='顯示給使用者的提示')]
+    id: Annotated[str, Field(description="穩定的問題識別碼，作為 `answers` 中的索引鍵")]
+    title: Annotated[str | None, Field(description="簡短顯示標題")] = None
+    message: Annotated[str, Field(description="顯示給使用者的提示")]
     required: Annotated[
-        bool | None, Field(description='使用者是否必須回答此問題才能接受請求')
+        bool | None, Field(description="使用者是否必須回答此問題才能接受請求")
     ] = None
-    kind: Literal['multi-select']
+    kind: Literal["multi-select"]
     options: Annotated[
-        list[ChatInputOption], Field(description='使用者可從中選取的選項')
+        list[ChatInputOption], Field(description="使用者可從中選取的選項")
     ]
     allowFreeformInput: Annotated[
-        bool | None, Field(description='使用者是否可在選取選項之外另輸入文字')
+        bool | None, Field(description="使用者是否可在選取選項之外另輸入文字")
     ] = None
-    min: Annotated[int | float | None, Field(description='最小選取項目數')] = None
-    max: Annotated[int | float | None, Field(description='最大選取項目數')] = None
+    min: Annotated[int | float | None, Field(description="最小選取項目數")] = None
+    max: Annotated[int | float | None, Field(description="最大選取項目數")] = None
 
 
 class ChatInputTextAnswerValue(WireModel):
-    kind: Literal['text']
+    kind: Literal["text"]
     value: str
 
 
 class ChatInputNumberAnswerValue(WireModel):
-    kind: Literal['number']
+    kind: Literal["number"]
     value: int | float
 
 
 class ChatInputBooleanAnswerValue(WireModel):
-    kind: Literal['boolean']
+    kind: Literal["boolean"]
     value: bool
 
 
 class ChatInputSelectedAnswerValue(WireModel):
-    kind: Literal['selected']
+    kind: Literal["selected"]
     value: str
     freeformValues: Annotated[
-        list[str] | None, Field(description='改為輸入而非選取選項的自由格式文字')
+        list[str] | None, Field(description="改為輸入而非選取選項的自由格式文字")
     ] = None
 
 
 class ChatInputSelectedManyAnswerValue(WireModel):
-    kind: Literal['selected-many']
+    kind: Literal["selected-many"]
     value: list[str]
     freeformValues: Annotated[
-        list[str] | None, Field(description='除了選取選項之外另輸入的自由格式文字')
+        list[str] | None, Field(description="除了選取選項之外另輸入的自由格式文字")
     ] = None
 
 
 class ChatInputSkipped(WireModel):
-    state: Annotated[Literal['skipped'], Field(description='答案狀態')]
+    state: Annotated[Literal["skipped"], Field(description="答案狀態")]
     freeformValues: Annotated[
-        list[str] | None, Field(description='跳過時擷取的自由格式原因或值（若有）')
+        list[str] | None, Field(description="跳過時擷取的自由格式原因或值（若有）")
     ] = None
 
 
@@ -468,13 +466,13 @@ class MessageAttachmentBase(WireModel):
     label: Annotated[
         str,
         Field(
-            description='附件的人類可讀標籤（例如檔案附件的檔名）。用於 UI 中的顯示。'
+            description="附件的人類可讀標籤（例如檔案附件的檔名）。用於 UI 中的顯示。"
         ),
     ]
     range: Annotated[
         TextRange | None,
         Field(
-            description='若已定義，為 {@link Message.text} 中參照此附件的範圍。這是文字\n範圍，不是位元組範圍。'
+            description="若已定義，為 {@link Message.text} 中參照此附件的範圍。這是文字\n範圍，不是位元組範圍。"
         ),
     ] = None
     displayKind: Annotated[
@@ -486,8 +484,8 @@ class MessageAttachmentBase(WireModel):
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='附件的額外實作定義中介資料。\n\n若附件由 `completions` 指令產生，用戶端在傳送包含已接受補全的\n使用者訊息時，MUST 保留代理主機原先傳回的 `_meta` 的每個屬性。',
+            alias="_meta",
+            description="附件的額外實作定義中介資料。\n\n若附件由 `completions` 指令產生，用戶端在傳送包含已接受補全的\n使用者訊息時，MUST 保留代理主機原先傳回的 `_meta` 的每個屬性。",
         ),
     ] = None
 
@@ -496,13 +494,13 @@ class SimpleMessageAttachment(WireModel):
     label: Annotated[
         str,
         Field(
-            description='附件的人類可讀標籤（例如檔案附件的檔名）。用於 UI 中的顯示。'
+            description="附件的人類可讀標籤（例如檔案附件的檔名）。用於 UI 中的顯示。"
         ),
     ]
     range: Annotated[
         TextRange | None,
         Field(
-            description='若已定義，為 {@link Message.text} 中參照此附件的範圍。這是文字\n範圍，不是位元組範圍。'
+            description="若已定義，為 {@link Message.text} 中參照此附件的範圍。這是文字\n範圍，不是位元組範圍。"
         ),
     ] = None
     displayKind: Annotated[
@@ -514,15 +512,15 @@ class SimpleMessageAttachment(WireModel):
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='附件的額外實作定義中介資料。\n\n若附件由 `completions` 指令產生，用戶端在傳送包含已接受補全的\n使用者訊息時，MUST 保留代理主機原先傳回的 `_meta` 的每個屬性。',
+            alias="_meta",
+            description="附件的額外實作定義中介資料。\n\n若附件由 `completions` 指令產生，用戶端在傳送包含已接受補全的\n使用者訊息時，MUST 保留代理主機原先傳回的 `_meta` 的每個屬性。",
         ),
     ] = None
-    type: Annotated[Literal['simple'], Field(description='判別欄位')]
+    type: Annotated[Literal["simple"], Field(description="判別欄位")]
     modelRepresentation: Annotated[
         str | None,
         Field(
-            description='附件應顯示給模型的表示。\n\n若附件由用戶端產生，此屬性 MUST 已定義，讓代理主機可正確解讀附件。\n當附件源自 `completions` 回應時，MAY 省略此屬性。'
+            description="附件應顯示給模型的表示。\n\n若附件由用戶端產生，此屬性 MUST 已定義，讓代理主機可正確解讀附件。\n當附件源自 `completions` 回應時，MAY 省略此屬性。"
         ),
     ] = None
 
@@ -531,13 +529,13 @@ class MessageEmbeddedResourceAttachment(WireModel):
     label: Annotated[
         str,
         Field(
-            description='附件的人類可讀標籤（例如檔案附件的檔名）。用於 UI 中的顯示。'
+            description="附件的人類可讀標籤（例如檔案附件的檔名）。用於 UI 中的顯示。"
         ),
     ]
     range: Annotated[
         TextRange | None,
         Field(
-            description='若已定義，為 {@link Message.text} 中參照此附件的範圍。這是文字\n範圍，不是位元組範圍。'
+            description="若已定義，為 {@link Message.text} 中參照此附件的範圍。這是文字\n範圍，不是位元組範圍。"
         ),
     ] = None
     displayKind: Annotated[
@@ -549,55 +547,55 @@ class MessageEmbeddedResourceAttachment(WireModel):
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='附件的額外實作定義中介資料。\n\n若附件由 `completions` 指令產生，用戶端在傳送包含已接受補全的\n使用者訊息時，MUST 保留代理主機原先傳回的 `_meta` 的每個屬性。',
+            alias="_meta",
+            description="附件的額外實作定義中介資料。\n\n若附件由 `completions` 指令產生，用戶端在傳送包含已接受補全的\n使用者訊息時，MUST 保留代理主機原先傳回的 `_meta` 的每個屬性。",
         ),
     ] = None
-    type: Annotated[Literal['embeddedResource'], Field(description='判別欄位')]
-    data: Annotated[str, Field(description='Base64 編碼的二進位資料')]
+    type: Annotated[Literal["embeddedResource"], Field(description="判別欄位")]
+    data: Annotated[str, Field(description="Base64 編碼的二進位資料")]
     contentType: Annotated[
         str,
         Field(description='內容 MIME 類型（例如 `"image/png"`、`"application/pdf"`）'),
     ]
     selection: Annotated[
         TextSelection | None,
-        Field(description='附加文字資源內的選用選取範圍。\n\n僅對文字資源有意義。'),
+        Field(description="附加文字資源內的選用選取範圍。\n\n僅對文字資源有意義。"),
     ] = None
 
 
 class MarkdownResponsePart(WireModel):
-    kind: Annotated[Literal['markdown'], Field(description='判別欄位')]
+    kind: Annotated[Literal["markdown"], Field(description="判別欄位")]
     id: Annotated[
-        str, Field(description='部分識別碼，由 `chat/delta` 用來指定此部分進行內容附加')
+        str, Field(description="部分識別碼，由 `chat/delta` 用來指定此部分進行內容附加")
     ]
-    content: Annotated[str, Field(description='Markdown 內容')]
+    content: Annotated[str, Field(description="Markdown 內容")]
 
 
 class ReasoningResponsePart(WireModel):
-    kind: Annotated[Literal['reasoning'], Field(description='判別欄位')]
+    kind: Annotated[Literal["reasoning"], Field(description="判別欄位")]
     id: Annotated[
         str,
-        Field(description='部分識別碼，由 `chat/reasoning` 用來指定此部分進行內容附加'),
+        Field(description="部分識別碼，由 `chat/reasoning` 用來指定此部分進行內容附加"),
     ]
-    content: Annotated[str, Field(description='累積的推理文字')]
+    content: Annotated[str, Field(description="累積的推理文字")]
 
 
 class ToolCallClientContributor(WireModel):
-    kind: Literal['client']
+    kind: Literal["client"]
     clientId: Annotated[
         str,
         Field(
-            description='若此工具由用戶端提供，為所屬用戶端的 `clientId`。伺服器端工具\n為缺省。\n\n設定時，所識別的用戶端負責執行工具並以結果分派\n`chat/toolCallComplete`。'
+            description="若此工具由用戶端提供，為所屬用戶端的 `clientId`。伺服器端工具\n為缺省。\n\n設定時，所識別的用戶端負責執行工具並以結果分派\n`chat/toolCallComplete`。"
         ),
     ]
 
 
 class ToolCallMcpContributor(WireModel):
-    kind: Literal['mcp']
+    kind: Literal["mcp"]
     customizationId: Annotated[
         str,
         Field(
-            description='在 {@link SessionState.customizations} 中對應 MCP 伺服器的自訂 ID。'
+            description="在 {@link SessionState.customizations} 中對應 MCP 伺服器的自訂 ID。"
         ),
     ]
 
@@ -608,13 +606,13 @@ class Error(WireModel):
 
 
 class ToolResultTextContent(WireModel):
-    type: Literal['text']
-    text: Annotated[str, Field(description='文字內容')]
+    type: Literal["text"]
+    text: Annotated[str, Field(description="文字內容")]
 
 
 class ToolResultEmbeddedResourceContent(WireModel):
-    type: Literal['embeddedResource']
-    data: Annotated[str, Field(description='Base64 編碼的資料')]
+    type: Literal["embeddedResource"]
+    data: Annotated[str, Field(description="Base64 編碼的資料")]
     contentType: Annotated[
         str, Field(description='內容類型（例如 `"image/png"`、`"application/pdf"`）')
     ]
@@ -622,59 +620,59 @@ class ToolResultEmbeddedResourceContent(WireModel):
 
 class TerminalCommandResult(WireModel):
     exitCode: Annotated[
-        int | float | None, Field(description='已完成指令的結束代碼（若執行階段有回報）')
+        int | float | None, Field(description="已完成指令的結束代碼（若執行階段有回報）")
     ] = None
     preview: Annotated[
         str | None,
         Field(
-            description='指令輸出的預覽，供未訂閱終端機或在其處置後才抵達的用戶端使用。\n當 `isPty` 為 `true` 時，預覽可能包含 VT 序列；當 `false` 時為\n純文字。'
+            description="指令輸出的預覽，供未訂閱終端機或在其處置後才抵達的用戶端使用。\n當 `isPty` 為 `true` 時，預覽可能包含 VT 序列；當 `false` 時為\n純文字。"
         ),
     ] = None
     truncated: Annotated[
-        bool | None, Field(description='`preview` 是否已知為不完整或已截斷')
+        bool | None, Field(description="`preview` 是否已知為不完整或已截斷")
     ] = None
 
 
 class TerminalClientClaim(WireModel):
-    kind: Annotated[Literal['client'], Field(description='判別欄位')]
-    clientId: Annotated[str, Field(description='聲明此終端機之用戶端的 `clientId`')]
+    kind: Annotated[Literal["client"], Field(description="判別欄位")]
+    clientId: Annotated[str, Field(description="聲明此終端機之用戶端的 `clientId`")]
 
 
 class TerminalUnclassifiedPart(WireModel):
-    type: Literal['unclassified']
+    type: Literal["unclassified"]
     value: Annotated[
         str,
         Field(
-            description='累積的 VT 輸出。當沒有指令執行時，由 `terminal/data` 附加至此。'
+            description="累積的 VT 輸出。當沒有指令執行時，由 `terminal/data` 附加至此。"
         ),
     ]
 
 
 class TerminalCommandPart(WireModel):
-    type: Literal['command']
+    type: Literal["command"]
     commandId: Annotated[
         str,
         Field(
-            description='穩定識別碼，與對應的 `terminal/commandExecuted` 與\n`terminal/commandFinished` 操作上的 `commandId` 相符。'
+            description="穩定識別碼，與對應的 `terminal/commandExecuted` 與\n`terminal/commandFinished` 操作上的 `commandId` 相符。"
         ),
     ]
-    commandLine: Annotated[str, Field(description='提交給 shell 的命令列。')]
+    commandLine: Annotated[str, Field(description="提交給 shell 的命令列。")]
     output: Annotated[
         str,
         Field(
-            description='累積的 VT 輸出。當 `isComplete` 為 false 時，由 `terminal/data` 附加至此。\nshell 整合逸出序列由伺服器剝除。'
+            description="累積的 VT 輸出。當 `isComplete` 為 false 時，由 `terminal/data` 附加至此。\nshell 整合逸出序列由伺服器剝除。"
         ),
     ]
     timestamp: Annotated[
-        int | float, Field(description='執行開始時的 Unix 時間戳記（毫秒），由伺服器回報。')
+        int | float, Field(description="執行開始時的 Unix 時間戳記（毫秒），由伺服器回報。")
     ]
-    isComplete: Annotated[bool, Field(description='指令是否已完成。')]
+    isComplete: Annotated[bool, Field(description="指令是否已完成。")]
     exitCode: Annotated[
         int | float | None,
-        Field(description='shell 結束代碼。於完成時設定。未知時為 `undefined`。'),
+        Field(description="shell 結束代碼。於完成時設定。未知時為 `undefined`。"),
     ] = None
     durationMs: Annotated[
-        int | float | None, Field(description='實際耗時（毫秒）。於完成時設定。')
+        int | float | None, Field(description="實際耗時（毫秒）。於完成時設定。")
     ] = None
 
 
@@ -699,13 +697,13 @@ class PaginatedParams(WireModel):
     limit: Annotated[
         int | float | None,
         Field(
-            description='此頁面要回傳的項目數上限。伺服器 SHOULD 遵守此界限，但 MAY 回傳較少的項目，\n也 MAY 施加自己的上限。省略以讓伺服器選擇分頁大小。'
+            description="此頁面要回傳的項目數上限。伺服器 SHOULD 遵守此界限，但 MAY 回傳較少的項目，\n也 MAY 施加自己的上限。省略以讓伺服器選擇分頁大小。"
         ),
     ] = None
     cursor: Annotated[
         str | None,
         Field(
-            description='來自前一個 {@link PaginatedResult.nextCursor} 的不透明分頁游標。省略以\n取得第一頁。游標是伺服器定義的，且 MUST 視為不透明 — 請勿解析、修改或\n跨連線保留它們。無法識別的游標 SHOULD 以 `InvalidParams` 錯誤拒絕。'
+            description="來自前一個 {@link PaginatedResult.nextCursor} 的不透明分頁游標。省略以\n取得第一頁。游標是伺服器定義的，且 MUST 視為不透明 — 請勿解析、修改或\n跨連線保留它們。無法識別的游標 SHOULD 以 `InvalidParams` 錯誤拒絕。"
         ),
     ] = None
 
@@ -714,40 +712,40 @@ class PaginatedResult(WireModel):
     nextCursor: Annotated[
         str | None,
         Field(
-            description='下一頁的不透明游標。當回傳頁面之外還有更多項目時出現；缺少即代表集合已到\n結尾。將其作為 {@link PaginatedParams.cursor} 回傳以取得下一頁。'
+            description="下一頁的不透明游標。當回傳頁面之外還有更多項目時出現；缺少即代表集合已到\n結尾。將其作為 {@link PaginatedParams.cursor} 回傳以取得下一頁。"
         ),
     ] = None
 
 
 class Implementation(WireModel):
-    name: Annotated[str, Field(description='實作名稱，例如產品或套件識別碼。')]
+    name: Annotated[str, Field(description="實作名稱，例如產品或套件識別碼。")]
     version: Annotated[
         str | None,
         Field(
-            description='實作版本。建議使用 [SemVer](https://semver.org) 字串，但非必要。'
+            description="實作版本。建議使用 [SemVer](https://semver.org) 字串，但非必要。"
         ),
     ] = None
-    title: Annotated[str | None, Field(description='選用的人類可讀顯示名稱。')] = None
+    title: Annotated[str | None, Field(description="選用的人類可讀顯示名稱。")] = None
 
 
 class ClientCapabilities(WireModel):
     mcpApps: Annotated[
         dict[str, Any] | None,
         Field(
-            description='用戶端可呈現\n[MCP Apps](https://github.com/modelcontextprotocol/ext-apps) — 亦即\n它可承載 View 沙盒、對其執行 `ui/*` 協定，並代表 App 轉送 `mcp://` 通道流量。\n\n主機 SHOULD 僅在此能力被宣告時填入\n{@link McpServerCustomization.mcpApp | `McpServerCustomization.mcpApp`}\n（並公開對應的 {@link McpServerCustomization.channel | `mcp://` 通道}）。\n省略此能力的用戶端 MUST 將帶有 App 的工具呼叫視為一般的 MCP 工具呼叫。'
+            description="用戶端可呈現\n[MCP Apps](https://github.com/modelcontextprotocol/ext-apps) — 亦即\n它可承載 View 沙盒、對其執行 `ui/*` 協定，並代表 App 轉送 `mcp://` 通道流量。\n\n主機 SHOULD 僅在此能力被宣告時填入\n{@link McpServerCustomization.mcpApp | `McpServerCustomization.mcpApp`}\n（並公開對應的 {@link McpServerCustomization.channel | `mcp://` 通道}）。\n省略此能力的用戶端 MUST 將帶有 App 的工具呼叫視為一般的 MCP 工具呼叫。"
         ),
     ] = None
 
 
 class PingParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
 
 
 class SubscribeView(WireModel):
     turns: Annotated[
         int | float | None,
         Field(
-            description='建議在聊天快照中公開的最近已完成回合數。\n\n伺服器 MAY 回傳比請求更多或更少的回合。省略時，主機 MUST 回傳所有保留的回合。\n當仍有較舊的回合可用時，回傳的 {@link ChatState} 會帶有 `turnsNextCursor`；\n用戶端將該游標傳給 `fetchTurns`，以要求主機將更多回合分頁納入聊天狀態。'
+            description="建議在聊天快照中公開的最近已完成回合數。\n\n伺服器 MAY 回傳比請求更多或更少的回合。省略時，主機 MUST 回傳所有保留的回合。\n當仍有較舊的回合可用時，回傳的 {@link ChatState} 會帶有 `turnsNextCursor`；\n用戶端將該游標傳給 `fetchTurns`，以要求主機將更多回合分頁納入聊天狀態。"
         ),
     ] = None
 
@@ -756,7 +754,7 @@ class SubscriptionDeliveryOptions(WireModel):
     maxLatencyMs: Annotated[
         int | float | None,
         Field(
-            description='伺服器在為此訂閱緩衝／合併更新時，可刻意延遲傳遞的最大時間（以毫秒為單位）。\n\n值為 `0` 時請求立即傳遞，不進行任何刻意合併。'
+            description="伺服器在為此訂閱緩衝／合併更新時，可刻意延遲傳遞的最大時間（以毫秒為單位）。\n\n值為 `0` 時請求立即傳遞，不進行任何刻意合併。"
         ),
     ] = None
 
@@ -766,15 +764,15 @@ class ResourceWriteResult(WireModel):
 
 
 class DirectoryEntry(WireModel):
-    name: Annotated[str, Field(description='項目的基底名稱')]
+    name: Annotated[str, Field(description="項目的基底名稱")]
     type: Annotated[
-        Literal['file', 'directory'], Field(description='項目是檔案還是目錄')
+        Literal["file", "directory"], Field(description="項目是檔案還是目錄")
     ]
 
 
 class ResourceListResult(WireModel):
     entries: Annotated[
-        list[DirectoryEntry], Field(description='直接包含在所請求目錄中的項目')
+        list[DirectoryEntry], Field(description="直接包含在所請求目錄中的項目")
     ]
 
 
@@ -799,18 +797,18 @@ class ResourceMkdirResult(WireModel):
 
 
 class AuthenticateParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     resource: Annotated[
         str,
         Field(
-            description='受保護資源識別碼。MUST 符合伺服器已宣佈的 `resource` 值 — 透過\n`AgentInfo.protectedResources` 中的 `ProtectedResourceMetadata`，或是透過\n即時的 `McpServerAuthRequiredState.resource`／`ToolCallAuthRequiredState.auth.resource`。'
+            description="受保護資源識別碼。MUST 符合伺服器已宣佈的 `resource` 值 — 透過\n`AgentInfo.protectedResources` 中的 `ProtectedResourceMetadata`，或是透過\n即時的 `McpServerAuthRequiredState.resource`／`ToolCallAuthRequiredState.auth.resource`。"
         ),
     ]
-    token: Annotated[str, Field(description='從資源的授權伺服器取得的')]
+    token: Annotated[str, Field(description="從資源的授權伺服器取得的")]
     scopes: Annotated[
         list[str] | None,
         Field(
-            description='令牌所授予的 OAuth 範圍（已知時）。讓伺服器能判斷某個特定挑戰 — 例如即時\n`McpServerAuthRequiredState` 或 `ToolCallAuthRequiredState.auth` 上的\n`requiredScopes` — 是否已滿足，而無需解碼（不透明、伺服器專屬的）令牌本身。\n當用戶端未將已授予的範圍與令牌分開追蹤時省略。'
+            description="令牌所授予的 OAuth 範圍（已知時）。讓伺服器能判斷某個特定挑戰 — 例如即時\n`McpServerAuthRequiredState` 或 `ToolCallAuthRequiredState.auth` 上的\n`requiredScopes` — 是否已滿足，而無需解碼（不透明、伺服器專屬的）令牌本身。\n當用戶端未將已授予的範圍與令牌分開追蹤時省略。"
         ),
     ] = None
 
@@ -820,29 +818,29 @@ class AuthenticateResult(WireModel):
 
 
 class ListSessionsParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     limit: Annotated[
         int | float | None,
         Field(
-            description='此頁面要回傳的項目數上限。伺服器 SHOULD 遵守此界限，但 MAY 回傳較少的項目，\n也 MAY 施加自己的上限。省略以讓伺服器選擇分頁大小。'
+            description="此頁面要回傳的項目數上限。伺服器 SHOULD 遵守此界限，但 MAY 回傳較少的項目，\n也 MAY 施加自己的上限。省略以讓伺服器選擇分頁大小。"
         ),
     ] = None
     cursor: Annotated[
         str | None,
         Field(
-            description='來自前一個 {@link PaginatedResult.nextCursor} 的不透明分頁游標。省略以\n取得第一頁。游標是伺服器定義的，且 MUST 視為不透明 — 請勿解析、修改或\n跨連線保留它們。無法識別的游標 SHOULD 以 `InvalidParams` 錯誤拒絕。'
+            description="來自前一個 {@link PaginatedResult.nextCursor} 的不透明分頁游標。省略以\n取得第一頁。游標是伺服器定義的，且 MUST 視為不透明 — 請勿解析、修改或\n跨連線保留它們。無法識別的游標 SHOULD 以 `InvalidParams` 錯誤拒絕。"
         ),
     ] = None
 
 
 class SessionConfigValueItem(WireModel):
-    value: Annotated[str, Field(description='要儲存於組態中的值')]
-    label: Annotated[str, Field(description='人類可讀的顯示標籤')]
-    description: Annotated[str | None, Field(description='選用的次要描述')] = None
+    value: Annotated[str, Field(description="要儲存於組態中的值")]
+    label: Annotated[str, Field(description="人類可讀的顯示標籤")]
+    description: Annotated[str | None, Field(description="選用的次要描述")] = None
 
 
 class SessionConfigCompletionsResult(WireModel):
-    items: Annotated[list[SessionConfigValueItem], Field(description='相符的值項目')]
+    items: Annotated[list[SessionConfigValueItem], Field(description="相符的值項目")]
 
 
 class FetchTurnsResult(WireModel):
@@ -853,32 +851,32 @@ class URI(WireRoot[str]):
     root: Annotated[
         str,
         Field(
-            description='URI 字串（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）。'
+            description="URI 字串（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）。"
         ),
     ]
 
 
 class ChatOrigin1(WireModel):
-    kind: Literal['user']
+    kind: Literal["user"]
 
 
 class ChatOrigin2(WireModel):
-    kind: Literal['fork']
+    kind: Literal["fork"]
     chat: Annotated[
         str,
         Field(
-            description='URI 字串（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）。'
+            description="URI 字串（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）。"
         ),
     ]
     turnId: str
 
 
 class ChatOrigin3(WireModel):
-    kind: Literal['sideChat']
+    kind: Literal["sideChat"]
     chat: Annotated[
         str,
         Field(
-            description='URI 字串（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）。'
+            description="URI 字串（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）。"
         ),
     ]
     turnId: str
@@ -886,11 +884,11 @@ class ChatOrigin3(WireModel):
 
 
 class ChatOrigin4(WireModel):
-    kind: Literal['tool']
+    kind: Literal["tool"]
     chat: Annotated[
         str,
         Field(
-            description='URI 字串（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）。'
+            description="URI 字串（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）。"
         ),
     ]
     toolCallId: str
@@ -901,25 +899,25 @@ class StringOrMarkdown1(WireModel):
 
 
 class ChangesetOperationTarget1(WireModel):
-    kind: Literal['resource']
+    kind: Literal["resource"]
     resource: Annotated[
         str,
         Field(
-            description='URI 字串（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）。'
+            description="URI 字串（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）。"
         ),
     ]
-    side: Literal['before', 'after'] | None = None
+    side: Literal["before", "after"] | None = None
 
 
 class ChangesetOperationTarget2(WireModel):
-    kind: Literal['range']
+    kind: Literal["range"]
     resource: Annotated[
         str,
         Field(
-            description='URI 字串（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）。'
+            description="URI 字串（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）。"
         ),
     ]
-    side: Literal['before', 'after'] | None = None
+    side: Literal["before", "after"] | None = None
     range: TextRange
 
 
@@ -929,40 +927,40 @@ class ActionOrigin(WireModel):
 
 
 class RootActiveSessionsChangedAction(WireModel):
-    type: Literal['root/activeSessionsChanged']
-    activeSessions: Annotated[int | float, Field(description='目前作用中工作階段的計數')]
+    type: Literal["root/activeSessionsChanged"]
+    activeSessions: Annotated[int | float, Field(description="目前作用中工作階段的計數")]
 
 
 class RootConfigChangedAction(WireModel):
-    type: Literal['root/configChanged']
-    config: Annotated[dict[str, Any], Field(description='更新後的組態值')]
+    type: Literal["root/configChanged"]
+    config: Annotated[dict[str, Any], Field(description="更新後的組態值")]
     replace: Annotated[
-        bool | None, Field(description='為 `true` 時，取代所有組態值而不是合併')
+        bool | None, Field(description="為 `true` 時，取代所有組態值而不是合併")
     ] = None
 
 
 class SessionReadyAction(WireModel):
-    type: Literal['session/ready']
+    type: Literal["session/ready"]
 
 
 class SessionCreationFailedAction(WireModel):
-    type: Literal['session/creationFailed']
-    error: Annotated[ErrorInfo, Field(description='錯誤詳細資訊')]
+    type: Literal["session/creationFailed"]
+    error: Annotated[ErrorInfo, Field(description="錯誤詳細資訊")]
 
 
 class SessionChatRemovedAction(WireModel):
-    type: Literal['session/chatRemoved']
-    chat: Annotated[str, Field(description='要移除的聊天 URI。')]
+    type: Literal["session/chatRemoved"]
+    chat: Annotated[str, Field(description="要移除的聊天 URI。")]
 
 
 class Changes(WireModel):
-    resource: Annotated[str | None, Field(description='聊天 URI')] = None
-    title: Annotated[str | None, Field(description='聊天標題')] = None
+    resource: Annotated[str | None, Field(description="聊天 URI")] = None
+    title: Annotated[str | None, Field(description="聊天標題")] = None
     status: Annotated[
-        int | None, Field(description='目前的聊天狀態（沿用 SessionStatus 形狀）', ge=0)
+        int | None, Field(description="目前的聊天狀態（沿用 SessionStatus 形狀）", ge=0)
     ] = None
     activity: Annotated[
-        str | None, Field(description='此聊天目前正在做什麼的人類可讀描述')
+        str | None, Field(description="此聊天目前正在做什麼的人類可讀描述")
     ] = None
     modifiedAt: Annotated[
         str | None,
@@ -972,535 +970,535 @@ class Changes(WireModel):
     ] = None
     origin: Annotated[
         ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | ChatOrigin4 | None,
-        Field(description='此聊天如何產生', discriminator='kind'),
+        Field(description="此聊天如何產生", discriminator="kind"),
     ] = None
     interactivity: Annotated[
-        Literal['full', 'read-only', 'hidden'] | None,
+        Literal["full", "read-only", "hidden"] | None,
         Field(
-            description='使用者可如何與此聊天互動。參見 {@link ChatInteractivity}。\n\n支援代理程式團隊模式，其中工作者聊天為唯讀或隱藏。當此欄位缺省時，\n為向後相容預設為 {@link ChatInteractivity.Full}。'
+            description="使用者可如何與此聊天互動。參見 {@link ChatInteractivity}。\n\n支援代理程式團隊模式，其中工作者聊天為唯讀或隱藏。當此欄位缺省時，\n為向後相容預設為 {@link ChatInteractivity.Full}。"
         ),
     ] = None
     workingDirectories: Annotated[
         list[str] | None,
         Field(
-            description='此聊天使用的工作階段工作目錄子集。\n完整語意請參見 {@link ChatState.workingDirectories}。'
+            description="此聊天使用的工作階段工作目錄子集。\n完整語意請參見 {@link ChatState.workingDirectories}。"
         ),
     ] = None
     primaryWorkingDirectory: Annotated[
         str | None,
         Field(
-            description='聊天的主要工作目錄。\n完整語意請參見 {@link ChatState.primaryWorkingDirectory}。'
+            description="聊天的主要工作目錄。\n完整語意請參見 {@link ChatState.primaryWorkingDirectory}。"
         ),
     ] = None
 
 
 class SessionChatUpdatedAction(WireModel):
-    type: Literal['session/chatUpdated']
-    chat: Annotated[str, Field(description='摘要已變更的聊天 URI。')]
+    type: Literal["session/chatUpdated"]
+    chat: Annotated[str, Field(description="摘要已變更的聊天 URI。")]
     changes: Annotated[
         Changes,
         Field(
-            description='已變動的可變摘要欄位；省略的欄位保持不變。\n\n識別欄位（`resource`）永不變更，且傳送端 MUST 省略；接收端若收到\n則 SHOULD 忽略。'
+            description="已變動的可變摘要欄位；省略的欄位保持不變。\n\n識別欄位（`resource`）永不變更，且傳送端 MUST 省略；接收端若收到\n則 SHOULD 忽略。"
         ),
     ]
 
 
 class SessionDefaultChatChangedAction(WireModel):
-    type: Literal['session/defaultChatChanged']
+    type: Literal["session/defaultChatChanged"]
     defaultChat: Annotated[
-        str | None, Field(description='新的預設聊天 URI，或 `undefined` 以清除提示。')
+        str | None, Field(description="新的預設聊天 URI，或 `undefined` 以清除提示。")
     ] = None
 
 
 class SessionTitleChangedAction(WireModel):
-    type: Literal['session/titleChanged']
-    title: Annotated[str, Field(description='新標題')]
+    type: Literal["session/titleChanged"]
+    title: Annotated[str, Field(description="新標題")]
 
 
 class SessionActiveClientRemovedAction(WireModel):
-    type: Literal['session/activeClientRemoved']
-    clientId: Annotated[str, Field(description='要移除的作用中用戶端之 `clientId`。')]
+    type: Literal["session/activeClientRemoved"]
+    clientId: Annotated[str, Field(description="要移除的作用中用戶端之 `clientId`。")]
 
 
 class SessionWorkingDirectorySetAction(WireModel):
-    type: Literal['session/workingDirectorySet']
+    type: Literal["session/workingDirectorySet"]
     directory: Annotated[
-        str, Field(description='要授予工作階段代理程式工具存取權的工作目錄。')
+        str, Field(description="要授予工作階段代理程式工具存取權的工作目錄。")
     ]
 
 
 class SessionWorkingDirectoryRemovedAction(WireModel):
-    type: Literal['session/workingDirectoryRemoved']
+    type: Literal["session/workingDirectoryRemoved"]
     directory: Annotated[
-        str, Field(description='要撤銷工作階段代理程式工具存取權的工作目錄。')
+        str, Field(description="要撤銷工作階段代理程式工具存取權的工作目錄。")
     ]
 
 
 class SessionInputNeededRemovedAction(WireModel):
-    type: Literal['session/inputNeededRemoved']
-    id: Annotated[str, Field(description='要移除之輸入請求的 `id`。')]
+    type: Literal["session/inputNeededRemoved"]
+    id: Annotated[str, Field(description="要移除之輸入請求的 `id`。")]
 
 
 class SessionCustomizationToggledAction(WireModel):
-    type: Literal['session/customizationToggled']
-    id: Annotated[str, Field(description='要切換的容器或子項之 id。')]
-    enabled: Annotated[bool, Field(description='要啟用或停用目標自訂。')]
+    type: Literal["session/customizationToggled"]
+    id: Annotated[str, Field(description="要切換的容器或子項之 id。")]
+    enabled: Annotated[bool, Field(description="要啟用或停用目標自訂。")]
 
 
 class SessionCustomizationRemovedAction(WireModel):
-    type: Literal['session/customizationRemoved']
-    id: Annotated[str, Field(description='要移除的自訂之 id。')]
+    type: Literal["session/customizationRemoved"]
+    id: Annotated[str, Field(description="要移除的自訂之 id。")]
 
 
 class SessionMcpServerStartRequestedAction(WireModel):
-    type: Literal['session/mcpServerStartRequested']
+    type: Literal["session/mcpServerStartRequested"]
     id: Annotated[
-        str, Field(description='要啟動的 {@link McpServerCustomization} 之 id。')
+        str, Field(description="要啟動的 {@link McpServerCustomization} 之 id。")
     ]
 
 
 class SessionMcpServerStopRequestedAction(WireModel):
-    type: Literal['session/mcpServerStopRequested']
+    type: Literal["session/mcpServerStopRequested"]
     id: Annotated[
-        str, Field(description='要停止的 {@link McpServerCustomization} 之 id。')
+        str, Field(description="要停止的 {@link McpServerCustomization} 之 id。")
     ]
 
 
 class SessionIsReadChangedAction(WireModel):
-    type: Literal['session/isReadChanged']
-    isRead: Annotated[bool, Field(description='工作階段是否已讀')]
+    type: Literal["session/isReadChanged"]
+    isRead: Annotated[bool, Field(description="工作階段是否已讀")]
 
 
 class SessionIsArchivedChangedAction(WireModel):
-    type: Literal['session/isArchivedChanged']
-    isArchived: Annotated[bool, Field(description='工作階段是否已封存')]
+    type: Literal["session/isArchivedChanged"]
+    isArchived: Annotated[bool, Field(description="工作階段是否已封存")]
 
 
 class SessionActivityChangedAction(WireModel):
-    type: Literal['session/activityChanged']
+    type: Literal["session/activityChanged"]
     activity: Annotated[
-        str | None, Field(description='目前活動的人類可讀描述，或 `undefined` 以清除')
+        str | None, Field(description="目前活動的人類可讀描述，或 `undefined` 以清除")
     ] = None
 
 
 class SessionConfigChangedAction(WireModel):
-    type: Literal['session/configChanged']
-    config: Annotated[dict[str, Any], Field(description='已更新的設定值')]
+    type: Literal["session/configChanged"]
+    config: Annotated[dict[str, Any], Field(description="已更新的設定值")]
     replace: Annotated[
-        bool | None, Field(description='為 `true` 時，取代所有設定值而非合併')
+        bool | None, Field(description="為 `true` 時，取代所有設定值而非合併")
     ] = None
 
 
 class SessionMetaChangedAction(WireModel):
-    type: Literal['session/metaChanged']
+    type: Literal["session/metaChanged"]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta', description='新的 `_meta` 有效負載，或 `undefined` 以清除'
+            alias="_meta", description="新的 `_meta` 有效負載，或 `undefined` 以清除"
         ),
     ] = None
 
 
 class ChatDeltaAction(WireModel):
-    type: Literal['chat/delta']
-    turnId: Annotated[str, Field(description='回合識別碼')]
-    partId: Annotated[str, Field(description='要附加到的回應部分識別碼')]
-    content: Annotated[str, Field(description='文字區塊')]
+    type: Literal["chat/delta"]
+    turnId: Annotated[str, Field(description="回合識別碼")]
+    partId: Annotated[str, Field(description="要附加到的回應部分識別碼")]
+    content: Annotated[str, Field(description="文字區塊")]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此操作的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI，且代理主機 MAY 用它來承載不適合任何其他欄位的個別事件上下文 — 例如，將事件歸因於特定代理程式（例如在回合內運作的子代理程式）。沿用 MCP `_meta` 慣例。',
+            alias="_meta",
+            description="此操作的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI，且代理主機 MAY 用它來承載不適合任何其他欄位的個別事件上下文 — 例如，將事件歸因於特定代理程式（例如在回合內運作的子代理程式）。沿用 MCP `_meta` 慣例。",
         ),
     ] = None
 
 
 class ChatToolCallStartAction(WireModel):
-    turnId: Annotated[str, Field(description='回合識別碼')]
-    toolCallId: Annotated[str, Field(description='工具呼叫識別碼')]
+    turnId: Annotated[str, Field(description="回合識別碼")]
+    toolCallId: Annotated[str, Field(description="工具呼叫識別碼")]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。",
         ),
     ] = None
-    type: Literal['chat/toolCallStart']
-    toolName: Annotated[str, Field(description='內部工具名稱（用於除錯/日誌）')]
-    displayName: Annotated[str, Field(description='人類可讀的工具名稱')]
+    type: Literal["chat/toolCallStart"]
+    toolName: Annotated[str, Field(description="內部工具名稱（用於除錯/日誌）")]
+    displayName: Annotated[str, Field(description="人類可讀的工具名稱")]
     intention: Annotated[
-        str | None, Field(description='工具呼叫意圖執行之動作的人類可讀描述')
+        str | None, Field(description="工具呼叫意圖執行之動作的人類可讀描述")
     ] = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
         Field(
-            description='所呼叫工具之貢獻者的參照。對於非由用戶端或 MCP 伺服器貢獻的伺服器端工具則不存在。',
-            discriminator='kind',
+            description="所呼叫工具之貢獻者的參照。對於非由用戶端或 MCP 伺服器貢獻的伺服器端工具則不存在。",
+            discriminator="kind",
         ),
     ] = None
 
 
 class ChatToolCallDeltaAction(WireModel):
-    turnId: Annotated[str, Field(description='回合識別碼')]
-    toolCallId: Annotated[str, Field(description='工具呼叫識別碼')]
+    turnId: Annotated[str, Field(description="回合識別碼")]
+    toolCallId: Annotated[str, Field(description="工具呼叫識別碼")]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。",
         ),
     ] = None
-    type: Literal['chat/toolCallDelta']
-    content: Annotated[str, Field(description='要附加的部分參數內容')]
+    type: Literal["chat/toolCallDelta"]
+    content: Annotated[str, Field(description="要附加的部分參數內容")]
     invocationMessage: Annotated[
-        str | StringOrMarkdown1 | None, Field(description='更新的進度訊息')
+        str | StringOrMarkdown1 | None, Field(description="更新的進度訊息")
     ] = None
 
 
 class ChatToolCallResultConfirmedAction(WireModel):
-    turnId: Annotated[str, Field(description='回合識別碼')]
-    toolCallId: Annotated[str, Field(description='工具呼叫識別碼')]
+    turnId: Annotated[str, Field(description="回合識別碼")]
+    toolCallId: Annotated[str, Field(description="工具呼叫識別碼")]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。",
         ),
     ] = None
-    type: Literal['chat/toolCallResultConfirmed']
-    approved: Annotated[bool, Field(description='結果是否已核准')]
+    type: Literal["chat/toolCallResultConfirmed"]
+    approved: Annotated[bool, Field(description="結果是否已核准")]
 
 
 class ChatToolCallAuthResolvedAction(WireModel):
-    turnId: Annotated[str, Field(description='回合識別碼')]
-    toolCallId: Annotated[str, Field(description='工具呼叫識別碼')]
+    turnId: Annotated[str, Field(description="回合識別碼")]
+    toolCallId: Annotated[str, Field(description="工具呼叫識別碼")]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。",
         ),
     ] = None
-    type: Literal['chat/toolCallAuthResolved']
+    type: Literal["chat/toolCallAuthResolved"]
 
 
 class ChatTurnCompleteAction(WireModel):
-    type: Literal['chat/turnComplete']
-    turnId: Annotated[str, Field(description='回合識別碼')]
+    type: Literal["chat/turnComplete"]
+    turnId: Annotated[str, Field(description="回合識別碼")]
     duration: Annotated[
         int | float,
         Field(
-            description='以毫秒為單位的回合經過持續時間，由產生者自身的時鐘測量。用戶端 MUST NOT 透過相減時間戳記來推導此值 — 跨用戶端時鐘可能不同 — 且 MUST 將它視為不透明的、產生者提供的資料。'
+            description="以毫秒為單位的回合經過持續時間，由產生者自身的時鐘測量。用戶端 MUST NOT 透過相減時間戳記來推導此值 — 跨用戶端時鐘可能不同 — 且 MUST 將它視為不透明的、產生者提供的資料。"
         ),
     ]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此操作的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI，且代理主機 MAY 用它來承載不適合任何其他欄位的個別事件上下文 — 例如，將事件歸因於特定代理程式（例如在回合內運作的子代理程式）。沿用 MCP `_meta` 慣例。',
+            alias="_meta",
+            description="此操作的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI，且代理主機 MAY 用它來承載不適合任何其他欄位的個別事件上下文 — 例如，將事件歸因於特定代理程式（例如在回合內運作的子代理程式）。沿用 MCP `_meta` 慣例。",
         ),
     ] = None
 
 
 class ChatTurnCancelledAction(WireModel):
-    type: Literal['chat/turnCancelled']
-    turnId: Annotated[str, Field(description='回合識別碼')]
+    type: Literal["chat/turnCancelled"]
+    turnId: Annotated[str, Field(description="回合識別碼")]
     duration: Annotated[
         int | float,
         Field(
-            description='以毫秒為單位的回合經過持續時間，由產生者自身的時鐘測量。用戶端 MUST NOT 透過相減時間戳記來推導此值 — 跨用戶端時鐘可能不同 — 且 MUST 將它視為不透明的、產生者提供的資料。'
+            description="以毫秒為單位的回合經過持續時間，由產生者自身的時鐘測量。用戶端 MUST NOT 透過相減時間戳記來推導此值 — 跨用戶端時鐘可能不同 — 且 MUST 將它視為不透明的、產生者提供的資料。"
         ),
     ]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此操作的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI，且代理主機 MAY 用它來承載不適合任何其他欄位的個別事件上下文 — 例如，將事件歸因於特定代理程式（例如在回合內運作的子代理程式）。沿用 MCP `_meta` 慣例。',
+            alias="_meta",
+            description="此操作的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI，且代理主機 MAY 用它來承載不適合任何其他欄位的個別事件上下文 — 例如，將事件歸因於特定代理程式（例如在回合內運作的子代理程式）。沿用 MCP `_meta` 慣例。",
         ),
     ] = None
 
 
 class ChatErrorAction(WireModel):
-    type: Literal['chat/error']
-    turnId: Annotated[str, Field(description='回合識別碼')]
+    type: Literal["chat/error"]
+    turnId: Annotated[str, Field(description="回合識別碼")]
     duration: Annotated[
         int | float,
         Field(
-            description='以毫秒為單位的回合經過持續時間，由產生者自身的時鐘測量。用戶端 MUST NOT 透過相減時間戳記來推導此值 — 跨用戶端時鐘可能不同 — 且 MUST 將它視為不透明的、產生者提供的資料。'
+            description="以毫秒為單位的回合經過持續時間，由產生者自身的時鐘測量。用戶端 MUST NOT 透過相減時間戳記來推導此值 — 跨用戶端時鐘可能不同 — 且 MUST 將它視為不透明的、產生者提供的資料。"
         ),
     ]
-    error: Annotated[ErrorInfo, Field(description='錯誤詳細資料')]
+    error: Annotated[ErrorInfo, Field(description="錯誤詳細資料")]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此操作的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI，且代理主機 MAY 用它來承載不適合任何其他欄位的個別事件上下文 — 例如，將事件歸因於特定代理程式（例如在回合內運作的子代理程式）。沿用 MCP `_meta` 慣例。',
+            alias="_meta",
+            description="此操作的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI，且代理主機 MAY 用它來承載不適合任何其他欄位的個別事件上下文 — 例如，將事件歸因於特定代理程式（例如在回合內運作的子代理程式）。沿用 MCP `_meta` 慣例。",
         ),
     ] = None
 
 
 class ChatActivityChangedAction(WireModel):
-    type: Literal['chat/activityChanged']
+    type: Literal["chat/activityChanged"]
     activity: Annotated[
         str | None,
-        Field(description='目前活動的人類可讀描述；省略或設為 `undefined` 以清除'),
+        Field(description="目前活動的人類可讀描述；省略或設為 `undefined` 以清除"),
     ] = None
 
 
 class ChatWorkingDirectorySetAction(WireModel):
-    type: Literal['chat/workingDirectorySet']
-    directory: Annotated[str, Field(description='要新增到此聊天子集的工作目錄。')]
+    type: Literal["chat/workingDirectorySet"]
+    directory: Annotated[str, Field(description="要新增到此聊天子集的工作目錄。")]
 
 
 class ChatWorkingDirectoryRemovedAction(WireModel):
-    type: Literal['chat/workingDirectoryRemoved']
-    directory: Annotated[str, Field(description='要從此聊天子集中移除的工作目錄。')]
+    type: Literal["chat/workingDirectoryRemoved"]
+    directory: Annotated[str, Field(description="要從此聊天子集中移除的工作目錄。")]
 
 
 class ChatUsageAction(WireModel):
-    type: Literal['chat/usage']
-    turnId: Annotated[str, Field(description='回合識別碼')]
-    usage: Annotated[UsageInfo, Field(description='權杖使用量資料')]
+    type: Literal["chat/usage"]
+    turnId: Annotated[str, Field(description="回合識別碼")]
+    usage: Annotated[UsageInfo, Field(description="權杖使用量資料")]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此操作的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI，且代理主機 MAY 用它來承載不適合任何其他欄位的個別事件上下文 — 例如，將事件歸因於特定代理程式（例如在回合內運作的子代理程式）。沿用 MCP `_meta` 慣例。',
+            alias="_meta",
+            description="此操作的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI，且代理主機 MAY 用它來承載不適合任何其他欄位的個別事件上下文 — 例如，將事件歸因於特定代理程式（例如在回合內運作的子代理程式）。沿用 MCP `_meta` 慣例。",
         ),
     ] = None
 
 
 class ChatReasoningAction(WireModel):
-    type: Literal['chat/reasoning']
-    turnId: Annotated[str, Field(description='回合識別碼')]
-    partId: Annotated[str, Field(description='要附加到的推理回應部分識別碼')]
-    content: Annotated[str, Field(description='推理文字區塊')]
+    type: Literal["chat/reasoning"]
+    turnId: Annotated[str, Field(description="回合識別碼")]
+    partId: Annotated[str, Field(description="要附加到的推理回應部分識別碼")]
+    content: Annotated[str, Field(description="推理文字區塊")]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此操作的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI，且代理主機 MAY 用它來承載不適合任何其他欄位的個別事件上下文 — 例如，將事件歸因於特定代理程式（例如在回合內運作的子代理程式）。沿用 MCP `_meta` 慣例。',
+            alias="_meta",
+            description="此操作的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI，且代理主機 MAY 用它來承載不適合任何其他欄位的個別事件上下文 — 例如，將事件歸因於特定代理程式（例如在回合內運作的子代理程式）。沿用 MCP `_meta` 慣例。",
         ),
     ] = None
 
 
 class ChatQueuedMessagesReorderedAction(WireModel):
-    type: Literal['chat/queuedMessagesReordered']
-    order: Annotated[list[str], Field(description='依所需順序排列的佇列訊息 ID')]
+    type: Literal["chat/queuedMessagesReordered"]
+    order: Annotated[list[str], Field(description="依所需順序排列的佇列訊息 ID")]
 
 
 class ChatTruncatedAction(WireModel):
-    type: Literal['chat/truncated']
+    type: Literal["chat/truncated"]
     turnId: Annotated[
         str | None,
-        Field(description='保留到並包含此回合為止的回合。省略以清除所有回合。'),
+        Field(description="保留到並包含此回合為止的回合。省略以清除所有回合。"),
     ] = None
 
 
 class ChangesetStatusChangedAction(WireModel):
-    type: Literal['changeset/statusChanged']
+    type: Literal["changeset/statusChanged"]
     status: Annotated[
-        Literal['computing', 'ready', 'error'],
-        Field(description='新的運算生命週期狀態。'),
+        Literal["computing", "ready", "error"],
+        Field(description="新的運算生命週期狀態。"),
     ]
     error: Annotated[
         ErrorInfo | None,
-        Field(description='當 `status === ChangesetStatus.Error` 時的原因；否則省略。'),
+        Field(description="當 `status === ChangesetStatus.Error` 時的原因；否則省略。"),
     ] = None
 
 
 class ChangesetFileRemovedAction(WireModel):
-    type: Literal['changeset/fileRemoved']
+    type: Literal["changeset/fileRemoved"]
     fileId: Annotated[
-        str, Field(description='要移除之檔案的 {@link ChangesetFile.id}。')
+        str, Field(description="要移除之檔案的 {@link ChangesetFile.id}。")
     ]
 
 
 class ChangesetFilesReviewChangedAction(WireModel):
-    type: Literal['changeset/filesReviewChanged']
+    type: Literal["changeset/filesReviewChanged"]
     files: Annotated[
         list[str],
-        Field(description='審核狀態已變更之檔案的 {@link ChangesetFile.id | ids}。'),
+        Field(description="審核狀態已變更之檔案的 {@link ChangesetFile.id | ids}。"),
     ]
     reviewed: Annotated[
         bool,
         Field(
-            description='套用至每個列出檔案的新審核狀態：已審核時為 `true`，清除時為 `false`。'
+            description="套用至每個列出檔案的新審核狀態：已審核時為 `true`，清除時為 `false`。"
         ),
     ]
 
 
 class ChangesetOperationStatusChangedAction(WireModel):
-    type: Literal['changeset/operationStatusChanged']
+    type: Literal["changeset/operationStatusChanged"]
     operationId: Annotated[
-        str, Field(description='狀態已變更之操作的 {@link ChangesetOperation.id}。')
+        str, Field(description="狀態已變更之操作的 {@link ChangesetOperation.id}。")
     ]
     status: Annotated[
-        Literal['idle', 'running', 'error', 'disabled'],
-        Field(description='新的執行狀態。'),
+        Literal["idle", "running", "error", "disabled"],
+        Field(description="新的執行狀態。"),
     ]
     error: Annotated[
         ErrorInfo | None,
         Field(
-            description='當 `status === ChangesetOperationStatus.Error` 時的原因；否則省略。'
+            description="當 `status === ChangesetOperationStatus.Error` 時的原因；否則省略。"
         ),
     ] = None
 
 
 class ChangesetClearedAction(WireModel):
-    type: Literal['changeset/cleared']
+    type: Literal["changeset/cleared"]
 
 
 class AnnotationsUpdatedAction(WireModel):
-    type: Literal['annotations/updated']
+    type: Literal["annotations/updated"]
     annotationId: Annotated[
-        str, Field(description='要更新之註解的 {@link Annotation.id}。')
+        str, Field(description="要更新之註解的 {@link Annotation.id}。")
     ]
     turnId: Annotated[
         str | None,
         Field(
-            description='將註解重新錨定至此回合產生的檔案版本。\n與擁有工作階段上的 {@link Turn.id} 相符。省略以保持\n現有的 {@link Annotation.turnId} 不變。'
+            description="將註解重新錨定至此回合產生的檔案版本。\n與擁有工作階段上的 {@link Turn.id} 相符。省略以保持\n現有的 {@link Annotation.turnId} 不變。"
         ),
     ] = None
     resource: Annotated[
         str | None,
         Field(
-            description='將註解重新錨定至此檔案。省略以保持現有的\n{@link Annotation.resource} 不變。'
+            description="將註解重新錨定至此檔案。省略以保持現有的\n{@link Annotation.resource} 不變。"
         ),
     ] = None
     range: Annotated[
         TextRange | None,
         Field(
-            description='將註解縮小至 {@link resource} 內的此範圍。省略以保持\n現有的 {@link Annotation.range} 不變；此操作無法清除現有\n範圍——請分派 {@link AnnotationsSetAction} 重新錨定至\n整個檔案。'
+            description="將註解縮小至 {@link resource} 內的此範圍。省略以保持\n現有的 {@link Annotation.range} 不變；此操作無法清除現有\n範圍——請分派 {@link AnnotationsSetAction} 重新錨定至\n整個檔案。"
         ),
     ] = None
     resolved: Annotated[
         bool | None,
         Field(
-            description='將註解標記為已解決（`true`）或重新開啟（`false`）。省略以\n保持現有的 {@link Annotation.resolved} 狀態不變。'
+            description="將註解標記為已解決（`true`）或重新開啟（`false`）。省略以\n保持現有的 {@link Annotation.resolved} 狀態不變。"
         ),
     ] = None
 
 
 class AnnotationsRemovedAction(WireModel):
-    type: Literal['annotations/removed']
+    type: Literal["annotations/removed"]
     annotationId: Annotated[
-        str, Field(description='要移除之註解的 {@link Annotation.id}。')
+        str, Field(description="要移除之註解的 {@link Annotation.id}。")
     ]
 
 
 class AnnotationsEntryRemovedAction(WireModel):
-    type: Literal['annotations/entryRemoved']
+    type: Literal["annotations/entryRemoved"]
     annotationId: Annotated[
-        str, Field(description='該條目所屬註解的 {@link Annotation.id}。')
+        str, Field(description="該條目所屬註解的 {@link Annotation.id}。")
     ]
-    entryId: Annotated[str, Field(description='要移除的 {@link AnnotationEntry.id}。')]
+    entryId: Annotated[str, Field(description="要移除的 {@link AnnotationEntry.id}。")]
 
 
 class TerminalDataAction(WireModel):
-    type: Literal['terminal/data']
-    data: Annotated[str, Field(description='輸出資料（可能包含 ANSI 逸出序列）')]
+    type: Literal["terminal/data"]
+    data: Annotated[str, Field(description="輸出資料（可能包含 ANSI 逸出序列）")]
 
 
 class TerminalInputAction(WireModel):
-    type: Literal['terminal/input']
-    data: Annotated[str, Field(description='要傳送給 pty 的輸入資料')]
+    type: Literal["terminal/input"]
+    data: Annotated[str, Field(description="要傳送給 pty 的輸入資料")]
 
 
 class TerminalResizedAction(WireModel):
-    type: Literal['terminal/resized']
-    cols: Annotated[int | float, Field(description='終端機寬度（以欄為單位）')]
-    rows: Annotated[int | float, Field(description='終端機高度（以列為單位）')]
+    type: Literal["terminal/resized"]
+    cols: Annotated[int | float, Field(description="終端機寬度（以欄為單位）")]
+    rows: Annotated[int | float, Field(description="終端機高度（以列為單位）")]
 
 
 class TerminalTitleChangedAction(WireModel):
-    type: Literal['terminal/titleChanged']
-    title: Annotated[str, Field(description='新的終端機標題')]
+    type: Literal["terminal/titleChanged"]
+    title: Annotated[str, Field(description="新的終端機標題")]
 
 
 class TerminalCwdChangedAction(WireModel):
-    type: Literal['terminal/cwdChanged']
-    cwd: Annotated[str, Field(description='新的工作目錄')]
+    type: Literal["terminal/cwdChanged"]
+    cwd: Annotated[str, Field(description="新的工作目錄")]
 
 
 class TerminalExitedAction(WireModel):
-    type: Literal['terminal/exited']
+    type: Literal["terminal/exited"]
     exitCode: Annotated[
         int | float | None,
         Field(
-            description='行程結束代碼。若行程被終止而未產生結束代碼則為 `undefined`。'
+            description="行程結束代碼。若行程被終止而未產生結束代碼則為 `undefined`。"
         ),
     ] = None
 
 
 class TerminalClearedAction(WireModel):
-    type: Literal['terminal/cleared']
+    type: Literal["terminal/cleared"]
 
 
 class TerminalCommandDetectionAvailableAction(WireModel):
-    type: Literal['terminal/commandDetectionAvailable']
+    type: Literal["terminal/commandDetectionAvailable"]
 
 
 class TerminalCommandExecutedAction(WireModel):
-    type: Literal['terminal/commandExecuted']
+    type: Literal["terminal/commandExecuted"]
     commandId: Annotated[
         str,
         Field(
-            description='此指令的穩定識別碼，範圍限定於終端機 URI。\n允許將 `commandExecuted` → `commandFinished` 配對關聯起來。'
+            description="此指令的穩定識別碼，範圍限定於終端機 URI。\n允許將 `commandExecuted` → `commandFinished` 配對關聯起來。"
         ),
     ]
-    commandLine: Annotated[str, Field(description='已提交的命令列文字')]
+    commandLine: Annotated[str, Field(description="已提交的命令列文字")]
     timestamp: Annotated[
         int | float,
-        Field(description='指令開始執行時的 Unix 時間戳記（毫秒），於伺服器端量測。'),
+        Field(description="指令開始執行時的 Unix 時間戳記（毫秒），於伺服器端量測。"),
     ]
 
 
 class TerminalCommandFinishedAction(WireModel):
-    type: Literal['terminal/commandFinished']
+    type: Literal["terminal/commandFinished"]
     commandId: Annotated[
-        str, Field(description='與對應的 `commandExecuted` 之 `commandId` 相符')
+        str, Field(description="與對應的 `commandExecuted` 之 `commandId` 相符")
     ]
     exitCode: Annotated[
         int | float | None,
-        Field(description='shell 結束代碼。若 shell 未回報則為 `undefined`。'),
+        Field(description="shell 結束代碼。若 shell 未回報則為 `undefined`。"),
     ] = None
     durationMs: Annotated[
         int | float | None,
         Field(
-            description='指令的實際耗時（毫秒），由伺服器端的 shell 整合指令稿量測。'
+            description="指令的實際耗時（毫秒），由伺服器端的 shell 整合指令稿量測。"
         ),
     ] = None
 
 
 class ChatToolCallApprovedAction(WireModel):
-    turnId: Annotated[str, Field(description='回合識別碼')]
-    toolCallId: Annotated[str, Field(description='工具呼叫識別碼')]
+    turnId: Annotated[str, Field(description="回合識別碼")]
+    toolCallId: Annotated[str, Field(description="工具呼叫識別碼")]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。",
         ),
     ] = None
-    type: Literal['chat/toolCallConfirmed']
-    approved: Annotated[Literal[True], Field(description='工具呼叫已核准')]
+    type: Literal["chat/toolCallConfirmed"]
+    approved: Annotated[Literal[True], Field(description="工具呼叫已核准")]
     confirmed: Annotated[
-        Literal['not-needed', 'user-action', 'setting'],
-        Field(description='工具確認的方式'),
+        Literal["not-needed", "user-action", "setting"],
+        Field(description="工具確認的方式"),
     ]
     editedToolInput: Annotated[
         str | None,
-        Field(description='已編輯的工具輸入參數，若用戶端在確認前修改了它們'),
+        Field(description="已編輯的工具輸入參數，若用戶端在確認前修改了它們"),
     ] = None
     selectedOptionId: Annotated[
-        str | None, Field(description='所選確認選項的 ID，若伺服器提供了選項')
+        str | None, Field(description="所選確認選項的 ID，若伺服器提供了選項")
     ] = None
 
 
 class AuthRequiredErrorData(WireModel):
     resources: Annotated[
-        list[ProtectedResourceMetadata], Field(description='需要驗證的受保護資源。')
+        list[ProtectedResourceMetadata], Field(description="需要驗證的受保護資源。")
     ]
 
 
@@ -1508,7 +1506,7 @@ class Icon(WireModel):
     src: Annotated[
         str,
         Field(
-            description='指向圖示資源的標準 URI。可以是 HTTP/HTTPS URL，或是帶有 Base64 編碼影像資料的\n`data:` URI。\n\n消費者 SHOULD 採取步驟，確保提供圖示的 URL 來自與用戶端／伺服器相同的網域或受信任的網域。\n\n消費者 SHOULD 在使用 SVG 時採取適當的防護措施，因為 SVG 可能包含可執行的 JavaScript。'
+            description="指向圖示資源的標準 URI。可以是 HTTP/HTTPS URL，或是帶有 Base64 編碼影像資料的\n`data:` URI。\n\n消費者 SHOULD 採取步驟，確保提供圖示的 URL 來自與用戶端／伺服器相同的網域或受信任的網域。\n\n消費者 SHOULD 在使用 SVG 時採取適當的防護措施，因為 SVG 可能包含可執行的 JavaScript。"
         ),
     ]
     contentType: Annotated[
@@ -1524,7 +1522,7 @@ class Icon(WireModel):
         ),
     ] = None
     theme: Annotated[
-        Literal['light', 'dark'] | None,
+        Literal["light", "dark"] | None,
         Field(
             description='選用的指定值，說明此圖示所設計的主題。`"light"` 表示圖示設計用於淺色背景，\n`"dark"` 表示圖示設計用於深色背景。\n\n若未提供，用戶端應假設該圖示可用於任何主題。'
         ),
@@ -1533,29 +1531,29 @@ class Icon(WireModel):
 
 class ConfigPropertySchema(WireModel):
     type: Annotated[
-        Literal['string', 'number', 'boolean', 'array', 'object'],
-        Field(description='JSON Schema：屬性類型'),
+        Literal["string", "number", "boolean", "array", "object"],
+        Field(description="JSON Schema：屬性類型"),
     ]
-    title: Annotated[str, Field(description='JSON Schema：屬性的人類可讀標籤')]
+    title: Annotated[str, Field(description="JSON Schema：屬性的人類可讀標籤")]
     description: Annotated[
-        str | None, Field(description='JSON Schema：描述／工具提示')
+        str | None, Field(description="JSON Schema：描述／工具提示")
     ] = None
-    default: Annotated[Any | None, Field(description='JSON Schema：預設值')] = None
+    default: Annotated[Any | None, Field(description="JSON Schema：預設值")] = None
     enum: Annotated[
         list[str | int | float | bool | None] | None,
-        Field(description='JSON Schema：允許的值。可為任一 JSON 類型的基本值。'),
+        Field(description="JSON Schema：允許的值。可為任一 JSON 類型的基本值。"),
     ] = None
     enumLabels: Annotated[
         list[str] | None,
-        Field(description='顯示擴充功能：每個列舉值的人類可讀標籤（平行陣列）'),
+        Field(description="顯示擴充功能：每個列舉值的人類可讀標籤（平行陣列）"),
     ] = None
     enumDescriptions: Annotated[
         list[str] | None,
-        Field(description='顯示擴充功能：每個列舉值的描述（平行陣列）'),
+        Field(description="顯示擴充功能：每個列舉值的描述（平行陣列）"),
     ] = None
     readOnly: Annotated[
         bool | None,
-        Field(description='JSON Schema：當 `true` 時，屬性會顯示但使用者無法修改'),
+        Field(description="JSON Schema：當 `true` 時，屬性會顯示但使用者無法修改"),
     ] = None
     items: Annotated[
         ConfigPropertySchema | None,
@@ -1585,31 +1583,31 @@ class ConfigPropertySchema(WireModel):
 
 class ConfigSchema(WireModel):
     type: Annotated[
-        Literal['object'], Field(description="JSON Schema：永遠為 `'object'`")
+        Literal["object"], Field(description="JSON Schema：永遠為 `'object'`")
     ]
     properties: Annotated[
         dict[str, ConfigPropertySchema],
-        Field(description='JSON Schema：以屬性 id 為索引鍵的屬性描述器'),
+        Field(description="JSON Schema：以屬性 id 為索引鍵的屬性描述器"),
     ]
     required: Annotated[
-        list[str] | None, Field(description='JSON Schema：必要屬性 id 的清單')
+        list[str] | None, Field(description="JSON Schema：必要屬性 id 的清單")
     ] = None
 
 
 class ContentRef(WireModel):
-    uri: Annotated[str, Field(description='內容 URI')]
-    sizeHint: Annotated[int | float | None, Field(description='以位元組為單位的近似大小')] = (
+    uri: Annotated[str, Field(description="內容 URI")]
+    sizeHint: Annotated[int | float | None, Field(description="以位元組為單位的近似大小")] = (
         None
     )
-    contentType: Annotated[str | None, Field(description='內容 MIME 類型')] = None
-    nonce: Annotated[str | None, Field(description='內容 nonce')] = None
+    contentType: Annotated[str | None, Field(description="內容 MIME 類型")] = None
+    nonce: Annotated[str | None, Field(description="內容 nonce")] = None
 
 
 class Before(WireModel):
     uri: Annotated[
         str,
         Field(
-            description='URI 字串（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）。'
+            description="URI 字串（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）。"
         ),
     ]
     content: ContentRef
@@ -1619,7 +1617,7 @@ class After(WireModel):
     uri: Annotated[
         str,
         Field(
-            description='URI 字串（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）。'
+            description="URI 字串（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）。"
         ),
     ]
     content: ContentRef
@@ -1628,68 +1626,68 @@ class After(WireModel):
 class FileEdit(WireModel):
     before: Annotated[
         Before | None,
-        Field(description='編輯前的檔案狀態。檔案建立或就地檔案編輯時不存在。'),
+        Field(description="編輯前的檔案狀態。檔案建立或就地檔案編輯時不存在。"),
     ] = None
     after: Annotated[
-        After | None, Field(description='編輯後的檔案狀態。檔案刪除時不存在。')
+        After | None, Field(description="編輯後的檔案狀態。檔案刪除時不存在。")
     ] = None
-    diff: Annotated[Diff | None, Field(description='選用的差異顯示中繼資料')] = None
+    diff: Annotated[Diff | None, Field(description="選用的差異顯示中繼資料")] = None
 
 
 class AgentCapabilities(WireModel):
     multipleChats: Annotated[
         MultipleChatsCapability | None,
         Field(
-            description='代理程式可在每個工作階段中託管多個並行聊天。缺席時，用戶端 MUST NOT 呼叫\n`createChat` 來開啟工作階段啟動時所伴隨預設聊天以外的聊天。空物件 `{}`\n宣告多聊天但不支援基於來源的建立；設定\n{@link MultipleChatsCapability.fork} 或\n{@link MultipleChatsCapability.sideChat} 以允許對應的模式。'
+            description="代理程式可在每個工作階段中託管多個並行聊天。缺席時，用戶端 MUST NOT 呼叫\n`createChat` 來開啟工作階段啟動時所伴隨預設聊天以外的聊天。空物件 `{}`\n宣告多聊天但不支援基於來源的建立；設定\n{@link MultipleChatsCapability.fork} 或\n{@link MultipleChatsCapability.sideChat} 以允許對應的模式。"
         ),
     ] = None
     multipleWorkingDirectories: Annotated[
         MultipleWorkingDirectoriesCapability | None,
         Field(
-            description='工作階段的代理程式可被授予對多個工作目錄的工具存取權。這些目錄被視為同等\n對等項目，除非代理程式宣告\n{@link MultipleWorkingDirectoriesCapability.requiresPrimary}\n（某些後端需要將一個目錄指定為主要根）。\n\n缺席時，用戶端 MUST NOT 變動工作階段或聊天的工作目錄集合，且 MUST NOT 在\n{@link CreateSessionParams.workingDirectories} 中設定多於一個項目。'
+            description="工作階段的代理程式可被授予對多個工作目錄的工具存取權。這些目錄被視為同等\n對等項目，除非代理程式宣告\n{@link MultipleWorkingDirectoriesCapability.requiresPrimary}\n（某些後端需要將一個目錄指定為主要根）。\n\n缺席時，用戶端 MUST NOT 變動工作階段或聊天的工作目錄集合，且 MUST NOT 在\n{@link CreateSessionParams.workingDirectories} 中設定多於一個項目。"
         ),
     ] = None
 
 
 class SessionModelInfo(WireModel):
-    id: Annotated[str, Field(description='模型識別碼')]
-    provider: Annotated[str, Field(description='此模型所屬的提供者')]
-    name: Annotated[str, Field(description='人類可讀的模型名稱')]
+    id: Annotated[str, Field(description="模型識別碼")]
+    provider: Annotated[str, Field(description="此模型所屬的提供者")]
+    name: Annotated[str, Field(description="人類可讀的模型名稱")]
     maxContextWindow: Annotated[
-        int | float | None, Field(description='上下文視窗大小上限')
+        int | float | None, Field(description="上下文視窗大小上限")
     ] = None
     maxOutputTokens: Annotated[
-        int | float | None, Field(description='模型可產生的輸出權杖數上限')
+        int | float | None, Field(description="模型可產生的輸出權杖數上限")
     ] = None
     maxPromptTokens: Annotated[
-        int | float | None, Field(description='模型接受的提示（輸入）權杖數上限')
+        int | float | None, Field(description="模型接受的提示（輸入）權杖數上限")
     ] = None
-    supportsVision: Annotated[bool | None, Field(description='模型是否支援視覺')] = None
+    supportsVision: Annotated[bool | None, Field(description="模型是否支援視覺")] = None
     policyState: Annotated[
-        Literal['enabled', 'disabled', 'unconfigured'] | None,
-        Field(description='策略組態狀態'),
+        Literal["enabled", "disabled", "unconfigured"] | None,
+        Field(description="策略組態狀態"),
     ] = None
     configSchema: Annotated[
         ConfigSchema | None,
         Field(
-            description='描述模型專屬選項（例如思考等級）的組態結構描述。用戶端將此呈現為表單，\n並在建立或變更工作階段時，將解析後的值傳入\n{@link ModelSelection.config}。'
+            description="描述模型專屬選項（例如思考等級）的組態結構描述。用戶端將此呈現為表單，\n並在建立或變更工作階段時，將解析後的值傳入\n{@link ModelSelection.config}。"
         ),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此模型的額外提供者專屬中繼資料。\n\n用戶端 MAY 在此尋找公認的鍵以提供增強的 UI。\n例如，`pricing` 鍵可承載模型定價中繼資料。',
+            alias="_meta",
+            description="此模型的額外提供者專屬中繼資料。\n\n用戶端 MAY 在此尋找公認的鍵以提供增強的 UI。\n例如，`pricing` 鍵可承載模型定價中繼資料。",
         ),
     ] = None
 
 
 class ModelSelection(WireModel):
-    id: Annotated[str, Field(description='模型識別碼')]
+    id: Annotated[str, Field(description="模型識別碼")]
     config: Annotated[
         dict[str, str | int | float | bool | None] | None,
         Field(
-            description='模型專屬組態值。值為 JSON 基本型別：大多數挑選器產生字串，但有些\n（例如數值上下文大小挑選器）產生數字或布林值，這些會原樣傳遞。'
+            description="模型專屬組態值。值為 JSON 基本型別：大多數挑選器產生字串，但有些\n（例如數值上下文大小挑選器）產生數字或布林值，這些會原樣傳遞。"
         ),
     ] = None
 
@@ -1697,65 +1695,65 @@ class ModelSelection(WireModel):
 class RootConfigState(WireModel):
     schema_: Annotated[
         ConfigSchema,
-        Field(alias='schema', description='描述可用組態屬性的 JSON Schema'),
+        Field(alias="schema", description="描述可用組態屬性的 JSON Schema"),
     ]
-    values: Annotated[dict[str, Any], Field(description='目前的組態值')]
+    values: Annotated[dict[str, Any], Field(description="目前的組態值")]
 
 
 class SessionInputRequestBase(WireModel):
     id: Annotated[
         str,
         Field(
-            description='此項目的穩定鍵，在工作階段的 {@link SessionState.inputNeeded} 清單中\n唯一。主機以任何其偏好方式推導（例如從聊天 URI 加上底層請求或\n工具呼叫 id）；消費者 MUST 將其視為不透明。它是\n`session/inputNeededSet` / `session/inputNeededRemoved` upsert 慣例的\n鍵。'
+            description="此項目的穩定鍵，在工作階段的 {@link SessionState.inputNeeded} 清單中\n唯一。主機以任何其偏好方式推導（例如從聊天 URI 加上底層請求或\n工具呼叫 id）；消費者 MUST 將其視為不透明。它是\n`session/inputNeededSet` / `session/inputNeededRemoved` upsert 慣例的\n鍵。"
         ),
     ]
     chat: Annotated[
         str,
         Field(
-            description='底層請求所在的聊天。這是用戶端將其回應分派至的通道 — 它不需要先\n訂閱該聊天。'
+            description="底層請求所在的聊天。這是用戶端將其回應分派至的通道 — 它不需要先\n訂閱該聊天。"
         ),
     ]
 
 
 class ProjectInfo(WireModel):
-    uri: Annotated[str, Field(description='專案 URI')]
-    displayName: Annotated[str, Field(description='人類可讀的專案名稱')]
+    uri: Annotated[str, Field(description="專案 URI")]
+    displayName: Annotated[str, Field(description="人類可讀的專案名稱")]
 
 
 class AgentSelection(WireModel):
     uri: Annotated[
         str,
         Field(
-            description='穩定的代理程式 URI（與 {@link AgentCustomization.uri} 相符）。'
+            description="穩定的代理程式 URI（與 {@link AgentCustomization.uri} 相符）。"
         ),
     ]
 
 
 class SessionConfigPropertySchema(WireModel):
     type: Annotated[
-        Literal['string', 'number', 'boolean', 'array', 'object'],
-        Field(description='JSON Schema：屬性類型'),
+        Literal["string", "number", "boolean", "array", "object"],
+        Field(description="JSON Schema：屬性類型"),
     ]
-    title: Annotated[str, Field(description='JSON Schema：屬性的人類可讀標籤')]
+    title: Annotated[str, Field(description="JSON Schema：屬性的人類可讀標籤")]
     description: Annotated[
-        str | None, Field(description='JSON Schema：描述／工具提示')
+        str | None, Field(description="JSON Schema：描述／工具提示")
     ] = None
-    default: Annotated[Any | None, Field(description='JSON Schema：預設值')] = None
+    default: Annotated[Any | None, Field(description="JSON Schema：預設值")] = None
     enum: Annotated[
         list[str | int | float | bool | None] | None,
-        Field(description='JSON Schema：允許的值。可為任一 JSON 類型的基本值。'),
+        Field(description="JSON Schema：允許的值。可為任一 JSON 類型的基本值。"),
     ] = None
     enumLabels: Annotated[
         list[str] | None,
-        Field(description='顯示擴充功能：每個列舉值的人類可讀標籤（平行陣列）'),
+        Field(description="顯示擴充功能：每個列舉值的人類可讀標籤（平行陣列）"),
     ] = None
     enumDescriptions: Annotated[
         list[str] | None,
-        Field(description='顯示擴充功能：每個列舉值的描述（平行陣列）'),
+        Field(description="顯示擴充功能：每個列舉值的描述（平行陣列）"),
     ] = None
     readOnly: Annotated[
         bool | None,
-        Field(description='JSON Schema：當 `true` 時，屬性會顯示但使用者無法修改'),
+        Field(description="JSON Schema：當 `true` 時，屬性會顯示但使用者無法修改"),
     ] = None
     items: Annotated[
         ConfigPropertySchema | None,
@@ -1784,61 +1782,61 @@ class SessionConfigPropertySchema(WireModel):
     enumDynamic: Annotated[
         bool | None,
         Field(
-            description='顯示延伸：為 `true` 時，完整允許值集合過大而無法靜態列舉。用戶端\nSHOULD 使用 `sessionConfigCompletions` 根據使用者輸入取得相符值。\n`enum` 中的任何值為初始顯示用的種子/近期值。'
+            description="顯示延伸：為 `true` 時，完整允許值集合過大而無法靜態列舉。用戶端\nSHOULD 使用 `sessionConfigCompletions` 根據使用者輸入取得相符值。\n`enum` 中的任何值為初始顯示用的種子/近期值。"
         ),
     ] = None
     sessionMutable: Annotated[
         bool | None,
-        Field(description='為 `true` 時，使用者可在工作階段建立後變更此屬性'),
+        Field(description="為 `true` 時，使用者可在工作階段建立後變更此屬性"),
     ] = None
 
 
 class SessionConfigSchema(WireModel):
     type: Annotated[
-        Literal['object'], Field(description="JSON Schema：永遠為 `'object'`")
+        Literal["object"], Field(description="JSON Schema：永遠為 `'object'`")
     ]
     properties: Annotated[
         dict[str, SessionConfigPropertySchema],
-        Field(description='JSON Schema：以屬性 id 為鍵的屬性描述器'),
+        Field(description="JSON Schema：以屬性 id 為鍵的屬性描述器"),
     ]
     required: Annotated[
-        list[str] | None, Field(description='JSON Schema：必要屬性 id 的清單')
+        list[str] | None, Field(description="JSON Schema：必要屬性 id 的清單")
     ] = None
 
 
 class SessionConfigState(WireModel):
     schema_: Annotated[
         SessionConfigSchema,
-        Field(alias='schema', description='描述可用設定屬性的 JSON Schema'),
+        Field(alias="schema", description="描述可用設定屬性的 JSON Schema"),
     ]
-    values: Annotated[dict[str, Any], Field(description='目前設定值')]
+    values: Annotated[dict[str, Any], Field(description="目前設定值")]
 
 
 class ToolDefinition(WireModel):
-    name: Annotated[str, Field(description='唯一工具識別碼')]
-    title: Annotated[str | None, Field(description='人類可讀的顯示名稱')] = None
-    description: Annotated[str | None, Field(description='工具功能描述')] = None
+    name: Annotated[str, Field(description="唯一工具識別碼")]
+    title: Annotated[str | None, Field(description="人類可讀的顯示名稱")] = None
+    description: Annotated[str | None, Field(description="工具功能描述")] = None
     inputSchema: Annotated[
         InputSchema | None,
         Field(
-            description='定義預期輸入參數的 JSON Schema。\n\n選用，因為用戶端提供的工具可能沒有正式綱要。鏡射 MCP\n`Tool.inputSchema`。'
+            description="定義預期輸入參數的 JSON Schema。\n\n選用，因為用戶端提供的工具可能沒有正式綱要。鏡射 MCP\n`Tool.inputSchema`。"
         ),
     ] = None
     outputSchema: Annotated[
         OutputSchema | None,
         Field(
-            description='定義工具輸出結構的 JSON Schema。\n\n鏡射 MCP `Tool.outputSchema`。'
+            description="定義工具輸出結構的 JSON Schema。\n\n鏡射 MCP `Tool.outputSchema`。"
         ),
     ] = None
     annotations: Annotated[
         ToolAnnotations | None,
-        Field(description='關於工具的行為提示。所有屬性皆為建議性。'),
+        Field(description="關於工具的行為提示。所有屬性皆為建議性。"),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='額外的提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。',
+            alias="_meta",
+            description="額外的提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。",
         ),
     ] = None
 
@@ -1847,30 +1845,30 @@ class CustomizationBase(WireModel):
     id: Annotated[
         str,
         Field(
-            description='工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。'
+            description="工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。"
         ),
     ]
     uri: Annotated[
         str,
         Field(
-            description='此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。'
+            description="此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。"
         ),
     ]
-    name: Annotated[str, Field(description='人類可讀名稱。')]
-    icons: Annotated[list[Icon] | None, Field(description='用於 UI 顯示的圖示。')] = (
+    name: Annotated[str, Field(description="人類可讀名稱。")]
+    icons: Annotated[list[Icon] | None, Field(description="用於 UI 顯示的圖示。")] = (
         None
     )
     range: Annotated[
         TextRange | None,
         Field(
-            description='當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。'
+            description="當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。"
         ),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。',
+            alias="_meta",
+            description="此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。",
         ),
     ] = None
 
@@ -1879,36 +1877,36 @@ class ChildCustomizationBase(WireModel):
     id: Annotated[
         str,
         Field(
-            description='工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。'
+            description="工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。"
         ),
     ]
     uri: Annotated[
         str,
         Field(
-            description='此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。'
+            description="此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。"
         ),
     ]
-    name: Annotated[str, Field(description='人類可讀名稱。')]
-    icons: Annotated[list[Icon] | None, Field(description='用於 UI 顯示的圖示。')] = (
+    name: Annotated[str, Field(description="人類可讀名稱。")]
+    icons: Annotated[list[Icon] | None, Field(description="用於 UI 顯示的圖示。")] = (
         None
     )
     range: Annotated[
         TextRange | None,
         Field(
-            description='當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。'
+            description="當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。"
         ),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。',
+            alias="_meta",
+            description="此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。",
         ),
     ] = None
     enabled: Annotated[
         bool | None,
         Field(
-            description='此子項是否個別啟用。不存在表示啟用，因此生產者只需設定它即可公開\n存在但自身被關閉的子項。\n\n此旗標獨立於父容器：子項的**有效**啟用狀態為\n`container.enabled && (child.enabled ?? true)`，因此停用的容器會\n停用每個子項，無論各子項自身的旗標為何。\n\n子項以 id 透過\n{@link SessionCustomizationToggledAction | `session/customizationToggled`}\n開啟或關閉。'
+            description="此子項是否個別啟用。不存在表示啟用，因此生產者只需設定它即可公開\n存在但自身被關閉的子項。\n\n此旗標獨立於父容器：子項的**有效**啟用狀態為\n`container.enabled && (child.enabled ?? true)`，因此停用的容器會\n停用每個子項，無論各子項自身的旗標為何。\n\n子項以 id 透過\n{@link SessionCustomizationToggledAction | `session/customizationToggled`}\n開啟或關閉。"
         ),
     ] = None
 
@@ -1917,67 +1915,67 @@ class AgentCustomization(WireModel):
     id: Annotated[
         str,
         Field(
-            description='工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。'
+            description="工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。"
         ),
     ]
     uri: Annotated[
         str,
         Field(
-            description='此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。'
+            description="此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。"
         ),
     ]
-    name: Annotated[str, Field(description='人類可讀名稱。')]
-    icons: Annotated[list[Icon] | None, Field(description='用於 UI 顯示的圖示。')] = (
+    name: Annotated[str, Field(description="人類可讀名稱。")]
+    icons: Annotated[list[Icon] | None, Field(description="用於 UI 顯示的圖示。")] = (
         None
     )
     range: Annotated[
         TextRange | None,
         Field(
-            description='當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。'
+            description="當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。"
         ),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。',
+            alias="_meta",
+            description="此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。",
         ),
     ] = None
     enabled: Annotated[
         bool | None,
         Field(
-            description='此子項是否個別啟用。不存在表示啟用，因此生產者只需設定它即可公開\n存在但自身被關閉的子項。\n\n此旗標獨立於父容器：子項的**有效**啟用狀態為\n`container.enabled && (child.enabled ?? true)`，因此停用的容器會\n停用每個子項，無論各子項自身的旗標為何。\n\n子項以 id 透過\n{@link SessionCustomizationToggledAction | `session/customizationToggled`}\n開啟或關閉。'
+            description="此子項是否個別啟用。不存在表示啟用，因此生產者只需設定它即可公開\n存在但自身被關閉的子項。\n\n此旗標獨立於父容器：子項的**有效**啟用狀態為\n`container.enabled && (child.enabled ?? true)`，因此停用的容器會\n停用每個子項，無論各子項自身的旗標為何。\n\n子項以 id 透過\n{@link SessionCustomizationToggledAction | `session/customizationToggled`}\n開啟或關閉。"
         ),
     ] = None
-    type: Literal['agent']
+    type: Literal["agent"]
     description: Annotated[
         str | None,
         Field(
-            description='代理程式專精於什麼以及何時叫用它的簡短描述。取自代理程式檔案\nfrontmatter 的 `description`。'
+            description="代理程式專精於什麼以及何時叫用它的簡短描述。取自代理程式檔案\nfrontmatter 的 `description`。"
         ),
     ] = None
     model: Annotated[
         str | None,
         Field(
-            description='代理程式釘選的模型，取自代理程式檔案 frontmatter 的 `model`。\n不存在表示代理程式繼承工作階段的預設模型。'
+            description="代理程式釘選的模型，取自代理程式檔案 frontmatter 的 `model`。\n不存在表示代理程式繼承工作階段的預設模型。"
         ),
     ] = None
     tools: Annotated[
         list[str] | None,
         Field(
-            description='代理程式範圍限制的工具名稱允許清單，取自代理程式檔案 frontmatter\n的 `tools`。非空清單將代理程式限制為確切那些工具。不存在 — 或\n空清單 — 不施加工作階段預設之外的任何限制：代理程式可使用任何\n可用工具。生產者透過省略該欄位而非傳送空陣列來表示「無限制」，\n因此空清單不承載與不存在不同的意義。'
+            description="代理程式範圍限制的工具名稱允許清單，取自代理程式檔案 frontmatter\n的 `tools`。非空清單將代理程式限制為確切那些工具。不存在 — 或\n空清單 — 不施加工作階段預設之外的任何限制：代理程式可使用任何\n可用工具。生產者透過省略該欄位而非傳送空陣列來表示「無限制」，\n因此空清單不承載與不存在不同的意義。"
         ),
     ] = None
     disableModelInvocation: Annotated[
         bool | None,
         Field(
-            description='為 `true` 時，代理程式不會自動委派至此自訂代理程式作為子代理程式；\n它只能由使用者選取。不存在或 `false` 表示代理程式 MAY 委派給它。'
+            description="為 `true` 時，代理程式不會自動委派至此自訂代理程式作為子代理程式；\n它只能由使用者選取。不存在或 `false` 表示代理程式 MAY 委派給它。"
         ),
     ] = None
     disableUserInvocation: Annotated[
         bool | None,
         Field(
-            description='為 `true` 時，使用者無法選取此自訂代理程式（例如在選擇器中）；\n它仍可供代理程式自動委派。不存在或 `false` 表示使用者 MAY 選取\n它。'
+            description="為 `true` 時，使用者無法選取此自訂代理程式（例如在選擇器中）；\n它仍可供代理程式自動委派。不存在或 `false` 表示使用者 MAY 選取\n它。"
         ),
     ] = None
 
@@ -1986,55 +1984,55 @@ class SkillCustomization(WireModel):
     id: Annotated[
         str,
         Field(
-            description='工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。'
+            description="工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。"
         ),
     ]
     uri: Annotated[
         str,
         Field(
-            description='此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。'
+            description="此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。"
         ),
     ]
-    name: Annotated[str, Field(description='人類可讀名稱。')]
-    icons: Annotated[list[Icon] | None, Field(description='用於 UI 顯示的圖示。')] = (
+    name: Annotated[str, Field(description="人類可讀名稱。")]
+    icons: Annotated[list[Icon] | None, Field(description="用於 UI 顯示的圖示。")] = (
         None
     )
     range: Annotated[
         TextRange | None,
         Field(
-            description='當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。'
+            description="當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。"
         ),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。',
+            alias="_meta",
+            description="此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。",
         ),
     ] = None
     enabled: Annotated[
         bool | None,
         Field(
-            description='此子項是否個別啟用。不存在表示啟用，因此生產者只需設定它即可公開\n存在但自身被關閉的子項。\n\n此旗標獨立於父容器：子項的**有效**啟用狀態為\n`container.enabled && (child.enabled ?? true)`，因此停用的容器會\n停用每個子項，無論各子項自身的旗標為何。\n\n子項以 id 透過\n{@link SessionCustomizationToggledAction | `session/customizationToggled`}\n開啟或關閉。'
+            description="此子項是否個別啟用。不存在表示啟用，因此生產者只需設定它即可公開\n存在但自身被關閉的子項。\n\n此旗標獨立於父容器：子項的**有效**啟用狀態為\n`container.enabled && (child.enabled ?? true)`，因此停用的容器會\n停用每個子項，無論各子項自身的旗標為何。\n\n子項以 id 透過\n{@link SessionCustomizationToggledAction | `session/customizationToggled`}\n開啟或關閉。"
         ),
     ] = None
-    type: Literal['skill']
+    type: Literal["skill"]
     description: Annotated[
         str | None,
         Field(
-            description='用於說明文字與自動叫用比對的簡短描述。取自技能 frontmatter 的\n`description`。'
+            description="用於說明文字與自動叫用比對的簡短描述。取自技能 frontmatter 的\n`description`。"
         ),
     ] = None
     disableModelInvocation: Annotated[
         bool | None,
         Field(
-            description='為 `true` 時，僅使用者可叫用此技能 — 代理程式不會自動叫用它。\n取自指令技能 frontmatter 的 `disable-model-invocation` 旗標。'
+            description="為 `true` 時，僅使用者可叫用此技能 — 代理程式不會自動叫用它。\n取自指令技能 frontmatter 的 `disable-model-invocation` 旗標。"
         ),
     ] = None
     disableUserInvocation: Annotated[
         bool | None,
         Field(
-            description='為 `true` 時，使用者無法直接叫用此技能（例如作為斜線指令）；\n它仍可供代理程式自動叫用。不存在或 `false` 表示使用者 MAY 叫用\n它。'
+            description="為 `true` 時，使用者無法直接叫用此技能（例如作為斜線指令）；\n它仍可供代理程式自動叫用。不存在或 `false` 表示使用者 MAY 叫用\n它。"
         ),
     ] = None
 
@@ -2043,91 +2041,91 @@ class PromptCustomization(WireModel):
     id: Annotated[
         str,
         Field(
-            description='工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。'
+            description="工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。"
         ),
     ]
     uri: Annotated[
         str,
         Field(
-            description='此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。'
+            description="此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。"
         ),
     ]
-    name: Annotated[str, Field(description='人類可讀名稱。')]
-    icons: Annotated[list[Icon] | None, Field(description='用於 UI 顯示的圖示。')] = (
+    name: Annotated[str, Field(description="人類可讀名稱。")]
+    icons: Annotated[list[Icon] | None, Field(description="用於 UI 顯示的圖示。")] = (
         None
     )
     range: Annotated[
         TextRange | None,
         Field(
-            description='當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。'
+            description="當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。"
         ),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。',
+            alias="_meta",
+            description="此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。",
         ),
     ] = None
     enabled: Annotated[
         bool | None,
         Field(
-            description='此子項是否個別啟用。不存在表示啟用，因此生產者只需設定它即可公開\n存在但自身被關閉的子項。\n\n此旗標獨立於父容器：子項的**有效**啟用狀態為\n`container.enabled && (child.enabled ?? true)`，因此停用的容器會\n停用每個子項，無論各子項自身的旗標為何。\n\n子項以 id 透過\n{@link SessionCustomizationToggledAction | `session/customizationToggled`}\n開啟或關閉。'
+            description="此子項是否個別啟用。不存在表示啟用，因此生產者只需設定它即可公開\n存在但自身被關閉的子項。\n\n此旗標獨立於父容器：子項的**有效**啟用狀態為\n`container.enabled && (child.enabled ?? true)`，因此停用的容器會\n停用每個子項，無論各子項自身的旗標為何。\n\n子項以 id 透過\n{@link SessionCustomizationToggledAction | `session/customizationToggled`}\n開啟或關閉。"
         ),
     ] = None
-    type: Literal['prompt']
-    description: Annotated[str | None, Field(description='提示功能的簡短描述。')] = None
+    type: Literal["prompt"]
+    description: Annotated[str | None, Field(description="提示功能的簡短描述。")] = None
 
 
 class RuleCustomization(WireModel):
     id: Annotated[
         str,
         Field(
-            description='工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。'
+            description="工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。"
         ),
     ]
     uri: Annotated[
         str,
         Field(
-            description='此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。'
+            description="此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。"
         ),
     ]
-    name: Annotated[str, Field(description='人類可讀名稱。')]
-    icons: Annotated[list[Icon] | None, Field(description='用於 UI 顯示的圖示。')] = (
+    name: Annotated[str, Field(description="人類可讀名稱。")]
+    icons: Annotated[list[Icon] | None, Field(description="用於 UI 顯示的圖示。")] = (
         None
     )
     range: Annotated[
         TextRange | None,
         Field(
-            description='當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。'
+            description="當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。"
         ),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。',
+            alias="_meta",
+            description="此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。",
         ),
     ] = None
     enabled: Annotated[
         bool | None,
         Field(
-            description='此子項是否個別啟用。不存在表示啟用，因此生產者只需設定它即可公開\n存在但自身被關閉的子項。\n\n此旗標獨立於父容器：子項的**有效**啟用狀態為\n`container.enabled && (child.enabled ?? true)`，因此停用的容器會\n停用每個子項，無論各子項自身的旗標為何。\n\n子項以 id 透過\n{@link SessionCustomizationToggledAction | `session/customizationToggled`}\n開啟或關閉。'
+            description="此子項是否個別啟用。不存在表示啟用，因此生產者只需設定它即可公開\n存在但自身被關閉的子項。\n\n此旗標獨立於父容器：子項的**有效**啟用狀態為\n`container.enabled && (child.enabled ?? true)`，因此停用的容器會\n停用每個子項，無論各子項自身的旗標為何。\n\n子項以 id 透過\n{@link SessionCustomizationToggledAction | `session/customizationToggled`}\n開啟或關閉。"
         ),
     ] = None
-    type: Literal['rule']
+    type: Literal["rule"]
     description: Annotated[
-        str | None, Field(description='規則所強制執行之內容的描述。')
+        str | None, Field(description="規則所強制執行之內容的描述。")
     ] = None
     alwaysApply: Annotated[
         bool | None,
         Field(
-            description='為 `true` 時，規則永遠作用（受 `globs` 約束，若有）。為 `false` 或\n不存在時，由代理程式或使用者決定是否套用該規則。'
+            description="為 `true` 時，規則永遠作用（受 `globs` 約束，若有）。為 `false` 或\n不存在時，由代理程式或使用者決定是否套用該規則。"
         ),
     ] = None
     globs: Annotated[
         list[str] | None,
-        Field(description='規則適用的 glob 模式。存在時，規則僅對相符檔案作用。'),
+        Field(description="規則適用的 glob 模式。存在時，規則僅對相符檔案作用。"),
     ] = None
 
 
@@ -2135,65 +2133,65 @@ class HookCustomization(WireModel):
     id: Annotated[
         str,
         Field(
-            description='工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。'
+            description="工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。"
         ),
     ]
     uri: Annotated[
         str,
         Field(
-            description='此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。'
+            description="此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。"
         ),
     ]
-    name: Annotated[str, Field(description='人類可讀名稱。')]
-    icons: Annotated[list[Icon] | None, Field(description='用於 UI 顯示的圖示。')] = (
+    name: Annotated[str, Field(description="人類可讀名稱。")]
+    icons: Annotated[list[Icon] | None, Field(description="用於 UI 顯示的圖示。")] = (
         None
     )
     range: Annotated[
         TextRange | None,
         Field(
-            description='當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。'
+            description="當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。"
         ),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。',
+            alias="_meta",
+            description="此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。",
         ),
     ] = None
     enabled: Annotated[
         bool | None,
         Field(
-            description='此子項是否個別啟用。不存在表示啟用，因此生產者只需設定它即可公開\n存在但自身被關閉的子項。\n\n此旗標獨立於父容器：子項的**有效**啟用狀態為\n`container.enabled && (child.enabled ?? true)`，因此停用的容器會\n停用每個子項，無論各子項自身的旗標為何。\n\n子項以 id 透過\n{@link SessionCustomizationToggledAction | `session/customizationToggled`}\n開啟或關閉。'
+            description="此子項是否個別啟用。不存在表示啟用，因此生產者只需設定它即可公開\n存在但自身被關閉的子項。\n\n此旗標獨立於父容器：子項的**有效**啟用狀態為\n`container.enabled && (child.enabled ?? true)`，因此停用的容器會\n停用每個子項，無論各子項自身的旗標為何。\n\n子項以 id 透過\n{@link SessionCustomizationToggledAction | `session/customizationToggled`}\n開啟或關閉。"
         ),
     ] = None
-    type: Literal['hook']
+    type: Literal["hook"]
 
 
 class McpServerCustomizationApps(WireModel):
     capabilities: Annotated[
         AhpMcpUiHostCapabilities,
         Field(
-            description='AHP 主機能為由此伺服器支援的 Views 滿足的 MCP App\n[`HostCapabilities`](https://github.com/modelcontextprotocol/ext-apps/blob/main/specification/draft/apps.mdx)\n子集。用戶端將其直接送入傳遞給 View 的 `ui/initialize` 回應的\n`hostCapabilities` 中。'
+            description="AHP 主機能為由此伺服器支援的 Views 滿足的 MCP App\n[`HostCapabilities`](https://github.com/modelcontextprotocol/ext-apps/blob/main/specification/draft/apps.mdx)\n子集。用戶端將其直接送入傳遞給 View 的 `ui/initialize` 回應的\n`hostCapabilities` 中。"
         ),
     ]
 
 
 class McpAuthRequirement(WireModel):
     reason: Annotated[
-        Literal['required', 'expired', 'insufficientScope'],
-        Field(description='為何需要驗證。'),
+        Literal["required", "expired", "insufficientScope"],
+        Field(description="為何需要驗證。"),
     ]
     oauthClient: Annotated[
         McpOAuthClient | None,
         Field(
-            description='用於授權的預先註冊 OAuth 用戶端。存在時，用戶端 MUST 使用這些\n憑證而非動態用戶端註冊。'
+            description="用於授權的預先註冊 OAuth 用戶端。存在時，用戶端 MUST 使用這些\n憑證而非動態用戶端註冊。"
         ),
     ] = None
     resource: Annotated[
         ProtectedResourceMetadata,
         Field(
-            description='RFC 9728 Protected Resource Metadata。`resource` 欄位為依 RFC 8707\n的標準 MCP 伺服器 URI，用作 OAuth `resource` 指示器。\n`authorization_servers` 為 MCP authorization 規範所 REQUIRED。'
+            description="RFC 9728 Protected Resource Metadata。`resource` 欄位為依 RFC 8707\n的標準 MCP 伺服器 URI，用作 OAuth `resource` 指示器。\n`authorization_servers` 為 MCP authorization 規範所 REQUIRED。"
         ),
     ]
     requiredScopes: Annotated[
@@ -2204,25 +2202,25 @@ class McpAuthRequirement(WireModel):
     ] = None
     description: Annotated[
         str | None,
-        Field(description='人類可讀的提示，通常來自 OAuth `error_description`。'),
+        Field(description="人類可讀的提示，通常來自 OAuth `error_description`。"),
     ] = None
 
 
 class McpServerAuthRequiredState(WireModel):
     reason: Annotated[
-        Literal['required', 'expired', 'insufficientScope'],
-        Field(description='為何需要驗證。'),
+        Literal["required", "expired", "insufficientScope"],
+        Field(description="為何需要驗證。"),
     ]
     oauthClient: Annotated[
         McpOAuthClient | None,
         Field(
-            description='用於授權的預先註冊 OAuth 用戶端。存在時，用戶端 MUST 使用這些\n憑證而非動態用戶端註冊。'
+            description="用於授權的預先註冊 OAuth 用戶端。存在時，用戶端 MUST 使用這些\n憑證而非動態用戶端註冊。"
         ),
     ] = None
     resource: Annotated[
         ProtectedResourceMetadata,
         Field(
-            description='RFC 9728 Protected Resource Metadata。`resource` 欄位為依 RFC 8707\n的標準 MCP 伺服器 URI，用作 OAuth `resource` 指示器。\n`authorization_servers` 為 MCP authorization 規範所 REQUIRED。'
+            description="RFC 9728 Protected Resource Metadata。`resource` 欄位為依 RFC 8707\n的標準 MCP 伺服器 URI，用作 OAuth `resource` 指示器。\n`authorization_servers` 為 MCP authorization 規範所 REQUIRED。"
         ),
     ]
     requiredScopes: Annotated[
@@ -2233,19 +2231,19 @@ class McpServerAuthRequiredState(WireModel):
     ] = None
     description: Annotated[
         str | None,
-        Field(description='人類可讀的提示，通常來自 OAuth `error_description`。'),
+        Field(description="人類可讀的提示，通常來自 OAuth `error_description`。"),
     ] = None
-    kind: Literal['authRequired']
+    kind: Literal["authRequired"]
 
 
 class ChatSummary(WireModel):
-    resource: Annotated[str, Field(description='聊天 URI')]
-    title: Annotated[str, Field(description='聊天標題')]
+    resource: Annotated[str, Field(description="聊天 URI")]
+    title: Annotated[str, Field(description="聊天標題")]
     status: Annotated[
-        int, Field(description='目前的聊天狀態（沿用 SessionStatus 形狀）', ge=0)
+        int, Field(description="目前的聊天狀態（沿用 SessionStatus 形狀）", ge=0)
     ]
     activity: Annotated[
-        str | None, Field(description='此聊天目前正在做什麼的人類可讀描述')
+        str | None, Field(description="此聊天目前正在做什麼的人類可讀描述")
     ] = None
     modifiedAt: Annotated[
         str,
@@ -2255,44 +2253,44 @@ class ChatSummary(WireModel):
     ]
     origin: Annotated[
         ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | ChatOrigin4 | None,
-        Field(description='此聊天如何產生', discriminator='kind'),
+        Field(description="此聊天如何產生", discriminator="kind"),
     ] = None
     interactivity: Annotated[
-        Literal['full', 'read-only', 'hidden'] | None,
+        Literal["full", "read-only", "hidden"] | None,
         Field(
-            description='使用者可如何與此聊天互動。參見 {@link ChatInteractivity}。\n\n支援代理程式團隊模式，其中工作者聊天為唯讀或隱藏。當此欄位缺省時，\n為向後相容預設為 {@link ChatInteractivity.Full}。'
+            description="使用者可如何與此聊天互動。參見 {@link ChatInteractivity}。\n\n支援代理程式團隊模式，其中工作者聊天為唯讀或隱藏。當此欄位缺省時，\n為向後相容預設為 {@link ChatInteractivity.Full}。"
         ),
     ] = None
     workingDirectories: Annotated[
         list[str] | None,
         Field(
-            description='此聊天使用的工作階段工作目錄子集。\n完整語意請參見 {@link ChatState.workingDirectories}。'
+            description="此聊天使用的工作階段工作目錄子集。\n完整語意請參見 {@link ChatState.workingDirectories}。"
         ),
     ] = None
     primaryWorkingDirectory: Annotated[
         str | None,
         Field(
-            description='聊天的主要工作目錄。\n完整語意請參見 {@link ChatState.primaryWorkingDirectory}。'
+            description="聊天的主要工作目錄。\n完整語意請參見 {@link ChatState.primaryWorkingDirectory}。"
         ),
     ] = None
 
 
 class ChatInputAnswered(WireModel):
-    state: Annotated[Literal['draft', 'submitted'], Field(description='答案狀態')]
+    state: Annotated[Literal["draft", "submitted"], Field(description="答案狀態")]
     value: Annotated[
         ChatInputTextAnswerValue
         | ChatInputNumberAnswerValue
         | ChatInputBooleanAnswerValue
         | ChatInputSelectedAnswerValue
         | ChatInputSelectedManyAnswerValue,
-        Field(description='答案值', discriminator='kind'),
+        Field(description="答案值", discriminator="kind"),
     ]
 
 
 class MessageOrigin(WireModel):
     kind: Annotated[
-        Literal['user', 'agent', 'tool', 'systemNotification'],
-        Field(description='產生此訊息的行為者種類。'),
+        Literal["user", "agent", "tool", "systemNotification"],
+        Field(description="產生此訊息的行為者種類。"),
     ]
 
 
@@ -2300,13 +2298,13 @@ class MessageResourceAttachment(WireModel):
     label: Annotated[
         str,
         Field(
-            description='附件的人類可讀標籤（例如檔案附件的檔名）。用於 UI 中的顯示。'
+            description="附件的人類可讀標籤（例如檔案附件的檔名）。用於 UI 中的顯示。"
         ),
     ]
     range: Annotated[
         TextRange | None,
         Field(
-            description='若已定義，為 {@link Message.text} 中參照此附件的範圍。這是文字\n範圍，不是位元組範圍。'
+            description="若已定義，為 {@link Message.text} 中參照此附件的範圍。這是文字\n範圍，不是位元組範圍。"
         ),
     ] = None
     displayKind: Annotated[
@@ -2318,20 +2316,20 @@ class MessageResourceAttachment(WireModel):
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='附件的額外實作定義中介資料。\n\n若附件由 `completions` 指令產生，用戶端在傳送包含已接受補全的\n使用者訊息時，MUST 保留代理主機原先傳回的 `_meta` 的每個屬性。',
+            alias="_meta",
+            description="附件的額外實作定義中介資料。\n\n若附件由 `completions` 指令產生，用戶端在傳送包含已接受補全的\n使用者訊息時，MUST 保留代理主機原先傳回的 `_meta` 的每個屬性。",
         ),
     ] = None
-    uri: Annotated[str, Field(description='內容 URI')]
-    sizeHint: Annotated[int | float | None, Field(description='以位元組為單位的近似大小')] = (
+    uri: Annotated[str, Field(description="內容 URI")]
+    sizeHint: Annotated[int | float | None, Field(description="以位元組為單位的近似大小")] = (
         None
     )
-    contentType: Annotated[str | None, Field(description='內容 MIME 類型')] = None
-    nonce: Annotated[str | None, Field(description='內容 nonce')] = None
-    type: Annotated[Literal['resource'], Field(description='判別欄位')]
+    contentType: Annotated[str | None, Field(description="內容 MIME 類型")] = None
+    nonce: Annotated[str | None, Field(description="內容 nonce")] = None
+    type: Annotated[Literal["resource"], Field(description="判別欄位")]
     selection: Annotated[
         TextSelection | None,
-        Field(description='被參照文字資源內的選用選取範圍。\n\n僅對文字資源有意義。'),
+        Field(description="被參照文字資源內的選用選取範圍。\n\n僅對文字資源有意義。"),
     ] = None
 
 
@@ -2339,13 +2337,13 @@ class MessageAnnotationsAttachment(WireModel):
     label: Annotated[
         str,
         Field(
-            description='附件的人類可讀標籤（例如檔案附件的檔名）。用於 UI 中的顯示。'
+            description="附件的人類可讀標籤（例如檔案附件的檔名）。用於 UI 中的顯示。"
         ),
     ]
     range: Annotated[
         TextRange | None,
         Field(
-            description='若已定義，為 {@link Message.text} 中參照此附件的範圍。這是文字\n範圍，不是位元組範圍。'
+            description="若已定義，為 {@link Message.text} 中參照此附件的範圍。這是文字\n範圍，不是位元組範圍。"
         ),
     ] = None
     displayKind: Annotated[
@@ -2357,21 +2355,21 @@ class MessageAnnotationsAttachment(WireModel):
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='附件的額外實作定義中介資料。\n\n若附件由 `completions` 指令產生，用戶端在傳送包含已接受補全的\n使用者訊息時，MUST 保留代理主機原先傳回的 `_meta` 的每個屬性。',
+            alias="_meta",
+            description="附件的額外實作定義中介資料。\n\n若附件由 `completions` 指令產生，用戶端在傳送包含已接受補全的\n使用者訊息時，MUST 保留代理主機原先傳回的 `_meta` 的每個屬性。",
         ),
     ] = None
-    type: Annotated[Literal['annotations'], Field(description='判別欄位')]
+    type: Annotated[Literal["annotations"], Field(description="判別欄位")]
     resource: Annotated[
         str,
         Field(
-            description='註解通道的 URI（通常為 `ahp-session://annotations`）。\n符合 {@link AnnotationsSummary.resource}。'
+            description="註解通道的 URI（通常為 `ahp-session://annotations`）。\n符合 {@link AnnotationsSummary.resource}。"
         ),
     ]
     annotationIds: Annotated[
         list[str] | None,
         Field(
-            description='要參照的特定 {@link Annotation.id | 註解識別碼}。當缺省時，附件\n參照通道上的所有註解。'
+            description="要參照的特定 {@link Annotation.id | 註解識別碼}。當缺省時，附件\n參照通道上的所有註解。"
         ),
     ] = None
 
@@ -2380,13 +2378,13 @@ class MessageChatAttachment(WireModel):
     label: Annotated[
         str,
         Field(
-            description='附件的人類可讀標籤（例如檔案附件的檔名）。用於 UI 中的顯示。'
+            description="附件的人類可讀標籤（例如檔案附件的檔名）。用於 UI 中的顯示。"
         ),
     ]
     range: Annotated[
         TextRange | None,
         Field(
-            description='若已定義，為 {@link Message.text} 中參照此附件的範圍。這是文字\n範圍，不是位元組範圍。'
+            description="若已定義，為 {@link Message.text} 中參照此附件的範圍。這是文字\n範圍，不是位元組範圍。"
         ),
     ] = None
     displayKind: Annotated[
@@ -2398,136 +2396,136 @@ class MessageChatAttachment(WireModel):
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='附件的額外實作定義中介資料。\n\n若附件由 `completions` 指令產生，用戶端在傳送包含已接受補全的\n使用者訊息時，MUST 保留代理主機原先傳回的 `_meta` 的每個屬性。',
+            alias="_meta",
+            description="附件的額外實作定義中介資料。\n\n若附件由 `completions` 指令產生，用戶端在傳送包含已接受補全的\n使用者訊息時，MUST 保留代理主機原先傳回的 `_meta` 的每個屬性。",
         ),
     ] = None
-    type: Annotated[Literal['chat'], Field(description='判別欄位')]
-    resource: Annotated[str, Field(description='被參照聊天的 URI。')]
+    type: Annotated[Literal["chat"], Field(description="判別欄位")]
+    resource: Annotated[str, Field(description="被參照聊天的 URI。")]
     endTurn: Annotated[
-        str | None, Field(description='被參照轉錄中包含的最後一個已完成回合。')
+        str | None, Field(description="被參照轉錄中包含的最後一個已完成回合。")
     ] = None
 
 
 class ResourceReponsePart(WireModel):
-    uri: Annotated[str, Field(description='內容 URI')]
-    sizeHint: Annotated[int | float | None, Field(description='以位元組為單位的近似大小')] = (
+    uri: Annotated[str, Field(description="內容 URI")]
+    sizeHint: Annotated[int | float | None, Field(description="以位元組為單位的近似大小")] = (
         None
     )
-    contentType: Annotated[str | None, Field(description='內容 MIME 類型')] = None
-    nonce: Annotated[str | None, Field(description='內容 nonce')] = None
-    kind: Annotated[Literal['contentRef'], Field(description='判別欄位')]
+    contentType: Annotated[str | None, Field(description="內容 MIME 類型")] = None
+    nonce: Annotated[str | None, Field(description="內容 nonce")] = None
+    kind: Annotated[Literal["contentRef"], Field(description="判別欄位")]
 
 
 class SystemNotificationResponsePart(WireModel):
-    kind: Annotated[Literal['systemNotification'], Field(description='判別欄位')]
-    content: Annotated[str | StringOrMarkdown1, Field(description='系統通知的文字')]
+    kind: Annotated[Literal["systemNotification"], Field(description="判別欄位")]
+    content: Annotated[str | StringOrMarkdown1, Field(description="系統通知的文字")]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此通知的額外提供者特定中介資料。\n\n主機 MAY 附加觸發通知之項目的機器可讀描述子，讓用戶端可在不解析\n`content` 的情況下對其分類、加圖示、分組、篩選或在地化。用戶端\nMAY 在此尋找已知的索引鍵以提供增強 UI，且當 `_meta` 缺省或無法\n辨識時，MUST 單獨從 `content` 一致地轉譯。',
+            alias="_meta",
+            description="此通知的額外提供者特定中介資料。\n\n主機 MAY 附加觸發通知之項目的機器可讀描述子，讓用戶端可在不解析\n`content` 的情況下對其分類、加圖示、分組、篩選或在地化。用戶端\nMAY 在此尋找已知的索引鍵以提供增強 UI，且當 `_meta` 缺省或無法\n辨識時，MUST 單獨從 `content` 一致地轉譯。",
         ),
     ] = None
 
 
 class ToolCallRiskAssessmentBase(WireModel):
     kind: Annotated[
-        Literal['judge'], Field(description='將模型評審器識別為確認需求的來源。')
+        Literal["judge"], Field(description="將模型評審器識別為確認需求的來源。")
     ]
 
 
 class ToolCallRiskAssessmentLoadingState(WireModel):
     kind: Annotated[
-        Literal['judge'], Field(description='將模型評審器識別為確認需求的來源。')
+        Literal["judge"], Field(description="將模型評審器識別為確認需求的來源。")
     ]
-    status: Literal['loading']
+    status: Literal["loading"]
 
 
 class ToolCallRiskAssessmentCompleteState(WireModel):
     kind: Annotated[
-        Literal['judge'], Field(description='將模型評審器識別為確認需求的來源。')
+        Literal["judge"], Field(description="將模型評審器識別為確認需求的來源。")
     ]
-    status: Literal['complete']
+    status: Literal["complete"]
     reason: Annotated[
         str | StringOrMarkdown1,
         Field(
-            description='可選擇以 Markdown 呈現的字串。\n\n- 純 `string` 會原樣呈現（不進行 Markdown 處理）。\n- 帶有 `{ markdown: string }` 的物件會以 Markdown 格式呈現。'
+            description="可選擇以 Markdown 呈現的字串。\n\n- 純 `string` 會原樣呈現（不進行 Markdown 處理）。\n- 帶有 `{ markdown: string }` 的物件會以 Markdown 格式呈現。"
         ),
     ]
     safety: Annotated[
         int | float,
-        Field(description='評審器的正規化安全分數，其中 `0` 為不安全，`1` 為安全。'),
+        Field(description="評審器的正規化安全分數，其中 `0` 為不安全，`1` 為安全。"),
     ]
 
 
 class ConfirmationOption(WireModel):
-    id: Annotated[str, Field(description='選項的唯一識別碼，於確認操作中傳回')]
-    label: Annotated[str, Field(description='顯示給使用者的人類可讀標籤')]
+    id: Annotated[str, Field(description="選項的唯一識別碼，於確認操作中傳回")]
+    label: Annotated[str, Field(description="顯示給使用者的人類可讀標籤")]
     kind: Annotated[
-        Literal['approve', 'deny'], Field(description='此選項是否代表核准或拒絕')
+        Literal["approve", "deny"], Field(description="此選項是否代表核准或拒絕")
     ]
     group: Annotated[
         int | float | None,
         Field(
-            description='用於視覺分類的邏輯群組編號。\n\n用戶端 SHOULD 依選項定義的順序顯示選項，且 MAY 使用不同的群組\n編號在選項的邏輯叢集之間插入分隔線。'
+            description="用於視覺分類的邏輯群組編號。\n\n用戶端 SHOULD 依選項定義的順序顯示選項，且 MAY 使用不同的群組\n編號在選項的邏輯叢集之間插入分隔線。"
         ),
     ] = None
 
 
 class ToolCallBase(WireModel):
-    toolCallId: Annotated[str, Field(description='唯一的工具呼叫識別碼')]
-    toolName: Annotated[str, Field(description='內部工具名稱（用於除錯／記錄）')]
-    displayName: Annotated[str, Field(description='人類可讀的工具名稱')]
+    toolCallId: Annotated[str, Field(description="唯一的工具呼叫識別碼")]
+    toolName: Annotated[str, Field(description="內部工具名稱（用於除錯／記錄）")]
+    displayName: Annotated[str, Field(description="人類可讀的工具名稱")]
     intention: Annotated[
-        str | None, Field(description='工具呼叫意圖執行之事的人類可讀描述')
+        str | None, Field(description="工具呼叫意圖執行之事的人類可讀描述")
     ] = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(description='對被呼叫工具之貢獻者的參照。', discriminator='kind'),
+        Field(description="對被呼叫工具之貢獻者的參照。", discriminator="kind"),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中介資料。\n\n這 MAY 包含對應至 MCP 工具呼叫中 MCP Apps (SEP-1865)\n`McpUiToolMeta` 的 `ui` 欄位，可與 {@link contributor} 結合使用以\n服務 MCP Apps。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中介資料。\n\n這 MAY 包含對應至 MCP 工具呼叫中 MCP Apps (SEP-1865)\n`McpUiToolMeta` 的 `ui` 欄位，可與 {@link contributor} 結合使用以\n服務 MCP Apps。",
         ),
     ] = None
 
 
 class ToolCallParameterFields(WireModel):
     invocationMessage: Annotated[
-        str | StringOrMarkdown1, Field(description='描述工具將執行什麼的訊息')
+        str | StringOrMarkdown1, Field(description="描述工具將執行什麼的訊息")
     ]
-    toolInput: Annotated[str | ContentRef | None, Field(description='原始工具輸入')] = (
+    toolInput: Annotated[str | ContentRef | None, Field(description="原始工具輸入")] = (
         None
     )
 
 
 class ToolCallStreamingState(WireModel):
-    toolCallId: Annotated[str, Field(description='唯一的工具呼叫識別碼')]
-    toolName: Annotated[str, Field(description='內部工具名稱（用於除錯／記錄）')]
-    displayName: Annotated[str, Field(description='人類可讀的工具名稱')]
+    toolCallId: Annotated[str, Field(description="唯一的工具呼叫識別碼")]
+    toolName: Annotated[str, Field(description="內部工具名稱（用於除錯／記錄）")]
+    displayName: Annotated[str, Field(description="人類可讀的工具名稱")]
     intention: Annotated[
-        str | None, Field(description='工具呼叫意圖執行之事的人類可讀描述')
+        str | None, Field(description="工具呼叫意圖執行之事的人類可讀描述")
     ] = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(description='對被呼叫工具之貢獻者的參照。', discriminator='kind'),
+        Field(description="對被呼叫工具之貢獻者的參照。", discriminator="kind"),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中介資料。\n\n這 MAY 包含對應至 MCP 工具呼叫中 MCP Apps (SEP-1865)\n`McpUiToolMeta` 的 `ui` 欄位，可與 {@link contributor} 結合使用以\n服務 MCP Apps。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中介資料。\n\n這 MAY 包含對應至 MCP 工具呼叫中 MCP Apps (SEP-1865)\n`McpUiToolMeta` 的 `ui` 欄位，可與 {@link contributor} 結合使用以\n服務 MCP Apps。",
         ),
     ] = None
-    status: Literal['streaming']
-    partialInput: Annotated[str | None, Field(description='目前為止累積的部分參數')] = (
+    status: Literal["streaming"]
+    partialInput: Annotated[str | None, Field(description="目前為止累積的部分參數")] = (
         None
     )
     invocationMessage: Annotated[
-        str | StringOrMarkdown1 | None, Field(description='參數串流時顯示的進度訊息')
+        str | StringOrMarkdown1 | None, Field(description="參數串流時顯示的進度訊息")
     ] = None
 
 
@@ -2537,74 +2535,74 @@ class Edits(WireModel):
 
 class ToolCallPostConfirmationFields(WireModel):
     confirmed: Annotated[
-        Literal['not-needed', 'user-action', 'setting'],
-        Field(description='工具如何被確認執行'),
+        Literal["not-needed", "user-action", "setting"],
+        Field(description="工具如何被確認執行"),
     ]
     selectedOption: Annotated[
         ConfirmationOption | None,
-        Field(description='使用者所選的確認選項（若有提供確認選項）'),
+        Field(description="使用者所選的確認選項（若有提供確認選項）"),
     ] = None
 
 
 class ToolResultResourceContent(WireModel):
-    uri: Annotated[str, Field(description='內容 URI')]
-    sizeHint: Annotated[int | float | None, Field(description='以位元組為單位的近似大小')] = (
+    uri: Annotated[str, Field(description="內容 URI")]
+    sizeHint: Annotated[int | float | None, Field(description="以位元組為單位的近似大小")] = (
         None
     )
-    contentType: Annotated[str | None, Field(description='內容 MIME 類型')] = None
-    nonce: Annotated[str | None, Field(description='內容 nonce')] = None
-    type: Literal['resource']
+    contentType: Annotated[str | None, Field(description="內容 MIME 類型")] = None
+    nonce: Annotated[str | None, Field(description="內容 nonce")] = None
+    type: Literal["resource"]
 
 
 class ToolResultFileEditContent(WireModel):
     before: Annotated[
         Before | None,
-        Field(description='編輯前的檔案狀態。檔案建立或就地檔案編輯時不存在。'),
+        Field(description="編輯前的檔案狀態。檔案建立或就地檔案編輯時不存在。"),
     ] = None
     after: Annotated[
-        After | None, Field(description='編輯後的檔案狀態。檔案刪除時不存在。')
+        After | None, Field(description="編輯後的檔案狀態。檔案刪除時不存在。")
     ] = None
-    diff: Annotated[Diff | None, Field(description='選用的差異顯示中繼資料')] = None
-    type: Literal['fileEdit']
+    diff: Annotated[Diff | None, Field(description="選用的差異顯示中繼資料")] = None
+    type: Literal["fileEdit"]
 
 
 class ToolResultTerminalContent(WireModel):
-    type: Literal['terminal']
+    type: Literal["terminal"]
     resource: Annotated[
-        str, Field(description='終端機 URI（可訂閱以取得完整終端機狀態）')
+        str, Field(description="終端機 URI（可訂閱以取得完整終端機狀態）")
     ]
-    title: Annotated[str, Field(description='終端機內容的顯示標題')]
+    title: Annotated[str, Field(description="終端機內容的顯示標題")]
     isPty: Annotated[
         bool | None,
         Field(
-            description='此終端機式資源是否由偽終端機支援。當 `false` 時，輸出為純文字，\n且用戶端不需解析 VT 序列。'
+            description="此終端機式資源是否由偽終端機支援。當 `false` 時，輸出為純文字，\n且用戶端不需解析 VT 序列。"
         ),
     ] = None
     result: Annotated[
-        TerminalCommandResult | None, Field(description='指令的結果，於其結束後存在。')
+        TerminalCommandResult | None, Field(description="指令的結果，於其結束後存在。")
     ] = None
 
 
 class ToolResultSubagentContent(WireModel):
-    type: Literal['subagent']
+    type: Literal["subagent"]
     resource: Annotated[
-        str, Field(description='工作者聊天 URI（可訂閱以取得完整聊天狀態）')
+        str, Field(description="工作者聊天 URI（可訂閱以取得完整聊天狀態）")
     ]
-    title: Annotated[str, Field(description='子代理程式的顯示標題')]
-    agentName: Annotated[str | None, Field(description='內部代理程式名稱')] = None
+    title: Annotated[str, Field(description="子代理程式的顯示標題")]
+    agentName: Annotated[str | None, Field(description="內部代理程式名稱")] = None
     description: Annotated[
-        str | None, Field(description='子代理程式任務的人類可讀描述')
+        str | None, Field(description="子代理程式任務的人類可讀描述")
     ] = None
 
 
 class TerminalSessionClaim(WireModel):
-    kind: Annotated[Literal['session'], Field(description='判別欄位')]
-    session: Annotated[str, Field(description='聲明此終端機的工作階段 URI')]
-    turnId: Annotated[str | None, Field(description='工作階段內的選用回合識別碼')] = (
+    kind: Annotated[Literal["session"], Field(description="判別欄位")]
+    session: Annotated[str, Field(description="聲明此終端機的工作階段 URI")]
+    turnId: Annotated[str | None, Field(description="工作階段內的選用回合識別碼")] = (
         None
     )
     toolCallId: Annotated[
-        str | None, Field(description='回合內的選用工具呼叫識別碼')
+        str | None, Field(description="回合內的選用工具呼叫識別碼")
     ] = None
 
 
@@ -2615,10 +2613,10 @@ class Changeset(WireModel):
     uriTemplate: Annotated[
         str,
         Field(
-            description='RFC 6570 URI 樣板。用戶端使用標準的 `{name}` 語法直接從樣板中\n解析變數 — 變數不在此重新宣告。\n\n本協定僅定義以下樣板形式；任何其他變數名稱 MUST 被用戶端忽略\n（沒有協定定義的方式可取得未知變數的值）：\n\n| 樣板中的變數 | 意義 |\n| ------------------------------------------- | ------------------------------------------------------------------------------------ |\n| _(無)_ | 靜態的、整個工作階段範圍的變更集。樣板本身即為可訂閱的 URI。 |\n| `{turnId}` | 每回合切片。以工作階段中的 `Turn.id` 展開。 |\n| `{originalTurnId}` 與 `{modifiedTurnId}` | 兩個回合間的差異。兩個變數 MUST 同時存在。 |\n\n未來的協定版本 MAY 新增新的已知變數。'
+            description="RFC 6570 URI 樣板。用戶端使用標準的 `{name}` 語法直接從樣板中\n解析變數 — 變數不在此重新宣告。\n\n本協定僅定義以下樣板形式；任何其他變數名稱 MUST 被用戶端忽略\n（沒有協定定義的方式可取得未知變數的值）：\n\n| 樣板中的變數 | 意義 |\n| ------------------------------------------- | ------------------------------------------------------------------------------------ |\n| _(無)_ | 靜態的、整個工作階段範圍的變更集。樣板本身即為可訂閱的 URI。 |\n| `{turnId}` | 每回合切片。以工作階段中的 `Turn.id` 展開。 |\n| `{originalTurnId}` 與 `{modifiedTurnId}` | 兩個回合間的差異。兩個變數 MUST 同時存在。 |\n\n未來的協定版本 MAY 新增新的已知變數。"
         ),
     ]
-    description: Annotated[str | None, Field(description='選用的較長描述。')] = None
+    description: Annotated[str | None, Field(description="選用的較長描述。")] = None
     changeKind: Annotated[
         str,
         Field(
@@ -2628,7 +2626,7 @@ class Changeset(WireModel):
     capabilities: Annotated[
         ChangesetCapabilities | None,
         Field(
-            description='此變更集的選用能力宣告。不存在（或為空物件）表示此變更集未公告任何\n選用能力。\n\n由於目錄項目會預先隨 {@link ChangesetState | 工作階段的變更集清單}\n傳遞，用戶端可在未先訂閱變更集 URI 的情況下決定是否呈現受能力閘控的\nUI（例如審核勾選框）。這反映了 `ClientCapabilities` 的\n存在旗標慣例。'
+            description="此變更集的選用能力宣告。不存在（或為空物件）表示此變更集未公告任何\n選用能力。\n\n由於目錄項目會預先隨 {@link ChangesetState | 工作階段的變更集清單}\n傳遞，用戶端可在未先訂閱變更集 URI 的情況下決定是否呈現受能力閘控的\nUI（例如審核勾選框）。這反映了 `ClientCapabilities` 的\n存在旗標慣例。"
         ),
     ] = None
 
@@ -2637,13 +2635,13 @@ class ChangesetFile(WireModel):
     id: Annotated[
         str,
         Field(
-            description='變更集內的穩定識別碼。通常為 `after.uri`\n（刪除時則為 `before.uri`）。'
+            description="變更集內的穩定識別碼。通常為 `after.uri`\n（刪除時則為 `before.uri`）。"
         ),
     ]
     edit: Annotated[
         FileEdit,
         Field(
-            description='重用既有的 {@link FileEdit} 形狀。用戶端從中推導出新增行、刪除行，\n以及重新命名/建立/刪除的語意。'
+            description="重用既有的 {@link FileEdit} 形狀。用戶端從中推導出新增行、刪除行，\n以及重新命名/建立/刪除的語意。"
         ),
     ]
     reviewed: Annotated[
@@ -2655,44 +2653,44 @@ class ChangesetFile(WireModel):
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='伺服器定義的不透明中繼資料，會呈現給操作與工具，\n但不會由協定詮釋。',
+            alias="_meta",
+            description="伺服器定義的不透明中繼資料，會呈現給操作與工具，\n但不會由協定詮釋。",
         ),
     ] = None
 
 
 class ChangesetOperation(WireModel):
-    id: Annotated[str, Field(description='穩定識別碼，在此變更集內唯一。')]
-    label: Annotated[str, Field(description='人類可讀的按鈕/選單標籤。')]
+    id: Annotated[str, Field(description="穩定識別碼，在此變更集內唯一。")]
+    label: Annotated[str, Field(description="人類可讀的按鈕/選單標籤。")]
     description: Annotated[
-        str | None, Field(description='選用的較長描述，於滑鼠停留或工具提示時顯示。')
+        str | None, Field(description="選用的較長描述，於滑鼠停留或工具提示時顯示。")
     ] = None
     scopes: Annotated[
-        list[Literal['changeset', 'resource', 'range']],
-        Field(description='此操作可被叫用的位置。'),
+        list[Literal["changeset", "resource", "range"]],
+        Field(description="此操作可被叫用的位置。"),
     ]
     confirmation: Annotated[
         str | StringOrMarkdown1 | None,
         Field(
-            description='叫用前顯示的選用確認提示。存在時，用戶端 MUST 將此訊息顯示給\n使用者（通常在確認對話框中），且僅在使用者接受後才叫用此操作。\n此欄位的存在也表示此操作具破壞性 — 用戶端 SHOULD 據此為確認\n按鈕套用樣式（例如使用警告色彩）。'
+            description="叫用前顯示的選用確認提示。存在時，用戶端 MUST 將此訊息顯示給\n使用者（通常在確認對話框中），且僅在使用者接受後才叫用此操作。\n此欄位的存在也表示此操作具破壞性 — 用戶端 SHOULD 據此為確認\n按鈕套用樣式（例如使用警告色彩）。"
         ),
     ] = None
     icon: Annotated[
         str | None, Field(description='選用的通用圖示提示，例如 `"check"`、`"trash"`。')
     ] = None
     group: Annotated[
-        str | None, Field(description='選用的群組識別碼，用於將相關操作分組在一起。')
+        str | None, Field(description="選用的群組識別碼，用於將相關操作分組在一起。")
     ] = None
     status: Annotated[
-        Literal['idle', 'running', 'error', 'disabled'],
+        Literal["idle", "running", "error", "disabled"],
         Field(
-            description='目前的執行狀態。當叫用正在進行時，伺服器會設定為\n{@link ChangesetOperationStatus.Running | Running}；當最近一次叫用\n失敗時設為 {@link ChangesetOperationStatus.Error | Error}；其餘情況\n設為 {@link ChangesetOperationStatus.Idle | Idle}。\n\n用戶端 SHOULD 在 UI 中反映此狀態 — 例如在 `Running` 時停用控制項\n或顯示旋轉圖示，並在 `Error` 時呈現 {@link error}。'
+            description="目前的執行狀態。當叫用正在進行時，伺服器會設定為\n{@link ChangesetOperationStatus.Running | Running}；當最近一次叫用\n失敗時設為 {@link ChangesetOperationStatus.Error | Error}；其餘情況\n設為 {@link ChangesetOperationStatus.Idle | Idle}。\n\n用戶端 SHOULD 在 UI 中反映此狀態 — 例如在 `Running` 時停用控制項\n或顯示旋轉圖示，並在 `Error` 時呈現 {@link error}。"
         ),
     ]
     error: Annotated[
         ErrorInfo | None,
         Field(
-            description='失敗原因。若且唯若\n`status === ChangesetOperationStatus.Error` 時存在；否則省略。'
+            description="失敗原因。若且唯若\n`status === ChangesetOperationStatus.Error` 時存在；否則省略。"
         ),
     ] = None
 
@@ -2701,14 +2699,14 @@ class AnnotationsSummary(WireModel):
     resource: Annotated[
         str,
         Field(
-            description='擁有工作階段的可訂閱註解通道 URI\n（通常為 `ahp-session://annotations`）。即使可從工作階段\nURI 衍生而來也明確公開，讓徽章 UI 不需要知道衍生規則。'
+            description="擁有工作階段的可訂閱註解通道 URI\n（通常為 `ahp-session://annotations`）。即使可從工作階段\nURI 衍生而來也明確公開，讓徽章 UI 不需要知道衍生規則。"
         ),
     ]
     annotationCount: Annotated[
-        int | float, Field(description='通道中 {@link Annotation} 條目的總數。')
+        int | float, Field(description="通道中 {@link Annotation} 條目的總數。")
     ]
     entryCount: Annotated[
-        int | float, Field(description='跨所有註解的 {@link AnnotationEntry} 條目總數。')
+        int | float, Field(description="跨所有註解的 {@link AnnotationEntry} 條目總數。")
     ]
 
 
@@ -2716,7 +2714,7 @@ class AnnotationEntry(WireModel):
     id: Annotated[
         str,
         Field(
-            description='所屬註解內的穩定識別碼。由分派引入該條目之\n{@link AnnotationsEntrySetAction}（或所屬\n{@link AnnotationsSetAction}）的用戶端指派。'
+            description="所屬註解內的穩定識別碼。由分派引入該條目之\n{@link AnnotationsEntrySetAction}（或所屬\n{@link AnnotationsSetAction}）的用戶端指派。"
         ),
     ]
     text: Annotated[
@@ -2728,8 +2726,8 @@ class AnnotationEntry(WireModel):
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='由產生者定義的不透明中繼資料，公開供工具使用，\n但不由協定解讀。',
+            alias="_meta",
+            description="由產生者定義的不透明中繼資料，公開供工具使用，\n但不由協定解讀。",
         ),
     ] = None
 
@@ -2738,19 +2736,19 @@ class TelemetryCapabilities(WireModel):
     logs: Annotated[
         str | None,
         Field(
-            description='OTLP 日誌記錄（`otlp/exportLogs` 通知）的通道 URI\n（或 RFC 6570 URI 範本）。\n\n下列範本變數由此協定定義；任何其他變數名稱 MUST 被用戶端\n忽略（沒有協定定義的方式可取得未知變數的值）：\n\n| 範本中的變數 | 意義 |\n| --------------------- | ------------------------------------------------------------------------------------------------------- |\n| _(無)_ | 主機不支援訂閱者端的嚴重性過濾。範本本身即為可訂閱的 URI。 |\n| `{level}` | 要傳遞的最小 OTLP 嚴重性。展開為其中一個 [OTLP `SeverityNumber`](https://opentelemetry.io/docs/specs/otel/logs/data-model/#field-severitynumber) 簡短名稱（不區分大小寫）：`trace`、`debug`、`info`、`warn`、`error`、`fatal`。伺服器傳遞 `severityNumber` 落在對應頻帶或以上的日誌記錄。 |\n\n主機 SHOULD 遵守展開後的 `{level}`；用戶端 MUST 仍防禦性地\n過濾，以防主機忽略該參數。未公告 `{level}` 的主機會傳遞所有\n嚴重性。\n\n未來的協定版本 MAY 新增新的已知變數（例如範圍或屬性過濾器）。'
+            description="OTLP 日誌記錄（`otlp/exportLogs` 通知）的通道 URI\n（或 RFC 6570 URI 範本）。\n\n下列範本變數由此協定定義；任何其他變數名稱 MUST 被用戶端\n忽略（沒有協定定義的方式可取得未知變數的值）：\n\n| 範本中的變數 | 意義 |\n| --------------------- | ------------------------------------------------------------------------------------------------------- |\n| _(無)_ | 主機不支援訂閱者端的嚴重性過濾。範本本身即為可訂閱的 URI。 |\n| `{level}` | 要傳遞的最小 OTLP 嚴重性。展開為其中一個 [OTLP `SeverityNumber`](https://opentelemetry.io/docs/specs/otel/logs/data-model/#field-severitynumber) 簡短名稱（不區分大小寫）：`trace`、`debug`、`info`、`warn`、`error`、`fatal`。伺服器傳遞 `severityNumber` 落在對應頻帶或以上的日誌記錄。 |\n\n主機 SHOULD 遵守展開後的 `{level}`；用戶端 MUST 仍防禦性地\n過濾，以防主機忽略該參數。未公告 `{level}` 的主機會傳遞所有\n嚴重性。\n\n未來的協定版本 MAY 新增新的已知變數（例如範圍或屬性過濾器）。"
         ),
     ] = None
     traces: Annotated[
         str | None,
         Field(
-            description='OTLP 追蹤（`otlp/exportTraces` 通知）的通道 URI。此協定\n版本未定義任何範本變數。'
+            description="OTLP 追蹤（`otlp/exportTraces` 通知）的通道 URI。此協定\n版本未定義任何範本變數。"
         ),
     ] = None
     metrics: Annotated[
         str | None,
         Field(
-            description='OTLP 指標資料點（`otlp/exportMetrics` 通知）的通道 URI。\n此協定版本未定義任何範本變數。'
+            description="OTLP 指標資料點（`otlp/exportMetrics` 通知）的通道 URI。\n此協定版本未定義任何範本變數。"
         ),
     ] = None
 
@@ -2759,57 +2757,57 @@ class ResourceWatchState(WireModel):
     root: Annotated[
         str,
         Field(
-            description='被監視的 URI。對於遞迴監視，這是子樹的根；對於非遞迴\n監視，這是單一檔案或目錄。'
+            description="被監視的 URI。對於遞迴監視，這是子樹的根；對於非遞迴\n監視，這是單一檔案或目錄。"
         ),
     ]
     recursive: Annotated[
         bool,
         Field(
-            description='若監視器回報 `root` 後代的變更則為 `true`；\n若僅回報 `root` 本身的變更（且當 `root` 為目錄時，其直接\n子項）則為 `false`。'
+            description="若監視器回報 `root` 後代的變更則為 `true`；\n若僅回報 `root` 本身的變更（且當 `root` 為目錄時，其直接\n子項）則為 `false`。"
         ),
     ]
     excludes: Annotated[
         Excludes | None,
         Field(
-            description='選用的 glob 模式或相對於 `root` 的路徑，用於從變更回報中\n排除。'
+            description="選用的 glob 模式或相對於 `root` 的路徑，用於從變更回報中\n排除。"
         ),
     ] = None
     includes: Annotated[
         Includes | None,
         Field(
-            description='選用的 glob 模式或相對於 `root` 的路徑，用於限制變更回報\n範圍。省略以回報 `root` 下受 `excludes` 限制的每個變更。'
+            description="選用的 glob 模式或相對於 `root` 的路徑，用於限制變更回報\n範圍。省略以回報 `root` 下受 `excludes` 限制的每個變更。"
         ),
     ] = None
 
 
 class ResourceChange(WireModel):
-    uri: Annotated[str, Field(description='變更之資源的 URI。')]
+    uri: Annotated[str, Field(description="變更之資源的 URI。")]
     type: Annotated[
-        Literal['added', 'updated', 'deleted'], Field(description='觀察到的變更類型。')
+        Literal["added", "updated", "deleted"], Field(description="觀察到的變更類型。")
     ]
 
 
 class BaseParams(WireModel):
-    channel: Annotated[str, Field(description='此指令所針對的通道 URI。')]
+    channel: Annotated[str, Field(description="此指令所針對的通道 URI。")]
 
 
 class InitializeParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     protocolVersions: Annotated[
         list[str],
         Field(
             description='用戶端願意使用的協定版本，依最偏好到最不偏好排序。每個項目為一個\n[SemVer](https://semver.org) `MAJOR.MINOR.PATCH` 字串（例如 `"0.1.0"`）。\n\n伺服器會選取一個項目，並以 `InitializeResult.protocolVersion` 回傳。\n若伺服器無法使用提供的任何版本，它 MUST 回傳錯誤碼 `-32005`\n（`UnsupportedProtocolVersion`）。'
         ),
     ]
-    clientId: Annotated[str, Field(description='唯一的用戶端識別碼')]
+    clientId: Annotated[str, Field(description="唯一的用戶端識別碼")]
     clientInfo: Annotated[
         Implementation | None,
         Field(
-            description='選用的用戶端實作識別（名稱與版本）。僅供參考 — 關於其可用與不可用的方式，\n請參見 {@link Implementation}。有別於 {@link InitializeParams.clientId | `clientId`}，\n後者是每個連線用於重新連線的不透明識別碼，而非人類可讀的實作名稱。'
+            description="選用的用戶端實作識別（名稱與版本）。僅供參考 — 關於其可用與不可用的方式，\n請參見 {@link Implementation}。有別於 {@link InitializeParams.clientId | `clientId`}，\n後者是每個連線用於重新連線的不透明識別碼，而非人類可讀的實作名稱。"
         ),
     ] = None
     initialSubscriptions: Annotated[
-        list[str] | None, Field(description='握手期間要訂閱的 URI')
+        list[str] | None, Field(description="握手期間要訂閱的 URI")
     ] = None
     locale: Annotated[
         str | None,
@@ -2820,53 +2818,53 @@ class InitializeParams(WireModel):
     capabilities: Annotated[
         ClientCapabilities | None,
         Field(
-            description='選用的用戶端能力宣告。\n\n伺服器 SHOULD 僅宣佈其對應用戶端能力在此處已設定的功能。缺少代表\n「未宣告」— 伺服器 MUST 假設用戶端不支援該功能。'
+            description="選用的用戶端能力宣告。\n\n伺服器 SHOULD 僅宣佈其對應用戶端能力在此處已設定的功能。缺少代表\n「未宣告」— 伺服器 MUST 假設用戶端不支援該功能。"
         ),
     ] = None
 
 
 class ReconnectParams(WireModel):
-    channel: Literal['ahp-root://']
-    clientId: Annotated[str, Field(description='原始連線的用戶端識別碼')]
+    channel: Literal["ahp-root://"]
+    clientId: Annotated[str, Field(description="原始連線的用戶端識別碼")]
     lastSeenServerSeq: Annotated[
-        int | float, Field(description='用戶端收到的最後一個 `serverSeq`')
+        int | float, Field(description="用戶端收到的最後一個 `serverSeq`")
     ]
-    subscriptions: Annotated[list[str], Field(description='用戶端已訂閱的 URI')]
+    subscriptions: Annotated[list[str], Field(description="用戶端已訂閱的 URI")]
 
 
 class SubscribeParams(WireModel):
-    channel: Annotated[str, Field(description='此指令所針對的通道 URI。')]
+    channel: Annotated[str, Field(description="此指令所針對的通道 URI。")]
     delivery: Annotated[
         SubscriptionDeliveryOptions | None,
         Field(
-            description='此訂閱的選用傳遞偏好。\n\n伺服器 MAY 使用這些偏好來緩衝並合併高頻率的更新，同時保留相同的縮減狀態。\n省略此欄位則採用伺服器的預設傳遞行為。'
+            description="此訂閱的選用傳遞偏好。\n\n伺服器 MAY 使用這些偏好來緩衝並合併高頻率的更新，同時保留相同的縮減狀態。\n省略此欄位則採用伺服器的預設傳遞行為。"
         ),
     ] = None
     view: Annotated[
         SubscribeView | None,
         Field(
-            description='針對回傳快照的選用用戶端請求形狀。\n\n不理解所請求 view 的伺服器會忽略它並回傳其預設快照。用戶端 MUST 容忍收到\n比請求更多的狀態。'
+            description="針對回傳快照的選用用戶端請求形狀。\n\n不理解所請求 view 的伺服器會忽略它並回傳其預設快照。用戶端 MUST 容忍收到\n比請求更多的狀態。"
         ),
     ] = None
 
 
 class UnsubscribeParams(WireModel):
-    channel: Annotated[str, Field(description='要取消訂閱的通道 URI')]
+    channel: Annotated[str, Field(description="要取消訂閱的通道 URI")]
 
 
 class ResourceReadParams(WireModel):
-    channel: Literal['ahp-root://']
-    uri: Annotated[str, Field(description='來自 `ContentRef` 的內容 URI')]
+    channel: Literal["ahp-root://"]
+    uri: Annotated[str, Field(description="來自 `ContentRef` 的內容 URI")]
     encoding: Annotated[
-        Literal['base64', 'utf-8'] | None,
-        Field(description='回傳資料的偏好編碼（預設：由伺服器選擇）'),
+        Literal["base64", "utf-8"] | None,
+        Field(description="回傳資料的偏好編碼（預設：由伺服器選擇）"),
     ] = None
 
 
 class ResourceReadResult(WireModel):
-    data: Annotated[str, Field(description='編碼為字串的內容')]
+    data: Annotated[str, Field(description="編碼為字串的內容")]
     encoding: Annotated[
-        Literal['base64', 'utf-8'], Field(description='`data` 的編碼方式')
+        Literal["base64", "utf-8"], Field(description="`data` 的編碼方式")
     ]
     contentType: Annotated[
         str | None, Field(description='內容類型（例如 `"image/png"`、`"text/plain"`）')
@@ -2874,11 +2872,11 @@ class ResourceReadResult(WireModel):
 
 
 class ResourceWriteParams(WireModel):
-    channel: Literal['ahp-root://']
-    uri: Annotated[str, Field(description='伺服器檔案系統上的目標檔案 URI')]
-    data: Annotated[str, Field(description='編碼為字串的內容')]
+    channel: Literal["ahp-root://"]
+    uri: Annotated[str, Field(description="伺服器檔案系統上的目標檔案 URI")]
+    data: Annotated[str, Field(description="編碼為字串的內容")]
     encoding: Annotated[
-        Literal['base64', 'utf-8'], Field(description='`data` 的編碼方式')
+        Literal["base64", "utf-8"], Field(description="`data` 的編碼方式")
     ]
     contentType: Annotated[
         str | None, Field(description='內容類型（例如 `"text/plain"`、`"image/png"`）')
@@ -2886,11 +2884,11 @@ class ResourceWriteParams(WireModel):
     createOnly: Annotated[
         bool | None,
         Field(
-            description='若為 `true`，當檔案已存在時伺服器 MUST 失敗，而非覆寫它。適用於安全地\n建立新檔案。'
+            description="若為 `true`，當檔案已存在時伺服器 MUST 失敗，而非覆寫它。適用於安全地\n建立新檔案。"
         ),
     ] = None
     mode: Annotated[
-        Literal['truncate', 'append', 'insert'] | None,
+        Literal["truncate", "append", "insert"] | None,
         Field(
             description="`data` 在目標檔案中的放置方式。省略時預設為 `'truncate'`（完整覆寫）。\n關於各模式的意義及其對 {@link position} 的解讀，請參見 {@link ResourceWriteMode}。"
         ),
@@ -2898,76 +2896,76 @@ class ResourceWriteParams(WireModel):
     position: Annotated[
         int | float | None,
         Field(
-            description='依 {@link mode} 解讀的位元組偏移量。預設為 `0`。\n- `truncate`：從檔案開頭起算，要在寫入前截斷的偏移量。\n- `append`：從 EOF 往回起算，要插入 `data` 的位元組數。\n- `insert`：從檔案開頭起算，要拼接 `data` 的偏移量。'
+            description="依 {@link mode} 解讀的位元組偏移量。預設為 `0`。\n- `truncate`：從檔案開頭起算，要在寫入前截斷的偏移量。\n- `append`：從 EOF 往回起算，要插入 `data` 的位元組數。\n- `insert`：從檔案開頭起算，要拼接 `data` 的偏移量。"
         ),
     ] = None
     ifMatch: Annotated[
         str | None,
         Field(
-            description='先前由 {@link ResourceResolveResult.etag} 回傳的樂觀並行令牌。設定後，若目前\n的 `etag` 不相符，伺服器 MUST 以 `Conflict` 失敗 — 以防止 `resourceResolve`\n與後續 `resourceWrite` 之間的更新遺失。'
+            description="先前由 {@link ResourceResolveResult.etag} 回傳的樂觀並行令牌。設定後，若目前\n的 `etag` 不相符，伺服器 MUST 以 `Conflict` 失敗 — 以防止 `resourceResolve`\n與後續 `resourceWrite` 之間的更新遺失。"
         ),
     ] = None
 
 
 class ResourceListParams(WireModel):
-    channel: Literal['ahp-root://']
-    uri: Annotated[str, Field(description='伺服器檔案系統上的目錄 URI')]
+    channel: Literal["ahp-root://"]
+    uri: Annotated[str, Field(description="伺服器檔案系統上的目錄 URI")]
 
 
 class ResourceCopyParams(WireModel):
-    channel: Literal['ahp-root://']
-    source: Annotated[str, Field(description='要從中複製的來源 URI')]
-    destination: Annotated[str, Field(description='要複製到的目的地 URI')]
+    channel: Literal["ahp-root://"]
+    source: Annotated[str, Field(description="要從中複製的來源 URI")]
+    destination: Annotated[str, Field(description="要複製到的目的地 URI")]
     failIfExists: Annotated[
         bool | None,
         Field(
-            description='若為 `true`，當目的地已存在時伺服器 MUST 失敗，而非覆寫它。'
+            description="若為 `true`，當目的地已存在時伺服器 MUST 失敗，而非覆寫它。"
         ),
     ] = None
 
 
 class ResourceDeleteParams(WireModel):
-    channel: Literal['ahp-root://']
-    uri: Annotated[str, Field(description='要刪除的資源 URI')]
+    channel: Literal["ahp-root://"]
+    uri: Annotated[str, Field(description="要刪除的資源 URI")]
     recursive: Annotated[
         bool | None,
         Field(
-            description='若為 `true` 且目標為目錄，則遞迴刪除它及其所有內容。若為 `false`（預設），\n刪除非空目錄時 MUST 失敗。'
+            description="若為 `true` 且目標為目錄，則遞迴刪除它及其所有內容。若為 `false`（預設），\n刪除非空目錄時 MUST 失敗。"
         ),
     ] = None
 
 
 class ResourceRequestParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     uri: Annotated[
         str,
         Field(
-            description='所請求的資源 URI。通常是接收端檔案系統上的 `file:` URI，但任何由接收端仲介\n存取的 URI 配置皆可。'
+            description="所請求的資源 URI。通常是接收端檔案系統上的 `file:` URI，但任何由接收端仲介\n存取的 URI 配置皆可。"
         ),
     ]
     read: Annotated[
-        bool | None, Field(description='呼叫端是否需要對該資源的讀取權。')
+        bool | None, Field(description="呼叫端是否需要對該資源的讀取權。")
     ] = None
     write: Annotated[
-        bool | None, Field(description='呼叫端是否需要對該資源的寫入權。')
+        bool | None, Field(description="呼叫端是否需要對該資源的寫入權。")
     ] = None
 
 
 class ResourceMoveParams(WireModel):
-    channel: Literal['ahp-root://']
-    source: Annotated[str, Field(description='要從中移動的來源 URI')]
-    destination: Annotated[str, Field(description='要移動到的目的地 URI')]
+    channel: Literal["ahp-root://"]
+    source: Annotated[str, Field(description="要從中移動的來源 URI")]
+    destination: Annotated[str, Field(description="要移動到的目的地 URI")]
     failIfExists: Annotated[
         bool | None,
         Field(
-            description='若為 `true`，當目的地已存在時伺服器 MUST 失敗，而非覆寫它。'
+            description="若為 `true`，當目的地已存在時伺服器 MUST 失敗，而非覆寫它。"
         ),
     ] = None
 
 
 class ResourceResolveParams(WireModel):
-    channel: Literal['ahp-root://']
-    uri: Annotated[str, Field(description='要解析的 URI')]
+    channel: Literal["ahp-root://"]
+    uri: Annotated[str, Field(description="要解析的 URI")]
     followSymlinks: Annotated[
         bool | None,
         Field(
@@ -2980,23 +2978,23 @@ class ResourceResolveResult(WireModel):
     uri: Annotated[
         str,
         Field(
-            description='符號連結解析後的標準 URI。當 `followSymlinks` 為 `false` 或該 URI 未穿越\n符號連結時，等於所請求的 URI。'
+            description="符號連結解析後的標準 URI。當 `followSymlinks` 為 `false` 或該 URI 未穿越\n符號連結時，等於所請求的 URI。"
         ),
     ]
     type: Annotated[
-        Literal['file', 'directory', 'symlink'], Field(description='資源種類。')
+        Literal["file", "directory", "symlink"], Field(description="資源種類。")
     ]
     size: Annotated[
         int | float | None,
         Field(
-            description='以位元組為單位的大小。當提供者無法廉價地計算時，對目錄省略。'
+            description="以位元組為單位的大小。當提供者無法廉價地計算時，對目錄省略。"
         ),
     ] = None
     mtime: Annotated[
-        str | None, Field(description='上次修改時間，採 ISO 8601 格式（已知時）。')
+        str | None, Field(description="上次修改時間，採 ISO 8601 格式（已知時）。")
     ] = None
     ctime: Annotated[
-        str | None, Field(description='建立時間，採 ISO 8601 格式（已知時）。')
+        str | None, Field(description="建立時間，採 ISO 8601 格式（已知時）。")
     ] = None
     contentType: Annotated[
         str | None,
@@ -3007,24 +3005,24 @@ class ResourceResolveResult(WireModel):
     etag: Annotated[
         str | None,
         Field(
-            description='不透明的各提供者版本令牌。出現時，請將其作為 {@link ResourceWriteParams.ifMatch}\n傳入後續的 `resourceWrite`，以偵測並行的修改。'
+            description="不透明的各提供者版本令牌。出現時，請將其作為 {@link ResourceWriteParams.ifMatch}\n傳入後續的 `resourceWrite`，以偵測並行的修改。"
         ),
     ] = None
 
 
 class ResourceMkdirParams(WireModel):
-    channel: Literal['ahp-root://']
-    uri: Annotated[str, Field(description='要建立的目錄 URI（視需要建立父目錄）。')]
+    channel: Literal["ahp-root://"]
+    uri: Annotated[str, Field(description="要建立的目錄 URI（視需要建立父目錄）。")]
 
 
 class ResolveSessionConfigParams(WireModel):
-    channel: Literal['ahp-root://']
-    provider: Annotated[str | None, Field(description='代理程式提供者 ID')] = None
-    workingDirectory: Annotated[str | None, Field(description='工作階段的工作目錄')] = (
+    channel: Literal["ahp-root://"]
+    provider: Annotated[str | None, Field(description="代理程式提供者 ID")] = None
+    workingDirectory: Annotated[str | None, Field(description="工作階段的工作目錄")] = (
         None
     )
     config: Annotated[
-        dict[str, Any] | None, Field(description='目前使用者填入的組態值')
+        dict[str, Any] | None, Field(description="目前使用者填入的組態值")
     ] = None
 
 
@@ -3032,128 +3030,128 @@ class ResolveSessionConfigResult(WireModel):
     schema_: Annotated[
         SessionConfigSchema,
         Field(
-            alias='schema', description='描述給定目前脈絡下可用組態屬性的 JSON Schema'
+            alias="schema", description="描述給定目前脈絡下可用組態屬性的 JSON Schema"
         ),
     ]
     values: Annotated[
         dict[str, Any],
-        Field(description='目前的組態值（回送並套用伺服器解析後的預設值）'),
+        Field(description="目前的組態值（回送並套用伺服器解析後的預設值）"),
     ]
 
 
 class SessionConfigCompletionsParams(WireModel):
-    channel: Literal['ahp-root://']
-    provider: Annotated[str | None, Field(description='代理程式提供者 ID')] = None
-    workingDirectory: Annotated[str | None, Field(description='工作階段的工作目錄')] = (
+    channel: Literal["ahp-root://"]
+    provider: Annotated[str | None, Field(description="代理程式提供者 ID")] = None
+    workingDirectory: Annotated[str | None, Field(description="工作階段的工作目錄")] = (
         None
     )
     config: Annotated[
         dict[str, Any] | None,
-        Field(description='目前使用者填入的組態值（為查詢提供脈絡）'),
+        Field(description="目前使用者填入的組態值（為查詢提供脈絡）"),
     ] = None
-    property: Annotated[str, Field(description='要為其查詢值的結構描述屬性 id')]
+    property: Annotated[str, Field(description="要為其查詢值的結構描述屬性 id")]
     query: Annotated[
-        str | None, Field(description='搜尋篩選文字（空白或省略時傳回預設/最近值）')
+        str | None, Field(description="搜尋篩選文字（空白或省略時傳回預設/最近值）")
     ] = None
 
 
 class SessionForkSource(WireModel):
-    session: Annotated[str, Field(description='要從中分叉的現有工作階段 URI')]
+    session: Annotated[str, Field(description="要從中分叉的現有工作階段 URI")]
     turnId: Annotated[
         str,
         Field(
-            description='來源工作階段中的回合 ID；至並包含此回合回應為止的內容會被複製'
+            description="來源工作階段中的回合 ID；至並包含此回合回應為止的內容會被複製"
         ),
     ]
 
 
 class DisposeSessionParams(WireModel):
-    channel: Annotated[str, Field(description='此指令所針對的通道 URI。')]
+    channel: Annotated[str, Field(description="此指令所針對的通道 URI。")]
 
 
 class FetchTurnsParams(WireModel):
-    channel: Annotated[str, Field(description='聊天 URI')]
+    channel: Annotated[str, Field(description="聊天 URI")]
     cursor: Annotated[
         str | None,
         Field(
-            description='來自 `ChatState.turnsNextCursor` 的不透明游標。\n\n主機 MUST 以 `InvalidParams` 拒絕無法辨識的游標。僅在要求主機為\n聊天（若有的話）順勢載入其下一個較舊分頁時才省略。'
+            description="來自 `ChatState.turnsNextCursor` 的不透明游標。\n\n主機 MUST 以 `InvalidParams` 拒絕無法辨識的游標。僅在要求主機為\n聊天（若有的話）順勢載入其下一個較舊分頁時才省略。"
         ),
     ] = None
 
 
 class CompletionsParams(WireModel):
-    channel: Annotated[str, Field(description='請求補全的聊天 URI。')]
-    kind: Annotated[Literal['userMessage'], Field(description='所請求的補全種類。')]
+    channel: Annotated[str, Field(description="請求補全的聊天 URI。")]
+    kind: Annotated[Literal["userMessage"], Field(description="所請求的補全種類。")]
     text: Annotated[
         str,
         Field(
-            description='正在補全之輸入的完整文字（例如目前為止輸入的完整使用者訊息文字）。'
+            description="正在補全之輸入的完整文字（例如目前為止輸入的完整使用者訊息文字）。"
         ),
     ]
     offset: Annotated[
         int | float,
         Field(
-            description='在 `text` 中請求補全的字元偏移量，以 UTF-16 碼單位測量。MUST 滿足\n`0 <= offset <= text.length`。'
+            description="在 `text` 中請求補全的字元偏移量，以 UTF-16 碼單位測量。MUST 滿足\n`0 <= offset <= text.length`。"
         ),
     ]
 
 
 class ForkChatSource(WireModel):
-    kind: Annotated[Literal['fork'], Field(description='判別欄位')]
-    chat: Annotated[str, Field(description='現有來源聊天的 URI。')]
+    kind: Annotated[Literal["fork"], Field(description="判別欄位")]
+    chat: Annotated[str, Field(description="現有來源聊天的 URI。")]
     turnId: Annotated[
         str,
         Field(
-            description='來源聊天中已完成回合的識別碼。\n\n通過此回合的內容會被複製到新聊天的可見 `turns`。'
+            description="來源聊天中已完成回合的識別碼。\n\n通過此回合的內容會被複製到新聊天的可見 `turns`。"
         ),
     ]
 
 
 class SideChatSource(WireModel):
-    kind: Annotated[Literal['sideChat'], Field(description='判別欄位')]
-    chat: Annotated[str, Field(description='現有來源聊天的 URI。')]
+    kind: Annotated[Literal["sideChat"], Field(description="判別欄位")]
+    chat: Annotated[str, Field(description="現有來源聊天的 URI。")]
     turnId: Annotated[
         str,
         Field(
-            description='來源聊天中穩定的來源回合識別碼。\n\n主機在接受 `createChat` 時，會將此識別碼對照來源聊天目前的 `activeTurn` 或其保留的 `turns` 來解析。若它命名的是目前的活動回合，主機會對來源聊天保留的歷史加上該回合目前的使用者訊息，以及任何已可用的部分助理回應進行快照。一旦該回合稍後成為歷史回合，仍會以這個相同的識別碼參照。'
+            description="來源聊天中穩定的來源回合識別碼。\n\n主機在接受 `createChat` 時，會將此識別碼對照來源聊天目前的 `activeTurn` 或其保留的 `turns` 來解析。若它命名的是目前的活動回合，主機會對來源聊天保留的歷史加上該回合目前的使用者訊息，以及任何已可用的部分助理回應進行快照。一旦該回合稍後成為歷史回合，仍會以這個相同的識別碼參照。"
         ),
     ]
     selection: Annotated[
         SideChatSelection | None,
         Field(
-            description='選用的不可變選取文字快照，帶入所建立側邊聊天的起源。\n\n若存在，主機 MUST 在接受 `createChat` 時對此確切的選取範圍進行快照並保留；之後的來源回合差異不會改變它。'
+            description="選用的不可變選取文字快照，帶入所建立側邊聊天的起源。\n\n若存在，主機 MUST 在接受 `createChat` 時對此確切的選取範圍進行快照並保留；之後的來源回合差異不會改變它。"
         ),
     ] = None
 
 
 class DisposeChatParams(WireModel):
-    channel: Annotated[str, Field(description='此指令所針對的通道 URI。')]
+    channel: Annotated[str, Field(description="此指令所針對的通道 URI。")]
 
 
 class DisposeTerminalParams(WireModel):
-    channel: Annotated[str, Field(description='此指令所針對的通道 URI。')]
+    channel: Annotated[str, Field(description="此指令所針對的通道 URI。")]
 
 
 class ChangesetOperationFollowUp(WireModel):
     content: ContentRef
     external: Annotated[
-        bool | None, Field(description='當值為 `true` 時，於外部處理器而非內嵌開啟。')
+        bool | None, Field(description="當值為 `true` 時，於外部處理器而非內嵌開啟。")
     ] = None
 
 
 class InvokeChangesetOperationParams(WireModel):
-    channel: Annotated[str, Field(description='展開後的變更集 URI。')]
+    channel: Annotated[str, Field(description="展開後的變更集 URI。")]
     operationId: Annotated[
         str,
         Field(
-            description='與變更集 `operations` 清單中的 {@link ChangesetOperation.id} 相符。'
+            description="與變更集 `operations` 清單中的 {@link ChangesetOperation.id} 相符。"
         ),
     ]
     target: Annotated[
         ChangesetOperationTarget1 | ChangesetOperationTarget2 | None,
         Field(
             description="操作的目標。若且唯若所選範圍為 `'resource'` 或 `'range'` 時為必要。\n變更集範圍的操作請省略。",
-            discriminator='kind',
+            discriminator="kind",
         ),
     ] = None
 
@@ -3161,33 +3159,33 @@ class InvokeChangesetOperationParams(WireModel):
 class InvokeChangesetOperationResult(WireModel):
     message: Annotated[
         str | StringOrMarkdown1 | None,
-        Field(description='描述結果的選用人類可讀訊息。'),
+        Field(description="描述結果的選用人類可讀訊息。"),
     ] = None
     followUp: Annotated[
         ChangesetOperationFollowUp | None,
-        Field(description='選用的後續：要開啟的 URI（例如 PR）、內容參照等等。'),
+        Field(description="選用的後續：要開啟的 URI（例如 PR）、內容參照等等。"),
     ] = None
 
 
 class CreateResourceWatchParams(WireModel):
-    channel: Literal['ahp-root://']
-    uri: Annotated[str, Field(description='要監視的 URI。')]
+    channel: Literal["ahp-root://"]
+    uri: Annotated[str, Field(description="要監視的 URI。")]
     recursive: Annotated[
         bool | None,
         Field(
-            description='若為 `true`，接收端 MUST 回報 `uri` 後代的變更。\n若為 `false`（預設），僅回報 `uri` 本身的變更——且當 `uri`\n為目錄時，回報其直接子項。'
+            description="若為 `true`，接收端 MUST 回報 `uri` 後代的變更。\n若為 `false`（預設），僅回報 `uri` 本身的變更——且當 `uri`\n為目錄時，回報其直接子項。"
         ),
     ] = None
     excludes: Annotated[
         Excludes | None,
         Field(
-            description='相對於 `uri` 的 glob 模式或路徑，用於從回報中排除。\n為向前相容而包裝於 `{ items }`。'
+            description="相對於 `uri` 的 glob 模式或路徑，用於從回報中排除。\n為向前相容而包裝於 `{ items }`。"
         ),
     ] = None
     includes: Annotated[
         Includes | None,
         Field(
-            description='相對於 `uri` 的 glob 模式或路徑，用於限制回報範圍。\n省略以回報 `uri` 下受 `excludes` 限制的每個變更。\n為向前相容而包裝於 `{ items }`。'
+            description="相對於 `uri` 的 glob 模式或路徑，用於限制回報範圍。\n省略以回報 `uri` 下受 `excludes` 限制的每個變更。\n為向前相容而包裝於 `{ items }`。"
         ),
     ] = None
 
@@ -3196,29 +3194,29 @@ class CreateResourceWatchResult(WireModel):
     channel: Annotated[
         str,
         Field(
-            description='接收端指派的監視通道 URI（`ahp-resource-watch:/`）。\n呼叫端訂閱此 URI 以開始接收變更事件，並取消訂閱以釋放\n監視器。'
+            description="接收端指派的監視通道 URI（`ahp-resource-watch:/`）。\n呼叫端訂閱此 URI 以開始接收變更事件，並取消訂閱以釋放\n監視器。"
         ),
     ]
 
 
 class SessionChatAddedAction(WireModel):
-    type: Literal['session/chatAdded']
+    type: Literal["session/chatAdded"]
     summary: Annotated[
-        ChatSummary, Field(description='新增（或 upsert）之聊天的完整摘要。')
+        ChatSummary, Field(description="新增（或 upsert）之聊天的完整摘要。")
     ]
 
 
 class SessionServerToolsChangedAction(WireModel):
-    type: Literal['session/serverToolsChanged']
+    type: Literal["session/serverToolsChanged"]
     tools: Annotated[
-        list[ToolDefinition], Field(description='已更新的伺服器工具清單（完全取代）')
+        list[ToolDefinition], Field(description="已更新的伺服器工具清單（完全取代）")
     ]
 
 
 class SessionMcpServerStateChangedAction(WireModel):
-    type: Literal['session/mcpServerStateChanged']
+    type: Literal["session/mcpServerStateChanged"]
     id: Annotated[
-        str, Field(description='要更新的 {@link McpServerCustomization} 之 id。')
+        str, Field(description="要更新的 {@link McpServerCustomization} 之 id。")
     ]
     state: Annotated[
         McpServerStartingState
@@ -3226,39 +3224,39 @@ class SessionMcpServerStateChangedAction(WireModel):
         | McpServerAuthRequiredState
         | McpServerErrorState
         | McpServerStoppedState,
-        Field(description='新的生命週期狀態。', discriminator='kind'),
+        Field(description="新的生命週期狀態。", discriminator="kind"),
     ]
     channel: Annotated[
         str | None,
         Field(
-            description='已更新的 `mcp://` 側通道 URI。完全取代：省略以清除現有通道\n（離開 {@link McpServerStatus.Ready | `Ready`} 時的典型做法）。'
+            description="已更新的 `mcp://` 側通道 URI。完全取代：省略以清除現有通道\n（離開 {@link McpServerStatus.Ready | `Ready`} 時的典型做法）。"
         ),
     ] = None
 
 
 class SessionChangesetsChangedAction(WireModel):
-    type: Literal['session/changesetsChanged']
+    type: Literal["session/changesetsChanged"]
     changesets: Annotated[
-        list[Changeset] | None, Field(description='新目錄，或 `undefined` 以清除')
+        list[Changeset] | None, Field(description="新目錄，或 `undefined` 以清除")
     ] = None
 
 
 class ChatToolCallReadyAction(WireModel):
-    turnId: Annotated[str, Field(description='回合識別碼')]
-    toolCallId: Annotated[str, Field(description='工具呼叫識別碼')]
+    turnId: Annotated[str, Field(description="回合識別碼")]
+    toolCallId: Annotated[str, Field(description="工具呼叫識別碼")]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。",
         ),
     ] = None
-    type: Literal['chat/toolCallReady']
+    type: Literal["chat/toolCallReady"]
     invocationMessage: Annotated[
         str | StringOrMarkdown1,
-        Field(description='描述工具將執行之動作或所需確認的訊息'),
+        Field(description="描述工具將執行之動作或所需確認的訊息"),
     ]
-    toolInput: Annotated[str | ContentRef | None, Field(description='原始工具輸入')] = (
+    toolInput: Annotated[str | ContentRef | None, Field(description="原始工具輸入")] = (
         None
     )
     confirmationTitle: Annotated[
@@ -3269,38 +3267,38 @@ class ChatToolCallReadyAction(WireModel):
     ] = None
     riskAssessment: Annotated[
         ToolCallRiskAssessmentLoadingState | ToolCallRiskAssessmentCompleteState | None,
-        Field(description='促成確認需求的風險評估。', discriminator='status'),
+        Field(description="促成確認需求的風險評估。", discriminator="status"),
     ] = None
     edits: Annotated[
-        Edits | None, Field(description='此工具呼叫將執行的檔案編輯，用於確認前的預覽')
+        Edits | None, Field(description="此工具呼叫將執行的檔案編輯，用於確認前的預覽")
     ] = None
     editable: Annotated[
         bool | None,
-        Field(description='代理主機是否允許用戶端在確認前編輯工具的輸入參數'),
+        Field(description="代理主機是否允許用戶端在確認前編輯工具的輸入參數"),
     ] = None
     confirmed: Annotated[
-        Literal['not-needed', 'user-action', 'setting'] | None,
-        Field(description='若設定，工具已自動確認並直接轉換到 `running`'),
+        Literal["not-needed", "user-action", "setting"] | None,
+        Field(description="若設定，工具已自動確認並直接轉換到 `running`"),
     ] = None
     options: Annotated[
         list[ConfirmationOption] | None,
         Field(
-            description='伺服器為此確認提供的選項。若存在，用戶端 SHOULD 改為渲染這些選項，而非單純的核准/拒絕 UI。每個選項屬於一個 {@link ConfirmationOptionGroup}，讓用戶端仍能將選擇分類。'
+            description="伺服器為此確認提供的選項。若存在，用戶端 SHOULD 改為渲染這些選項，而非單純的核准/拒絕 UI。每個選項屬於一個 {@link ConfirmationOptionGroup}，讓用戶端仍能將選擇分類。"
         ),
     ] = None
 
 
 class ChatToolCallContentChangedAction(WireModel):
-    turnId: Annotated[str, Field(description='回合識別碼')]
-    toolCallId: Annotated[str, Field(description='工具呼叫識別碼')]
+    turnId: Annotated[str, Field(description="回合識別碼")]
+    toolCallId: Annotated[str, Field(description="工具呼叫識別碼")]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。",
         ),
     ] = None
-    type: Literal['chat/toolCallContentChanged']
+    type: Literal["chat/toolCallContentChanged"]
     content: Annotated[
         list[
             Annotated[
@@ -3310,95 +3308,95 @@ class ChatToolCallContentChangedAction(WireModel):
                 | ToolResultFileEditContent
                 | ToolResultTerminalContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ],
-        Field(description='執行中工具呼叫的目前部分內容'),
+        Field(description="執行中工具呼叫的目前部分內容"),
     ]
 
 
 class ChatToolCallAuthRequiredAction(WireModel):
-    turnId: Annotated[str, Field(description='回合識別碼')]
-    toolCallId: Annotated[str, Field(description='工具呼叫識別碼')]
+    turnId: Annotated[str, Field(description="回合識別碼")]
+    toolCallId: Annotated[str, Field(description="工具呼叫識別碼")]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。",
         ),
     ] = None
-    type: Literal['chat/toolCallAuthRequired']
-    auth: Annotated[McpAuthRequirement, Field(description='阻擋此呼叫的驗證挑戰。')]
+    type: Literal["chat/toolCallAuthRequired"]
+    auth: Annotated[McpAuthRequirement, Field(description="阻擋此呼叫的驗證挑戰。")]
 
 
 class ChatPendingMessageRemovedAction(WireModel):
-    type: Literal['chat/pendingMessageRemoved']
+    type: Literal["chat/pendingMessageRemoved"]
     kind: Annotated[
-        Literal['steering', 'queued'], Field(description='這是引導訊息還是佇列訊息')
+        Literal["steering", "queued"], Field(description="這是引導訊息還是佇列訊息")
     ]
-    id: Annotated[str, Field(description='要移除的待處理訊息識別碼')]
+    id: Annotated[str, Field(description="要移除的待處理訊息識別碼")]
 
 
 class ChatInputAnswerChangedAction(WireModel):
-    type: Literal['chat/inputAnswerChanged']
-    requestId: Annotated[str, Field(description='輸入請求識別碼')]
-    questionId: Annotated[str, Field(description='輸入請求中的問題識別碼')]
+    type: Literal["chat/inputAnswerChanged"]
+    requestId: Annotated[str, Field(description="輸入請求識別碼")]
+    questionId: Annotated[str, Field(description="輸入請求中的問題識別碼")]
     answer: Annotated[
         ChatInputAnswered | ChatInputSkipped | None,
-        Field(description='已更新的答案，或 `undefined` 以清除答案草稿'),
+        Field(description="已更新的答案，或 `undefined` 以清除答案草稿"),
     ] = None
 
 
 class ChatInputCompletedAction(WireModel):
-    type: Literal['chat/inputCompleted']
-    requestId: Annotated[str, Field(description='輸入請求識別碼')]
+    type: Literal["chat/inputCompleted"]
+    requestId: Annotated[str, Field(description="輸入請求識別碼")]
     response: Annotated[
-        Literal['accept', 'decline', 'cancel'], Field(description='完成結果')
+        Literal["accept", "decline", "cancel"], Field(description="完成結果")
     ]
     answers: Annotated[
         dict[str, ChatInputAnswered | ChatInputSkipped] | None,
-        Field(description='選用的最終答案取代，以問題 ID 為鍵'),
+        Field(description="選用的最終答案取代，以問題 ID 為鍵"),
     ] = None
 
 
 class ChangesetFileSetAction(WireModel):
-    type: Literal['changeset/fileSet']
-    file: Annotated[ChangesetFile, Field(description='新增或用來取代的檔案項目。')]
+    type: Literal["changeset/fileSet"]
+    file: Annotated[ChangesetFile, Field(description="新增或用來取代的檔案項目。")]
 
 
 class ChangesetContentChangedAction(WireModel):
-    type: Literal['changeset/contentChanged']
-    files: Annotated[list[ChangesetFile], Field(description='完整取代的檔案清單。')]
+    type: Literal["changeset/contentChanged"]
+    files: Annotated[list[ChangesetFile], Field(description="完整取代的檔案清單。")]
     operations: Annotated[
         list[ChangesetOperation] | None,
-        Field(description='完整取代的操作清單。當操作未變更時省略。'),
+        Field(description="完整取代的操作清單。當操作未變更時省略。"),
     ] = None
     error: Annotated[
-        ErrorInfo | None, Field(description='錯誤資訊（若變更集內容變更失敗）。')
+        ErrorInfo | None, Field(description="錯誤資訊（若變更集內容變更失敗）。")
     ] = None
 
 
 class ChangesetOperationsChangedAction(WireModel):
-    type: Literal['changeset/operationsChanged']
+    type: Literal["changeset/operationsChanged"]
     operations: Annotated[
         list[ChangesetOperation] | None,
-        Field(description='更新後的操作清單。傳入 `undefined` 以清除所有操作。'),
+        Field(description="更新後的操作清單。傳入 `undefined` 以清除所有操作。"),
     ] = None
 
 
 class AnnotationsEntrySetAction(WireModel):
-    type: Literal['annotations/entrySet']
+    type: Literal["annotations/entrySet"]
     annotationId: Annotated[
-        str, Field(description='該條目所屬註解的 {@link Annotation.id}。')
+        str, Field(description="該條目所屬註解的 {@link Annotation.id}。")
     ]
-    entry: Annotated[AnnotationEntry, Field(description='新增或替換用的條目。')]
+    entry: Annotated[AnnotationEntry, Field(description="新增或替換用的條目。")]
 
 
 class TerminalClaimedAction(WireModel):
-    type: Literal['terminal/claimed']
+    type: Literal["terminal/claimed"]
     claim: Annotated[
         TerminalClientClaim | TerminalSessionClaim,
-        Field(description='新的聲明', discriminator='kind'),
+        Field(description="新的聲明", discriminator="kind"),
     ]
 
 
@@ -3407,9 +3405,9 @@ class Changes1(WireModel):
 
 
 class ResourceWatchChangedAction(WireModel):
-    type: Literal['resourceWatch/changed']
+    type: Literal["resourceWatch/changed"]
     changes: Annotated[
-        Changes1, Field(description='此批次中的變更集合，為向前相容而包裝。')
+        Changes1, Field(description="此批次中的變更集合，為向前相容而包裝。")
     ]
 
 
@@ -3417,71 +3415,71 @@ class PermissionDeniedErrorData(WireModel):
     request: Annotated[
         ResourceRequestParams | None,
         Field(
-            description='若透過 `resourceRequest` 獲准則可解鎖該操作的資源存取。當沒有任何特定的存取\n授權能解決此拒絕時省略（例如當資源根本無法存取時）。'
+            description="若透過 `resourceRequest` 獲准則可解鎖該操作的資源存取。當沒有任何特定的存取\n授權能解決此拒絕時省略（例如當資源根本無法存取時）。"
         ),
     ] = None
 
 
 class AhpErrorDetailsMap(WireModel):
     field_AhpErrorCodes_AuthRequired_: Annotated[
-        AuthRequiredErrorData, Field(alias='[AhpErrorCodes.AuthRequired]')
+        AuthRequiredErrorData, Field(alias="[AhpErrorCodes.AuthRequired]")
     ]
     field_AhpErrorCodes_PermissionDenied_: Annotated[
-        PermissionDeniedErrorData, Field(alias='[AhpErrorCodes.PermissionDenied]')
+        PermissionDeniedErrorData, Field(alias="[AhpErrorCodes.PermissionDenied]")
     ]
     field_AhpErrorCodes_UnsupportedProtocolVersion_: Annotated[
         UnsupportedProtocolVersionErrorData,
-        Field(alias='[AhpErrorCodes.UnsupportedProtocolVersion]'),
+        Field(alias="[AhpErrorCodes.UnsupportedProtocolVersion]"),
     ]
 
 
 class SessionMetadata(WireModel):
-    provider: Annotated[str, Field(description='代理程式提供者 ID')]
-    title: Annotated[str, Field(description='工作階段標題')]
-    status: Annotated[int, Field(description='目前工作階段狀態', ge=0)]
+    provider: Annotated[str, Field(description="代理程式提供者 ID")]
+    title: Annotated[str, Field(description="工作階段標題")]
+    status: Annotated[int, Field(description="目前工作階段狀態", ge=0)]
     activity: Annotated[
-        str | None, Field(description='工作階段目前正在做什麼的人類可讀描述')
+        str | None, Field(description="工作階段目前正在做什麼的人類可讀描述")
     ] = None
     project: Annotated[
-        ProjectInfo | None, Field(description='此工作階段的伺服器擁有專案')
+        ProjectInfo | None, Field(description="此工作階段的伺服器擁有專案")
     ] = None
     workingDirectories: Annotated[
         list[str] | None,
         Field(
-            description='工作階段代理程式具有工具存取權的工作目錄，由\n`session/workingDirectorySet` / `session/workingDirectoryRemoved` 操作\n維護。目錄為**平等的同儕** — 工作階段沒有主要目錄。個別聊天 MAY\n透過 {@link ChatSummary.workingDirectories | 其自身的 `workingDirectories`} 限制為子集，並將其自身的某個目錄指定為主要目錄（見\n{@link ChatState.primaryWorkingDirectory}）；未設定子集的聊天會對此完整集合運作。'
+            description="工作階段代理程式具有工具存取權的工作目錄，由\n`session/workingDirectorySet` / `session/workingDirectoryRemoved` 操作\n維護。目錄為**平等的同儕** — 工作階段沒有主要目錄。個別聊天 MAY\n透過 {@link ChatSummary.workingDirectories | 其自身的 `workingDirectories`} 限制為子集，並將其自身的某個目錄指定為主要目錄（見\n{@link ChatState.primaryWorkingDirectory}）；未設定子集的聊天會對此完整集合運作。"
         ),
     ] = None
     annotations: Annotated[
         AnnotationsSummary | None,
         Field(
-            description='此工作階段內嵌註解通道（`ahp-session://annotations`）的\n輕量級摘要。公開以便徽章 UI 無需訂閱即可呈現註解/項目計數。\n當工作階段未公開註解通道時不存在。'
+            description="此工作階段內嵌註解通道（`ahp-session://annotations`）的\n輕量級摘要。公開以便徽章 UI 無需訂閱即可呈現註解/項目計數。\n當工作階段未公開註解通道時不存在。"
         ),
     ] = None
 
 
 class SessionSummary(WireModel):
-    provider: Annotated[str, Field(description='代理程式提供者 ID')]
-    title: Annotated[str, Field(description='工作階段標題')]
-    status: Annotated[int, Field(description='目前工作階段狀態', ge=0)]
+    provider: Annotated[str, Field(description="代理程式提供者 ID")]
+    title: Annotated[str, Field(description="工作階段標題")]
+    status: Annotated[int, Field(description="目前工作階段狀態", ge=0)]
     activity: Annotated[
-        str | None, Field(description='工作階段目前正在做什麼的人類可讀描述')
+        str | None, Field(description="工作階段目前正在做什麼的人類可讀描述")
     ] = None
     project: Annotated[
-        ProjectInfo | None, Field(description='此工作階段的伺服器擁有專案')
+        ProjectInfo | None, Field(description="此工作階段的伺服器擁有專案")
     ] = None
     workingDirectories: Annotated[
         list[str] | None,
         Field(
-            description='工作階段代理程式具有工具存取權的工作目錄，由\n`session/workingDirectorySet` / `session/workingDirectoryRemoved` 操作\n維護。目錄為**平等的同儕** — 工作階段沒有主要目錄。個別聊天 MAY\n透過 {@link ChatSummary.workingDirectories | 其自身的 `workingDirectories`} 限制為子集，並將其自身的某個目錄指定為主要目錄（見\n{@link ChatState.primaryWorkingDirectory}）；未設定子集的聊天會對此完整集合運作。'
+            description="工作階段代理程式具有工具存取權的工作目錄，由\n`session/workingDirectorySet` / `session/workingDirectoryRemoved` 操作\n維護。目錄為**平等的同儕** — 工作階段沒有主要目錄。個別聊天 MAY\n透過 {@link ChatSummary.workingDirectories | 其自身的 `workingDirectories`} 限制為子集，並將其自身的某個目錄指定為主要目錄（見\n{@link ChatState.primaryWorkingDirectory}）；未設定子集的聊天會對此完整集合運作。"
         ),
     ] = None
     annotations: Annotated[
         AnnotationsSummary | None,
         Field(
-            description='此工作階段內嵌註解通道（`ahp-session://annotations`）的\n輕量級摘要。公開以便徽章 UI 無需訂閱即可呈現註解/項目計數。\n當工作階段未公開註解通道時不存在。'
+            description="此工作階段內嵌註解通道（`ahp-session://annotations`）的\n輕量級摘要。公開以便徽章 UI 無需訂閱即可呈現註解/項目計數。\n當工作階段未公開註解通道時不存在。"
         ),
     ] = None
-    resource: Annotated[str, Field(description='工作階段 URI')]
+    resource: Annotated[str, Field(description="工作階段 URI")]
     createdAt: Annotated[
         str,
         Field(
@@ -3497,14 +3495,14 @@ class SessionSummary(WireModel):
     changes: Annotated[
         ChangesSummary | None,
         Field(
-            description='與此工作階段關聯之檔案變更的彙總摘要。伺服器 MAY 填入此欄位以\n提供用戶端工作階段足跡的快速一覽檢視（例如用於清單呈現），而\n無需用戶端訂閱變更集。'
+            description="與此工作階段關聯之檔案變更的彙總摘要。伺服器 MAY 填入此欄位以\n提供用戶端工作階段足跡的快速一覽檢視（例如用於清單呈現），而\n無需用戶端訂閱變更集。"
         ),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='伺服器定義的輕量級中繼資料，用戶端可用於工作階段呈現。協定不\n解譯這些值；生產者 SHOULD 保持有效負載小巧，因為摘要出現於\n工作階段清單與工作階段通知中。',
+            alias="_meta",
+            description="伺服器定義的輕量級中繼資料，用戶端可用於工作階段呈現。協定不\n解譯這些值；生產者 SHOULD 保持有效負載小巧，因為摘要出現於\n工作階段清單與工作階段通知中。",
         ),
     ] = None
 
@@ -3513,61 +3511,61 @@ class McpServerCustomization(WireModel):
     id: Annotated[
         str,
         Field(
-            description='工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。'
+            description="工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。"
         ),
     ]
     uri: Annotated[
         str,
         Field(
-            description='此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。'
+            description="此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。"
         ),
     ]
-    name: Annotated[str, Field(description='人類可讀名稱。')]
-    icons: Annotated[list[Icon] | None, Field(description='用於 UI 顯示的圖示。')] = (
+    name: Annotated[str, Field(description="人類可讀名稱。")]
+    icons: Annotated[list[Icon] | None, Field(description="用於 UI 顯示的圖示。")] = (
         None
     )
     range: Annotated[
         TextRange | None,
         Field(
-            description='當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。'
+            description="當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。"
         ),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。',
+            alias="_meta",
+            description="此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。",
         ),
     ] = None
-    type: Literal['mcpServer']
-    enabled: Annotated[bool, Field(description='此 MCP 伺服器目前是否啟用。')]
+    type: Literal["mcpServer"]
+    enabled: Annotated[bool, Field(description="此 MCP 伺服器目前是否啟用。")]
     state: Annotated[
         McpServerStartingState
         | McpServerReadyState
         | McpServerAuthRequiredState
         | McpServerErrorState
         | McpServerStoppedState,
-        Field(description='MCP 伺服器的目前生命週期狀態。', discriminator='kind'),
+        Field(description="MCP 伺服器的目前生命週期狀態。", discriminator="kind"),
     ]
     channel: Annotated[
         str | None,
         Field(
-            description='用戶端用來將流量側通道傳入上游 MCP 伺服器本身的 `mcp://` 協定\n通道。該通道並非全新的原始 MCP 連線：它搭載於 AHP 傳輸上並跳過\nMCP `initialize` 序列。\n\n代理主機 MAY 僅在此通道上提供 MCP 的子集；所提供的子集由\n領域特定能力描述，例如\n{@link McpServerCustomizationApps.capabilities} 中的那些。\n\n通道 URI SHOULD 在伺服器生命週期內穩定，但代理主機 MAY 變更它\n（例如跨重新啟動），且 MAY 僅在伺服器處於\n{@link McpServerStatus.Ready | `Ready`} 時公開它。不存在表示目前\n沒有可用的側通道。'
+            description="用戶端用來將流量側通道傳入上游 MCP 伺服器本身的 `mcp://` 協定\n通道。該通道並非全新的原始 MCP 連線：它搭載於 AHP 傳輸上並跳過\nMCP `initialize` 序列。\n\n代理主機 MAY 僅在此通道上提供 MCP 的子集；所提供的子集由\n領域特定能力描述，例如\n{@link McpServerCustomizationApps.capabilities} 中的那些。\n\n通道 URI SHOULD 在伺服器生命週期內穩定，但代理主機 MAY 變更它\n（例如跨重新啟動），且 MAY 僅在伺服器處於\n{@link McpServerStatus.Ready | `Ready`} 時公開它。不存在表示目前\n沒有可用的側通道。"
         ),
     ] = None
     mcpApp: Annotated[
         McpServerCustomizationApps | None,
         Field(
-            description='MCP App 支援。對支援 apps 的 MCP 伺服器，SHOULD 公開此屬性。'
+            description="MCP App 支援。對支援 apps 的 MCP 伺服器，SHOULD 公開此屬性。"
         ),
     ] = None
 
 
 class ChatInputRequest(WireModel):
-    id: Annotated[str, Field(description='穩定的請求識別碼')]
-    message: Annotated[str | None, Field(description='整個請求的顯示訊息')] = None
+    id: Annotated[str, Field(description="穩定的請求識別碼")]
+    message: Annotated[str | None, Field(description="整個請求的顯示訊息")] = None
     url: Annotated[
-        str | None, Field(description='使用者應檢閱或開啟的 URL，用於 URL 式引出')
+        str | None, Field(description="使用者應檢閱或開啟的 URL，用於 URL 式引出")
     ] = None
     questions: Annotated[
         list[
@@ -3578,17 +3576,17 @@ class ChatInputRequest(WireModel):
             | ChatInputMultiSelectQuestion
         ]
         | None,
-        Field(description='要詢問使用者的有序問題'),
+        Field(description="要詢問使用者的有序問題"),
     ] = None
     answers: Annotated[
         dict[str, ChatInputAnswered | ChatInputSkipped] | None,
-        Field(description='目前的草稿或已提交答案，以問題 ID 為索引鍵'),
+        Field(description="目前的草稿或已提交答案，以問題 ID 為索引鍵"),
     ] = None
 
 
 class Message(WireModel):
-    text: Annotated[str, Field(description='訊息文字')]
-    origin: Annotated[MessageOrigin, Field(description='訊息的起源')]
+    text: Annotated[str, Field(description="訊息文字")]
+    origin: Annotated[MessageOrigin, Field(description="訊息的起源")]
     attachments: Annotated[
         list[
             Annotated[
@@ -3597,53 +3595,53 @@ class Message(WireModel):
                 | MessageResourceAttachment
                 | MessageAnnotationsAttachment
                 | MessageChatAttachment,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None,
-        Field(description='檔案／選取範圍附件'),
+        Field(description="檔案／選取範圍附件"),
     ] = None
     model: Annotated[
         ModelSelection | None,
         Field(
-            description='此訊息已（或將）用來傳送的模型。\n\n對於歷史使用者／代理程式訊息，此記錄實際使用的模型，讓編輯或重送\n訊息的用戶端可保留該選擇。對於 {@link ChatState.draft | draft}，\n它承載使用者為其正在撰寫的訊息所挑選的模型。缺省表示套用代理主機\n的預設模型。'
+            description="此訊息已（或將）用來傳送的模型。\n\n對於歷史使用者／代理程式訊息，此記錄實際使用的模型，讓編輯或重送\n訊息的用戶端可保留該選擇。對於 {@link ChatState.draft | draft}，\n它承載使用者為其正在撰寫的訊息所挑選的模型。缺省表示套用代理主機\n的預設模型。"
         ),
     ] = None
     agent: Annotated[
         AgentSelection | None,
         Field(
-            description='此訊息已（或將）用來傳送的自訂代理程式。\n\n對於歷史訊息，此記錄實際使用的代理程式；對於\n{@link ChatState.draft | draft}，它承載使用者挑選的代理程式。缺省\n表示無自訂代理程式 — 套用提供者的預設行為。'
+            description="此訊息已（或將）用來傳送的自訂代理程式。\n\n對於歷史訊息，此記錄實際使用的代理程式；對於\n{@link ChatState.draft | draft}，它承載使用者挑選的代理程式。缺省\n表示無自訂代理程式 — 套用提供者的預設行為。"
         ),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此訊息的額外提供者特定中介資料。\n\n用戶端 MAY 在此尋找已知的索引鍵以提供增強 UI，代理主機 MAY 用它\n承載不符合任何其他欄位的情境。鏡像 MCP 的 `_meta` 慣例。',
+            alias="_meta",
+            description="此訊息的額外提供者特定中介資料。\n\n用戶端 MAY 在此尋找已知的索引鍵以提供增強 UI，代理主機 MAY 用它\n承載不符合任何其他欄位的情境。鏡像 MCP 的 `_meta` 慣例。",
         ),
     ] = None
 
 
 class InputRequestResponsePart(WireModel):
-    kind: Annotated[Literal['inputRequest'], Field(description='判別欄位')]
+    kind: Annotated[Literal["inputRequest"], Field(description="判別欄位")]
     request: Annotated[
         ChatInputRequest,
         Field(
-            description='請求，承載其 `id`、`message`、`url`、`questions` 與目前的草稿或\n已提交 `answers`。'
+            description="請求，承載其 `id`、`message`、`url`、`questions` 與目前的草稿或\n已提交 `answers`。"
         ),
     ]
     response: Annotated[
-        Literal['accept', 'decline', 'cancel'] | None,
+        Literal["accept", "decline", "cancel"] | None,
         Field(
-            description='請求如何被解決。在用戶端以 `chat/inputCompleted` 提交 `accept`、\n`decline` 或 `cancel` 之前為缺省。'
+            description="請求如何被解決。在用戶端以 `chat/inputCompleted` 提交 `accept`、\n`decline` 或 `cancel` 之前為缺省。"
         ),
     ] = None
 
 
 class ToolCallResult(WireModel):
-    success: Annotated[bool, Field(description='工具是否成功')]
+    success: Annotated[bool, Field(description="工具是否成功")]
     pastTenseMessage: Annotated[
-        str | StringOrMarkdown1, Field(description='工具已執行之事的過去式描述')
+        str | StringOrMarkdown1, Field(description="工具已執行之事的過去式描述")
     ]
     content: Annotated[
         list[
@@ -3654,48 +3652,48 @@ class ToolCallResult(WireModel):
                 | ToolResultFileEditContent
                 | ToolResultTerminalContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None,
         Field(
-            description='非結構化結果內容區塊。\n\n這鏡像 MCP `CallToolResult` 的 `content` 欄位。'
+            description="非結構化結果內容區塊。\n\n這鏡像 MCP `CallToolResult` 的 `content` 欄位。"
         ),
     ] = None
     structuredContent: Annotated[
         dict[str, Any] | None,
         Field(
-            description='選用的結構化結果物件。\n\n這鏡像 MCP `CallToolResult` 的 `structuredContent` 欄位。'
+            description="選用的結構化結果物件。\n\n這鏡像 MCP `CallToolResult` 的 `structuredContent` 欄位。"
         ),
     ] = None
-    error: Annotated[Error | None, Field(description='當工具失敗時的錯誤細節')] = None
+    error: Annotated[Error | None, Field(description="當工具失敗時的錯誤細節")] = None
 
 
 class ToolCallPendingConfirmationState(WireModel):
-    toolCallId: Annotated[str, Field(description='唯一的工具呼叫識別碼')]
-    toolName: Annotated[str, Field(description='內部工具名稱（用於除錯／記錄）')]
-    displayName: Annotated[str, Field(description='人類可讀的工具名稱')]
+    toolCallId: Annotated[str, Field(description="唯一的工具呼叫識別碼")]
+    toolName: Annotated[str, Field(description="內部工具名稱（用於除錯／記錄）")]
+    displayName: Annotated[str, Field(description="人類可讀的工具名稱")]
     intention: Annotated[
-        str | None, Field(description='工具呼叫意圖執行之事的人類可讀描述')
+        str | None, Field(description="工具呼叫意圖執行之事的人類可讀描述")
     ] = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(description='對被呼叫工具之貢獻者的參照。', discriminator='kind'),
+        Field(description="對被呼叫工具之貢獻者的參照。", discriminator="kind"),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中介資料。\n\n這 MAY 包含對應至 MCP 工具呼叫中 MCP Apps (SEP-1865)\n`McpUiToolMeta` 的 `ui` 欄位，可與 {@link contributor} 結合使用以\n服務 MCP Apps。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中介資料。\n\n這 MAY 包含對應至 MCP 工具呼叫中 MCP Apps (SEP-1865)\n`McpUiToolMeta` 的 `ui` 欄位，可與 {@link contributor} 結合使用以\n服務 MCP Apps。",
         ),
     ] = None
     invocationMessage: Annotated[
-        str | StringOrMarkdown1, Field(description='描述工具將執行什麼的訊息')
+        str | StringOrMarkdown1, Field(description="描述工具將執行什麼的訊息")
     ]
-    toolInput: Annotated[str | ContentRef | None, Field(description='原始工具輸入')] = (
+    toolInput: Annotated[str | ContentRef | None, Field(description="原始工具輸入")] = (
         None
     )
-    status: Literal['pending-confirmation']
+    status: Literal["pending-confirmation"]
     confirmationTitle: Annotated[
         str | StringOrMarkdown1 | None,
         Field(
@@ -3704,56 +3702,56 @@ class ToolCallPendingConfirmationState(WireModel):
     ] = None
     riskAssessment: Annotated[
         ToolCallRiskAssessmentLoadingState | ToolCallRiskAssessmentCompleteState | None,
-        Field(description='促成此確認需求的風險評估。', discriminator='status'),
+        Field(description="促成此確認需求的風險評估。", discriminator="status"),
     ] = None
     edits: Annotated[
-        Edits | None, Field(description='此工具呼叫將執行的檔案編輯，供確認前預覽')
+        Edits | None, Field(description="此工具呼叫將執行的檔案編輯，供確認前預覽")
     ] = None
     editable: Annotated[
         bool | None,
-        Field(description='代理主機是否允許用戶端在確認前編輯工具的輸入參數'),
+        Field(description="代理主機是否允許用戶端在確認前編輯工具的輸入參數"),
     ] = None
     options: Annotated[
         list[ConfirmationOption] | None,
         Field(
-            description='伺服器為此確認提供的選項。當存在時，用戶端 SHOULD 改為轉譯這些\n選項，而非單純的核准／拒絕 UI。每個選項屬於一個\n{@link ConfirmationOptionGroup}，讓用戶端仍可分類這些選擇。'
+            description="伺服器為此確認提供的選項。當存在時，用戶端 SHOULD 改為轉譯這些\n選項，而非單純的核准／拒絕 UI。每個選項屬於一個\n{@link ConfirmationOptionGroup}，讓用戶端仍可分類這些選擇。"
         ),
     ] = None
 
 
 class ToolCallRunningState(WireModel):
-    toolCallId: Annotated[str, Field(description='唯一的工具呼叫識別碼')]
-    toolName: Annotated[str, Field(description='內部工具名稱（用於除錯／記錄）')]
-    displayName: Annotated[str, Field(description='人類可讀的工具名稱')]
+    toolCallId: Annotated[str, Field(description="唯一的工具呼叫識別碼")]
+    toolName: Annotated[str, Field(description="內部工具名稱（用於除錯／記錄）")]
+    displayName: Annotated[str, Field(description="人類可讀的工具名稱")]
     intention: Annotated[
-        str | None, Field(description='工具呼叫意圖執行之事的人類可讀描述')
+        str | None, Field(description="工具呼叫意圖執行之事的人類可讀描述")
     ] = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(description='對被呼叫工具之貢獻者的參照。', discriminator='kind'),
+        Field(description="對被呼叫工具之貢獻者的參照。", discriminator="kind"),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中介資料。\n\n這 MAY 包含對應至 MCP 工具呼叫中 MCP Apps (SEP-1865)\n`McpUiToolMeta` 的 `ui` 欄位，可與 {@link contributor} 結合使用以\n服務 MCP Apps。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中介資料。\n\n這 MAY 包含對應至 MCP 工具呼叫中 MCP Apps (SEP-1865)\n`McpUiToolMeta` 的 `ui` 欄位，可與 {@link contributor} 結合使用以\n服務 MCP Apps。",
         ),
     ] = None
     invocationMessage: Annotated[
-        str | StringOrMarkdown1, Field(description='描述工具將執行什麼的訊息')
+        str | StringOrMarkdown1, Field(description="描述工具將執行什麼的訊息")
     ]
-    toolInput: Annotated[str | ContentRef | None, Field(description='原始工具輸入')] = (
+    toolInput: Annotated[str | ContentRef | None, Field(description="原始工具輸入")] = (
         None
     )
     confirmed: Annotated[
-        Literal['not-needed', 'user-action', 'setting'],
-        Field(description='工具如何被確認執行'),
+        Literal["not-needed", "user-action", "setting"],
+        Field(description="工具如何被確認執行"),
     ]
     selectedOption: Annotated[
         ConfirmationOption | None,
-        Field(description='使用者所選的確認選項（若有提供確認選項）'),
+        Field(description="使用者所選的確認選項（若有提供確認選項）"),
     ] = None
-    status: Literal['running']
+    status: Literal["running"]
     content: Annotated[
         list[
             Annotated[
@@ -3763,50 +3761,50 @@ class ToolCallRunningState(WireModel):
                 | ToolResultFileEditContent
                 | ToolResultTerminalContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None,
         Field(
-            description='工具仍在執行時產生的部分內容。\n\n例如，終端機內容區塊讓用戶端可在工具完成前訂閱即時輸出。'
+            description="工具仍在執行時產生的部分內容。\n\n例如，終端機內容區塊讓用戶端可在工具完成前訂閱即時輸出。"
         ),
     ] = None
 
 
 class ToolCallAuthRequiredState(WireModel):
-    toolCallId: Annotated[str, Field(description='唯一的工具呼叫識別碼')]
-    toolName: Annotated[str, Field(description='內部工具名稱（用於除錯／記錄）')]
-    displayName: Annotated[str, Field(description='人類可讀的工具名稱')]
+    toolCallId: Annotated[str, Field(description="唯一的工具呼叫識別碼")]
+    toolName: Annotated[str, Field(description="內部工具名稱（用於除錯／記錄）")]
+    displayName: Annotated[str, Field(description="人類可讀的工具名稱")]
     intention: Annotated[
-        str | None, Field(description='工具呼叫意圖執行之事的人類可讀描述')
+        str | None, Field(description="工具呼叫意圖執行之事的人類可讀描述")
     ] = None
     contributor: Annotated[
         ToolCallMcpContributor,
-        Field(description='貢獻此工具呼叫的 MCP 伺服器 — 一律為 MCP，絕非用戶端工具。'),
+        Field(description="貢獻此工具呼叫的 MCP 伺服器 — 一律為 MCP，絕非用戶端工具。"),
     ]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中介資料。\n\n這 MAY 包含對應至 MCP 工具呼叫中 MCP Apps (SEP-1865)\n`McpUiToolMeta` 的 `ui` 欄位，可與 {@link contributor} 結合使用以\n服務 MCP Apps。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中介資料。\n\n這 MAY 包含對應至 MCP 工具呼叫中 MCP Apps (SEP-1865)\n`McpUiToolMeta` 的 `ui` 欄位，可與 {@link contributor} 結合使用以\n服務 MCP Apps。",
         ),
     ] = None
     invocationMessage: Annotated[
-        str | StringOrMarkdown1, Field(description='描述工具將執行什麼的訊息')
+        str | StringOrMarkdown1, Field(description="描述工具將執行什麼的訊息")
     ]
-    toolInput: Annotated[str | ContentRef | None, Field(description='原始工具輸入')] = (
+    toolInput: Annotated[str | ContentRef | None, Field(description="原始工具輸入")] = (
         None
     )
     confirmed: Annotated[
-        Literal['not-needed', 'user-action', 'setting'],
-        Field(description='工具如何被確認執行'),
+        Literal["not-needed", "user-action", "setting"],
+        Field(description="工具如何被確認執行"),
     ]
     selectedOption: Annotated[
         ConfirmationOption | None,
-        Field(description='使用者所選的確認選項（若有提供確認選項）'),
+        Field(description="使用者所選的確認選項（若有提供確認選項）"),
     ] = None
-    status: Literal['auth-required']
-    auth: Annotated[McpAuthRequirement, Field(description='封鎖此呼叫的驗證挑戰。')]
+    status: Literal["auth-required"]
+    auth: Annotated[McpAuthRequirement, Field(description="封鎖此呼叫的驗證挑戰。")]
     content: Annotated[
         list[
             Annotated[
@@ -3816,41 +3814,41 @@ class ToolCallAuthRequiredState(WireModel):
                 | ToolResultFileEditContent
                 | ToolResultTerminalContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None,
-        Field(description='呼叫為驗證暫停前產生的部分內容。'),
+        Field(description="呼叫為驗證暫停前產生的部分內容。"),
     ] = None
 
 
 class ToolCallPendingResultConfirmationState(WireModel):
-    toolCallId: Annotated[str, Field(description='唯一的工具呼叫識別碼')]
-    toolName: Annotated[str, Field(description='內部工具名稱（用於除錯／記錄）')]
-    displayName: Annotated[str, Field(description='人類可讀的工具名稱')]
+    toolCallId: Annotated[str, Field(description="唯一的工具呼叫識別碼")]
+    toolName: Annotated[str, Field(description="內部工具名稱（用於除錯／記錄）")]
+    displayName: Annotated[str, Field(description="人類可讀的工具名稱")]
     intention: Annotated[
-        str | None, Field(description='工具呼叫意圖執行之事的人類可讀描述')
+        str | None, Field(description="工具呼叫意圖執行之事的人類可讀描述")
     ] = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(description='對被呼叫工具之貢獻者的參照。', discriminator='kind'),
+        Field(description="對被呼叫工具之貢獻者的參照。", discriminator="kind"),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中介資料。\n\n這 MAY 包含對應至 MCP 工具呼叫中 MCP Apps (SEP-1865)\n`McpUiToolMeta` 的 `ui` 欄位，可與 {@link contributor} 結合使用以\n服務 MCP Apps。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中介資料。\n\n這 MAY 包含對應至 MCP 工具呼叫中 MCP Apps (SEP-1865)\n`McpUiToolMeta` 的 `ui` 欄位，可與 {@link contributor} 結合使用以\n服務 MCP Apps。",
         ),
     ] = None
     invocationMessage: Annotated[
-        str | StringOrMarkdown1, Field(description='描述工具將執行什麼的訊息')
+        str | StringOrMarkdown1, Field(description="描述工具將執行什麼的訊息")
     ]
-    toolInput: Annotated[str | ContentRef | None, Field(description='原始工具輸入')] = (
+    toolInput: Annotated[str | ContentRef | None, Field(description="原始工具輸入")] = (
         None
     )
-    success: Annotated[bool, Field(description='工具是否成功')]
+    success: Annotated[bool, Field(description="工具是否成功")]
     pastTenseMessage: Annotated[
-        str | StringOrMarkdown1, Field(description='工具已執行之事的過去式描述')
+        str | StringOrMarkdown1, Field(description="工具已執行之事的過去式描述")
     ]
     content: Annotated[
         list[
@@ -3861,59 +3859,59 @@ class ToolCallPendingResultConfirmationState(WireModel):
                 | ToolResultFileEditContent
                 | ToolResultTerminalContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None,
         Field(
-            description='非結構化結果內容區塊。\n\n這鏡像 MCP `CallToolResult` 的 `content` 欄位。'
+            description="非結構化結果內容區塊。\n\n這鏡像 MCP `CallToolResult` 的 `content` 欄位。"
         ),
     ] = None
     structuredContent: Annotated[
         dict[str, Any] | None,
         Field(
-            description='選用的結構化結果物件。\n\n這鏡像 MCP `CallToolResult` 的 `structuredContent` 欄位。'
+            description="選用的結構化結果物件。\n\n這鏡像 MCP `CallToolResult` 的 `structuredContent` 欄位。"
         ),
     ] = None
-    error: Annotated[Error | None, Field(description='當工具失敗時的錯誤細節')] = None
+    error: Annotated[Error | None, Field(description="當工具失敗時的錯誤細節")] = None
     confirmed: Annotated[
-        Literal['not-needed', 'user-action', 'setting'],
-        Field(description='工具如何被確認執行'),
+        Literal["not-needed", "user-action", "setting"],
+        Field(description="工具如何被確認執行"),
     ]
     selectedOption: Annotated[
         ConfirmationOption | None,
-        Field(description='使用者所選的確認選項（若有提供確認選項）'),
+        Field(description="使用者所選的確認選項（若有提供確認選項）"),
     ] = None
-    status: Literal['pending-result-confirmation']
+    status: Literal["pending-result-confirmation"]
 
 
 class ToolCallCompletedState(WireModel):
-    toolCallId: Annotated[str, Field(description='唯一的工具呼叫識別碼')]
-    toolName: Annotated[str, Field(description='內部工具名稱（用於除錯／記錄）')]
-    displayName: Annotated[str, Field(description='人類可讀的工具名稱')]
+    toolCallId: Annotated[str, Field(description="唯一的工具呼叫識別碼")]
+    toolName: Annotated[str, Field(description="內部工具名稱（用於除錯／記錄）")]
+    displayName: Annotated[str, Field(description="人類可讀的工具名稱")]
     intention: Annotated[
-        str | None, Field(description='工具呼叫意圖執行之事的人類可讀描述')
+        str | None, Field(description="工具呼叫意圖執行之事的人類可讀描述")
     ] = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(description='對被呼叫工具之貢獻者的參照。', discriminator='kind'),
+        Field(description="對被呼叫工具之貢獻者的參照。", discriminator="kind"),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中介資料。\n\n這 MAY 包含對應至 MCP 工具呼叫中 MCP Apps (SEP-1865)\n`McpUiToolMeta` 的 `ui` 欄位，可與 {@link contributor} 結合使用以\n服務 MCP Apps。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中介資料。\n\n這 MAY 包含對應至 MCP 工具呼叫中 MCP Apps (SEP-1865)\n`McpUiToolMeta` 的 `ui` 欄位，可與 {@link contributor} 結合使用以\n服務 MCP Apps。",
         ),
     ] = None
     invocationMessage: Annotated[
-        str | StringOrMarkdown1, Field(description='描述工具將執行什麼的訊息')
+        str | StringOrMarkdown1, Field(description="描述工具將執行什麼的訊息")
     ]
-    toolInput: Annotated[str | ContentRef | None, Field(description='原始工具輸入')] = (
+    toolInput: Annotated[str | ContentRef | None, Field(description="原始工具輸入")] = (
         None
     )
-    success: Annotated[bool, Field(description='工具是否成功')]
+    success: Annotated[bool, Field(description="工具是否成功")]
     pastTenseMessage: Annotated[
-        str | StringOrMarkdown1, Field(description='工具已執行之事的過去式描述')
+        str | StringOrMarkdown1, Field(description="工具已執行之事的過去式描述")
     ]
     content: Annotated[
         list[
@@ -3924,92 +3922,92 @@ class ToolCallCompletedState(WireModel):
                 | ToolResultFileEditContent
                 | ToolResultTerminalContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None,
         Field(
-            description='非結構化結果內容區塊。\n\n這鏡像 MCP `CallToolResult` 的 `content` 欄位。'
+            description="非結構化結果內容區塊。\n\n這鏡像 MCP `CallToolResult` 的 `content` 欄位。"
         ),
     ] = None
     structuredContent: Annotated[
         dict[str, Any] | None,
         Field(
-            description='選用的結構化結果物件。\n\n這鏡像 MCP `CallToolResult` 的 `structuredContent` 欄位。'
+            description="選用的結構化結果物件。\n\n這鏡像 MCP `CallToolResult` 的 `structuredContent` 欄位。"
         ),
     ] = None
-    error: Annotated[Error | None, Field(description='當工具失敗時的錯誤細節')] = None
+    error: Annotated[Error | None, Field(description="當工具失敗時的錯誤細節")] = None
     confirmed: Annotated[
-        Literal['not-needed', 'user-action', 'setting'],
-        Field(description='工具如何被確認執行'),
+        Literal["not-needed", "user-action", "setting"],
+        Field(description="工具如何被確認執行"),
     ]
     selectedOption: Annotated[
         ConfirmationOption | None,
-        Field(description='使用者所選的確認選項（若有提供確認選項）'),
+        Field(description="使用者所選的確認選項（若有提供確認選項）"),
     ] = None
-    status: Literal['completed']
+    status: Literal["completed"]
 
 
 class ToolCallCancelledState(WireModel):
-    toolCallId: Annotated[str, Field(description='唯一的工具呼叫識別碼')]
-    toolName: Annotated[str, Field(description='內部工具名稱（用於除錯／記錄）')]
-    displayName: Annotated[str, Field(description='人類可讀的工具名稱')]
+    toolCallId: Annotated[str, Field(description="唯一的工具呼叫識別碼")]
+    toolName: Annotated[str, Field(description="內部工具名稱（用於除錯／記錄）")]
+    displayName: Annotated[str, Field(description="人類可讀的工具名稱")]
     intention: Annotated[
-        str | None, Field(description='工具呼叫意圖執行之事的人類可讀描述')
+        str | None, Field(description="工具呼叫意圖執行之事的人類可讀描述")
     ] = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(description='對被呼叫工具之貢獻者的參照。', discriminator='kind'),
+        Field(description="對被呼叫工具之貢獻者的參照。", discriminator="kind"),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中介資料。\n\n這 MAY 包含對應至 MCP 工具呼叫中 MCP Apps (SEP-1865)\n`McpUiToolMeta` 的 `ui` 欄位，可與 {@link contributor} 結合使用以\n服務 MCP Apps。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中介資料。\n\n這 MAY 包含對應至 MCP 工具呼叫中 MCP Apps (SEP-1865)\n`McpUiToolMeta` 的 `ui` 欄位，可與 {@link contributor} 結合使用以\n服務 MCP Apps。",
         ),
     ] = None
     invocationMessage: Annotated[
-        str | StringOrMarkdown1, Field(description='描述工具將執行什麼的訊息')
+        str | StringOrMarkdown1, Field(description="描述工具將執行什麼的訊息")
     ]
-    toolInput: Annotated[str | ContentRef | None, Field(description='原始工具輸入')] = (
+    toolInput: Annotated[str | ContentRef | None, Field(description="原始工具輸入")] = (
         None
     )
-    status: Literal['cancelled']
+    status: Literal["cancelled"]
     reason: Annotated[
-        Literal['denied', 'skipped', 'result-denied'],
-        Field(description='工具為何被取消'),
+        Literal["denied", "skipped", "result-denied"],
+        Field(description="工具為何被取消"),
     ]
     reasonMessage: Annotated[
-        str | StringOrMarkdown1 | None, Field(description='解釋取消的選用訊息')
+        str | StringOrMarkdown1 | None, Field(description="解釋取消的選用訊息")
     ] = None
     userSuggestion: Annotated[
-        Message | None, Field(description='使用者建議改為執行的動作')
+        Message | None, Field(description="使用者建議改為執行的動作")
     ] = None
     selectedOption: Annotated[
         ConfirmationOption | None,
-        Field(description='使用者所選的確認選項（若有提供確認選項）'),
+        Field(description="使用者所選的確認選項（若有提供確認選項）"),
     ] = None
 
 
 class TerminalInfo(WireModel):
     resource: Annotated[
-        str, Field(description='終端機 URI（可訂閱以取得完整終端機狀態）')
+        str, Field(description="終端機 URI（可訂閱以取得完整終端機狀態）")
     ]
-    title: Annotated[str, Field(description='人類可讀的終端機標題')]
+    title: Annotated[str, Field(description="人類可讀的終端機標題")]
     claim: Annotated[
         TerminalClientClaim | TerminalSessionClaim,
-        Field(description='目前誰持有此終端機', discriminator='kind'),
+        Field(description="目前誰持有此終端機", discriminator="kind"),
     ]
     exitCode: Annotated[
-        int | float | None, Field(description='行程結束代碼（若終端機行程已結束）')
+        int | float | None, Field(description="行程結束代碼（若終端機行程已結束）")
     ] = None
 
 
 class TerminalState(WireModel):
-    title: Annotated[str, Field(description='人類可讀的終端機標題')]
-    cwd: Annotated[str | None, Field(description='終端機行程的當前工作目錄')] = None
-    cols: Annotated[int | float | None, Field(description='終端機寬度（以欄為單位）')] = None
-    rows: Annotated[int | float | None, Field(description='終端機高度（以列為單位）')] = None
+    title: Annotated[str, Field(description="人類可讀的終端機標題")]
+    cwd: Annotated[str | None, Field(description="終端機行程的當前工作目錄")] = None
+    cols: Annotated[int | float | None, Field(description="終端機寬度（以欄為單位）")] = None
+    rows: Annotated[int | float | None, Field(description="終端機高度（以列為單位）")] = None
     content: Annotated[
         list[TerminalUnclassifiedPart | TerminalCommandPart],
         Field(
@@ -4017,41 +4015,41 @@ class TerminalState(WireModel):
         ),
     ]
     exitCode: Annotated[
-        int | float | None, Field(description='行程結束代碼，於終端機行程結束時設定')
+        int | float | None, Field(description="行程結束代碼，於終端機行程結束時設定")
     ] = None
     claim: Annotated[
         TerminalClientClaim | TerminalSessionClaim,
-        Field(description='目前誰持有此終端機', discriminator='kind'),
+        Field(description="目前誰持有此終端機", discriminator="kind"),
     ]
     supportsCommandDetection: Annotated[
         bool | None,
         Field(
-            description='此終端機是否發出 `terminal/commandExecuted` 與\n`terminal/commandFinished` 操作並填入 `command` 類型的片段。\n\n用戶端 MUST 在依賴指令偵測前檢查此旗標。\n切勿以 `command` 片段的存在與否作為功能旗標 — 片段\n在正常閒置狀態下是不存在的。'
+            description="此終端機是否發出 `terminal/commandExecuted` 與\n`terminal/commandFinished` 操作並填入 `command` 類型的片段。\n\n用戶端 MUST 在依賴指令偵測前檢查此旗標。\n切勿以 `command` 片段的存在與否作為功能旗標 — 片段\n在正常閒置狀態下是不存在的。"
         ),
     ] = None
     isPty: Annotated[
         bool | None,
         Field(
-            description='此終端機風格資源是否由虛擬終端機支撐。\n當值為 `false` 時，輸出為純文字，用戶端不需要解析\nVT 序列。'
+            description="此終端機風格資源是否由虛擬終端機支撐。\n當值為 `false` 時，輸出為純文字，用戶端不需要解析\nVT 序列。"
         ),
     ] = None
 
 
 class ChangesetState(WireModel):
     status: Annotated[
-        Literal['computing', 'ready', 'error'], Field(description='運算生命週期。')
+        Literal["computing", "ready", "error"], Field(description="運算生命週期。")
     ]
     error: Annotated[
         ErrorInfo | None,
-        Field(description='若且唯若 `status === ChangesetStatus.Error` 時存在。'),
+        Field(description="若且唯若 `status === ChangesetStatus.Error` 時存在。"),
     ] = None
     files: Annotated[
         list[ChangesetFile],
-        Field(description='此變更集中的檔案，以 {@link ChangesetFile.id} 為鍵。'),
+        Field(description="此變更集中的檔案，以 {@link ChangesetFile.id} 為鍵。"),
     ]
     operations: Annotated[
         list[ChangesetOperation] | None,
-        Field(description='用戶端可對此變更集叫用的操作。當沒有可用操作時省略。'),
+        Field(description="用戶端可對此變更集叫用的操作。當沒有可用操作時省略。"),
     ] = None
 
 
@@ -4059,39 +4057,39 @@ class Annotation(WireModel):
     id: Annotated[
         str,
         Field(
-            description='註解通道內的穩定識別碼。由分派建立它的\n{@link AnnotationsSetAction} 的用戶端指派。'
+            description="註解通道內的穩定識別碼。由分派建立它的\n{@link AnnotationsSetAction} 的用戶端指派。"
         ),
     ]
     turnId: Annotated[
         str,
         Field(
-            description='產生此註解所錨定之檔案版本的回合。\n與擁有工作階段上的 {@link Turn.id} 相符。'
+            description="產生此註解所錨定之檔案版本的回合。\n與擁有工作階段上的 {@link Turn.id} 相符。"
         ),
     ]
-    resource: Annotated[str, Field(description='註解所錨定的檔案。')]
+    resource: Annotated[str, Field(description="註解所錨定的檔案。")]
     range: Annotated[
         TextRange | None,
         Field(
-            description='註解所錨定 {@link resource} 內的範圍。省略時，\n註解錨定至整個檔案。'
+            description="註解所錨定 {@link resource} 內的範圍。省略時，\n註解錨定至整個檔案。"
         ),
     ] = None
     resolved: Annotated[
         bool,
         Field(
-            description='註解是否已解決。新建的註解一律為未解決\n（`false`）；用戶端透過分派攜帶更新旗標的\n{@link AnnotationsUpdatedAction} 將註解標記為已解決（或重新開啟），\n或在替換整個註解時使用 {@link AnnotationsSetAction}。'
+            description="註解是否已解決。新建的註解一律為未解決\n（`false`）；用戶端透過分派攜帶更新旗標的\n{@link AnnotationsUpdatedAction} 將註解標記為已解決（或重新開啟），\n或在替換整個註解時使用 {@link AnnotationsSetAction}。"
         ),
     ]
     entries: Annotated[
         list[AnnotationEntry],
         Field(
-            description='此註解中的條目，依分派順序排列（最舊者在前）。\nMUST 至少包含一個條目。'
+            description="此註解中的條目，依分派順序排列（最舊者在前）。\nMUST 至少包含一個條目。"
         ),
     ]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='由產生者定義的不透明中繼資料，公開供工具使用，\n但不由協定解讀。',
+            alias="_meta",
+            description="由產生者定義的不透明中繼資料，公開供工具使用，\n但不由協定解讀。",
         ),
     ] = None
 
@@ -4100,27 +4098,27 @@ class ListSessionsResult(WireModel):
     nextCursor: Annotated[
         str | None,
         Field(
-            description='下一頁的不透明游標。當回傳頁面之外還有更多項目時出現；缺少即代表集合已到\n結尾。將其作為 {@link PaginatedParams.cursor} 回傳以取得下一頁。'
+            description="下一頁的不透明游標。當回傳頁面之外還有更多項目時出現；缺少即代表集合已到\n結尾。將其作為 {@link PaginatedParams.cursor} 回傳以取得下一頁。"
         ),
     ] = None
     items: Annotated[
         list[SessionSummary],
-        Field(description='工作階段摘要的清單。伺服器 SHOULD 將其以最近修改優先排序。'),
+        Field(description="工作階段摘要的清單。伺服器 SHOULD 將其以最近修改優先排序。"),
     ]
 
 
 class CompletionItem(WireModel):
-    insertText: Annotated[str, Field(description='接受此項目時插入到輸入中的文字。')]
+    insertText: Annotated[str, Field(description="接受此項目時插入到輸入中的文字。")]
     rangeStart: Annotated[
         int | float | None,
         Field(
-            description='若已定義，為輸入 `text` 中被 `insertText` 取代的範圍起點。此範圍\n為字元偏移量的半開區間 `[rangeStart, rangeEnd)`，以 UTF-16 碼單位\n測量。\n\n省略時，用戶端 SHOULD 在游標處插入 `insertText`。\n\n注意：此範圍參照的是*目前*輸入中的位置。附件自身的\n`rangeStart`/`rangeEnd`（若存在）參照的是項目被接受後最終\n{@link Message.text} 中的位置。'
+            description="若已定義，為輸入 `text` 中被 `insertText` 取代的範圍起點。此範圍\n為字元偏移量的半開區間 `[rangeStart, rangeEnd)`，以 UTF-16 碼單位\n測量。\n\n省略時，用戶端 SHOULD 在游標處插入 `insertText`。\n\n注意：此範圍參照的是*目前*輸入中的位置。附件自身的\n`rangeStart`/`rangeEnd`（若存在）參照的是項目被接受後最終\n{@link Message.text} 中的位置。"
         ),
     ] = None
     rangeEnd: Annotated[
         int | float | None,
         Field(
-            description='輸入 `text` 中被 `insertText` 取代的範圍終點。見\n{@link rangeStart}。'
+            description="輸入 `text` 中被 `insertText` 取代的範圍終點。見\n{@link rangeStart}。"
         ),
     ] = None
     attachment: Annotated[
@@ -4129,30 +4127,30 @@ class CompletionItem(WireModel):
         | MessageResourceAttachment
         | MessageAnnotationsAttachment
         | MessageChatAttachment,
-        Field(description='與此補全項目關聯的附件。', discriminator='type'),
+        Field(description="與此補全項目關聯的附件。", discriminator="type"),
     ]
 
 
 class CompletionsResult(WireModel):
     items: Annotated[
         list[CompletionItem],
-        Field(description='補全項目，按伺服器建議顯示的順序排列。'),
+        Field(description="補全項目，按伺服器建議顯示的順序排列。"),
     ]
 
 
 class CreateChatParams(WireModel):
-    channel: Annotated[str, Field(description='包含新聊天的工作階段 URI。')]
+    channel: Annotated[str, Field(description="包含新聊天的工作階段 URI。")]
     chat: Annotated[
-        str, Field(description='聊天 URI（由用戶端選擇，例如 `ahp-chat:/`）。')
+        str, Field(description="聊天 URI（由用戶端選擇，例如 `ahp-chat:/`）。")
     ]
     initialMessage: Annotated[
-        Message | None, Field(description='新聊天的選用初始訊息。')
+        Message | None, Field(description="新聊天的選用初始訊息。")
     ] = None
     source: Annotated[
         ForkChatSource | SideChatSource | None,
         Field(
             description='選用的來源聊天與來源回合。\n\n來源聊天 MUST 屬於此工作階段。用戶端 MUST 僅在所選代理程式公告\n`capabilities.multipleChats.fork` 時請求 `kind: "fork"`，並僅在所選代理程式公告\n`capabilities.multipleChats.sideChat` 時請求 `kind: "sideChat"`。兩種來源形式都帶有穩定的頂層 `turnId`。分叉的目標為已完成回合。側邊聊天也帶有穩定的 `turnId`，由主機對照來源聊天目前的活動回合或保留的歷史來解析。若它解析為活動回合，主機在接受 `createChat` 時會對目前可用的部分回應進行快照。當 `source.kind === "sideChat"` 且 `source.selection` 存在時，主機也會在所建立聊天的起源中對該確切選取文字進行快照並保留；其中的任何 `responsePartId` 僅作為出處，並非即時範圍。',
-            discriminator='kind',
+            discriminator="kind",
         ),
     ] = None
     workingDirectories: Annotated[
@@ -4170,111 +4168,111 @@ class CreateChatParams(WireModel):
 
 
 class CreateTerminalParams(WireModel):
-    channel: Annotated[str, Field(description='終端機 URI（由用戶端選擇）。')]
+    channel: Annotated[str, Field(description="終端機 URI（由用戶端選擇）。")]
     claim: Annotated[
         TerminalClientClaim | TerminalSessionClaim,
-        Field(description='終端機的初始擁有者', discriminator='kind'),
+        Field(description="終端機的初始擁有者", discriminator="kind"),
     ]
-    name: Annotated[str | None, Field(description='人類可讀的終端機名稱')] = None
-    cwd: Annotated[str | None, Field(description='初始工作目錄 URI')] = None
-    cols: Annotated[int | float | None, Field(description='初始終端機寬度（以欄為單位）')] = (
+    name: Annotated[str | None, Field(description="人類可讀的終端機名稱")] = None
+    cwd: Annotated[str | None, Field(description="初始工作目錄 URI")] = None
+    cols: Annotated[int | float | None, Field(description="初始終端機寬度（以欄為單位）")] = (
         None
     )
-    rows: Annotated[int | float | None, Field(description='初始終端機高度（以列為單位）')] = (
+    rows: Annotated[int | float | None, Field(description="初始終端機高度（以列為單位）")] = (
         None
     )
 
 
 class RootTerminalsChangedAction(WireModel):
-    type: Literal['root/terminalsChanged']
+    type: Literal["root/terminalsChanged"]
     terminals: Annotated[
-        list[TerminalInfo], Field(description='更新後的終端機清單（全替換）')
+        list[TerminalInfo], Field(description="更新後的終端機清單（全替換）")
     ]
 
 
 class ChatTurnStartedAction(WireModel):
-    type: Literal['chat/turnStarted']
-    turnId: Annotated[str, Field(description='回合識別碼')]
-    startedAt: Annotated[str, Field(description='此回合開始時的 ISO 8601 時間戳記。')]
-    message: Annotated[Message, Field(description='新訊息')]
+    type: Literal["chat/turnStarted"]
+    turnId: Annotated[str, Field(description="回合識別碼")]
+    startedAt: Annotated[str, Field(description="此回合開始時的 ISO 8601 時間戳記。")]
+    message: Annotated[Message, Field(description="新訊息")]
     queuedMessageId: Annotated[
-        str | None, Field(description='若此回合是從佇列訊息自動啟動，該訊息的 ID')
+        str | None, Field(description="若此回合是從佇列訊息自動啟動，該訊息的 ID")
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此操作的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI，且代理主機 MAY 用它來承載不適合任何其他欄位的個別事件上下文 — 例如，將事件歸因於特定代理程式（例如在回合內運作的子代理程式）。沿用 MCP `_meta` 慣例。',
+            alias="_meta",
+            description="此操作的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI，且代理主機 MAY 用它來承載不適合任何其他欄位的個別事件上下文 — 例如，將事件歸因於特定代理程式（例如在回合內運作的子代理程式）。沿用 MCP `_meta` 慣例。",
         ),
     ] = None
 
 
 class ChatToolCallCompleteAction(WireModel):
-    turnId: Annotated[str, Field(description='回合識別碼')]
-    toolCallId: Annotated[str, Field(description='工具呼叫識別碼')]
+    turnId: Annotated[str, Field(description="回合識別碼")]
+    toolCallId: Annotated[str, Field(description="工具呼叫識別碼")]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。",
         ),
     ] = None
-    type: Literal['chat/toolCallComplete']
-    result: Annotated[ToolCallResult, Field(description='執行結果')]
+    type: Literal["chat/toolCallComplete"]
+    result: Annotated[ToolCallResult, Field(description="執行結果")]
     requiresResultConfirmation: Annotated[
-        bool | None, Field(description='若為 true，結果在完成前需要用戶端核准')
+        bool | None, Field(description="若為 true，結果在完成前需要用戶端核准")
     ] = None
 
 
 class ChatPendingMessageSetAction(WireModel):
-    type: Literal['chat/pendingMessageSet']
+    type: Literal["chat/pendingMessageSet"]
     kind: Annotated[
-        Literal['steering', 'queued'], Field(description='這是引導訊息還是佇列訊息')
+        Literal["steering", "queued"], Field(description="這是引導訊息還是佇列訊息")
     ]
-    id: Annotated[str, Field(description='此待處理訊息的唯一識別碼')]
-    message: Annotated[Message, Field(description='訊息內容')]
+    id: Annotated[str, Field(description="此待處理訊息的唯一識別碼")]
+    message: Annotated[Message, Field(description="訊息內容")]
 
 
 class ChatDraftChangedAction(WireModel):
-    type: Literal['chat/draftChanged']
+    type: Literal["chat/draftChanged"]
     draft: Annotated[
-        Message | None, Field(description='新的草稿訊息，或 `undefined` 以清除它')
+        Message | None, Field(description="新的草稿訊息，或 `undefined` 以清除它")
     ] = None
 
 
 class ChatInputRequestedAction(WireModel):
-    type: Literal['chat/inputRequested']
-    request: Annotated[ChatInputRequest, Field(description='要建立或取代的輸入請求')]
+    type: Literal["chat/inputRequested"]
+    request: Annotated[ChatInputRequest, Field(description="要建立或取代的輸入請求")]
 
 
 class AnnotationsSetAction(WireModel):
-    type: Literal['annotations/set']
+    type: Literal["annotations/set"]
     annotation: Annotated[
-        Annotation, Field(description='新增或替換用的註解。MUST 至少包含一個條目。')
+        Annotation, Field(description="新增或替換用的註解。MUST 至少包含一個條目。")
     ]
 
 
 class ChatToolCallDeniedAction(WireModel):
-    turnId: Annotated[str, Field(description='回合識別碼')]
-    toolCallId: Annotated[str, Field(description='工具呼叫識別碼')]
+    turnId: Annotated[str, Field(description="回合識別碼")]
+    toolCallId: Annotated[str, Field(description="工具呼叫識別碼")]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。',
+            alias="_meta",
+            description="此工具呼叫的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI。\n例如，帶有 `{ input: string; output: string }` 的 `ptyTerminal` 鍵\n表示該工具在終端機上操作（`input` 與 `output` 都可能包含跳脫序列）。",
         ),
     ] = None
-    type: Literal['chat/toolCallConfirmed']
-    approved: Annotated[Literal[False], Field(description='工具呼叫已被拒絕')]
-    reason: Annotated[Literal['denied', 'skipped'], Field(description='工具取消的原因')]
+    type: Literal["chat/toolCallConfirmed"]
+    approved: Annotated[Literal[False], Field(description="工具呼叫已被拒絕")]
+    reason: Annotated[Literal["denied", "skipped"], Field(description="工具取消的原因")]
     userSuggestion: Annotated[
-        Message | None, Field(description='使用者建議改為執行的動作')
+        Message | None, Field(description="使用者建議改為執行的動作")
     ] = None
     reasonMessage: Annotated[
-        str | StringOrMarkdown1 | None, Field(description='拒絕的選用說明')
+        str | StringOrMarkdown1 | None, Field(description="拒絕的選用說明")
     ] = None
     selectedOptionId: Annotated[
-        str | None, Field(description='所選確認選項的 ID，若伺服器提供了選項')
+        str | None, Field(description="所選確認選項的 ID，若伺服器提供了選項")
     ] = None
 
 
@@ -4282,37 +4280,37 @@ class SessionChatInputRequest(WireModel):
     id: Annotated[
         str,
         Field(
-            description='此項目的穩定鍵，在工作階段的 {@link SessionState.inputNeeded} 清單中\n唯一。主機以任何其偏好方式推導（例如從聊天 URI 加上底層請求或\n工具呼叫 id）；消費者 MUST 將其視為不透明。它是\n`session/inputNeededSet` / `session/inputNeededRemoved` upsert 慣例的\n鍵。'
+            description="此項目的穩定鍵，在工作階段的 {@link SessionState.inputNeeded} 清單中\n唯一。主機以任何其偏好方式推導（例如從聊天 URI 加上底層請求或\n工具呼叫 id）；消費者 MUST 將其視為不透明。它是\n`session/inputNeededSet` / `session/inputNeededRemoved` upsert 慣例的\n鍵。"
         ),
     ]
     chat: Annotated[
         str,
         Field(
-            description='底層請求所在的聊天。這是用戶端將其回應分派至的通道 — 它不需要先\n訂閱該聊天。'
+            description="底層請求所在的聊天。這是用戶端將其回應分派至的通道 — 它不需要先\n訂閱該聊天。"
         ),
     ]
-    kind: Literal['chatInput']
-    request: Annotated[ChatInputRequest, Field(description='鏡射的聊天輸入請求。')]
+    kind: Literal["chatInput"]
+    request: Annotated[ChatInputRequest, Field(description="鏡射的聊天輸入請求。")]
 
 
 class SessionToolConfirmationRequest(WireModel):
     id: Annotated[
         str,
         Field(
-            description='此項目的穩定鍵，在工作階段的 {@link SessionState.inputNeeded} 清單中\n唯一。主機以任何其偏好方式推導（例如從聊天 URI 加上底層請求或\n工具呼叫 id）；消費者 MUST 將其視為不透明。它是\n`session/inputNeededSet` / `session/inputNeededRemoved` upsert 慣例的\n鍵。'
+            description="此項目的穩定鍵，在工作階段的 {@link SessionState.inputNeeded} 清單中\n唯一。主機以任何其偏好方式推導（例如從聊天 URI 加上底層請求或\n工具呼叫 id）；消費者 MUST 將其視為不透明。它是\n`session/inputNeededSet` / `session/inputNeededRemoved` upsert 慣例的\n鍵。"
         ),
     ]
     chat: Annotated[
         str,
         Field(
-            description='底層請求所在的聊天。這是用戶端將其回應分派至的通道 — 它不需要先\n訂閱該聊天。'
+            description="底層請求所在的聊天。這是用戶端將其回應分派至的通道 — 它不需要先\n訂閱該聊天。"
         ),
     ]
-    kind: Literal['toolConfirmation']
-    turnId: Annotated[str, Field(description='工具呼叫所屬的回合。')]
+    kind: Literal["toolConfirmation"]
+    turnId: Annotated[str, Field(description="工具呼叫所屬的回合。")]
     toolCall: Annotated[
         ToolCallPendingConfirmationState | ToolCallPendingResultConfirmationState,
-        Field(description='等待確認的工具呼叫。', discriminator='status'),
+        Field(description="等待確認的工具呼叫。", discriminator="status"),
     ]
 
 
@@ -4320,21 +4318,21 @@ class SessionToolClientExecutionRequest(WireModel):
     id: Annotated[
         str,
         Field(
-            description='此項目的穩定鍵，在工作階段的 {@link SessionState.inputNeeded} 清單中\n唯一。主機以任何其偏好方式推導（例如從聊天 URI 加上底層請求或\n工具呼叫 id）；消費者 MUST 將其視為不透明。它是\n`session/inputNeededSet` / `session/inputNeededRemoved` upsert 慣例的\n鍵。'
+            description="此項目的穩定鍵，在工作階段的 {@link SessionState.inputNeeded} 清單中\n唯一。主機以任何其偏好方式推導（例如從聊天 URI 加上底層請求或\n工具呼叫 id）；消費者 MUST 將其視為不透明。它是\n`session/inputNeededSet` / `session/inputNeededRemoved` upsert 慣例的\n鍵。"
         ),
     ]
     chat: Annotated[
         str,
         Field(
-            description='底層請求所在的聊天。這是用戶端將其回應分派至的通道 — 它不需要先\n訂閱該聊天。'
+            description="底層請求所在的聊天。這是用戶端將其回應分派至的通道 — 它不需要先\n訂閱該聊天。"
         ),
     ]
-    kind: Literal['toolClientExecution']
-    turnId: Annotated[str, Field(description='工具呼叫所屬的回合。')]
+    kind: Literal["toolClientExecution"]
+    turnId: Annotated[str, Field(description="工具呼叫所屬的回合。")]
     clientId: Annotated[
         str,
         Field(
-            description='預期執行該工具的 `clientId`。與工具呼叫之用戶端\n{@link ToolCallContributor} 的 `clientId` 相符。'
+            description="預期執行該工具的 `clientId`。與工具呼叫之用戶端\n{@link ToolCallContributor} 的 `clientId` 相符。"
         ),
     ]
     toolCall: Annotated[
@@ -4346,8 +4344,8 @@ class SessionToolClientExecutionRequest(WireModel):
         | ToolCallCompletedState
         | ToolCallCancelledState,
         Field(
-            description='工作階段希望擁有用戶端執行的執行中工具呼叫。主機僅會以\n{@link ToolCallRunningState}（即處於 `running` 狀態的\n{@link ToolCallState}）填入此欄位。',
-            discriminator='status',
+            description="工作階段希望擁有用戶端執行的執行中工具呼叫。主機僅會以\n{@link ToolCallRunningState}（即處於 `running` 狀態的\n{@link ToolCallState}）填入此欄位。",
+            discriminator="status",
         ),
     ]
 
@@ -4356,19 +4354,19 @@ class SessionToolAuthenticationRequest(WireModel):
     id: Annotated[
         str,
         Field(
-            description='此項目的穩定鍵，在工作階段的 {@link SessionState.inputNeeded} 清單中\n唯一。主機以任何其偏好方式推導（例如從聊天 URI 加上底層請求或\n工具呼叫 id）；消費者 MUST 將其視為不透明。它是\n`session/inputNeededSet` / `session/inputNeededRemoved` upsert 慣例的\n鍵。'
+            description="此項目的穩定鍵，在工作階段的 {@link SessionState.inputNeeded} 清單中\n唯一。主機以任何其偏好方式推導（例如從聊天 URI 加上底層請求或\n工具呼叫 id）；消費者 MUST 將其視為不透明。它是\n`session/inputNeededSet` / `session/inputNeededRemoved` upsert 慣例的\n鍵。"
         ),
     ]
     chat: Annotated[
         str,
         Field(
-            description='底層請求所在的聊天。這是用戶端將其回應分派至的通道 — 它不需要先\n訂閱該聊天。'
+            description="底層請求所在的聊天。這是用戶端將其回應分派至的通道 — 它不需要先\n訂閱該聊天。"
         ),
     ]
-    kind: Literal['toolAuthentication']
-    turnId: Annotated[str, Field(description='工具呼叫所屬的回合。')]
+    kind: Literal["toolAuthentication"]
+    turnId: Annotated[str, Field(description="工具呼叫所屬的回合。")]
     toolCall: Annotated[
-        ToolCallAuthRequiredState, Field(description='等待驗證的工具呼叫。')
+        ToolCallAuthRequiredState, Field(description="等待驗證的工具呼叫。")
     ]
 
 
@@ -4376,36 +4374,36 @@ class ContainerCustomizationBase(WireModel):
     id: Annotated[
         str,
         Field(
-            description='工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。'
+            description="工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。"
         ),
     ]
     uri: Annotated[
         str,
         Field(
-            description='此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。'
+            description="此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。"
         ),
     ]
-    name: Annotated[str, Field(description='人類可讀名稱。')]
-    icons: Annotated[list[Icon] | None, Field(description='用於 UI 顯示的圖示。')] = (
+    name: Annotated[str, Field(description="人類可讀名稱。")]
+    icons: Annotated[list[Icon] | None, Field(description="用於 UI 顯示的圖示。")] = (
         None
     )
     range: Annotated[
         TextRange | None,
         Field(
-            description='當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。'
+            description="當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。"
         ),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。',
+            alias="_meta",
+            description="此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。",
         ),
     ] = None
-    enabled: Annotated[bool, Field(description='此容器目前是否啟用。')]
+    enabled: Annotated[bool, Field(description="此容器目前是否啟用。")]
     clientId: Annotated[
         str | None,
-        Field(description='貢獻此容器之用戶端的 `clientId`。伺服器發起的項目不存在。'),
+        Field(description="貢獻此容器之用戶端的 `clientId`。伺服器發起的項目不存在。"),
     ] = None
     load: Annotated[
         CustomizationLoadingState
@@ -4414,8 +4412,8 @@ class ContainerCustomizationBase(WireModel):
         | CustomizationErrorState
         | None,
         Field(
-            description='主機回報的載入狀態。不存在表示主機尚未回報此容器的載入狀態。',
-            discriminator='kind',
+            description="主機回報的載入狀態。不存在表示主機尚未回報此容器的載入狀態。",
+            discriminator="kind",
         ),
     ] = None
     children: Annotated[
@@ -4427,12 +4425,12 @@ class ContainerCustomizationBase(WireModel):
                 | RuleCustomization
                 | HookCustomization
                 | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None,
         Field(
-            description='在此容器內發現的子項。\n\n不存在表示主機尚未解析此容器。空陣列表示主機已解析容器且其未\n貢獻任何內容。'
+            description="在此容器內發現的子項。\n\n不存在表示主機尚未解析此容器。空陣列表示主機已解析容器且其未\n貢獻任何內容。"
         ),
     ] = None
 
@@ -4441,36 +4439,36 @@ class PluginCustomization(WireModel):
     id: Annotated[
         str,
         Field(
-            description='工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。'
+            description="工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。"
         ),
     ]
     uri: Annotated[
         str,
         Field(
-            description='此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。'
+            description="此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。"
         ),
     ]
-    name: Annotated[str, Field(description='人類可讀名稱。')]
-    icons: Annotated[list[Icon] | None, Field(description='用於 UI 顯示的圖示。')] = (
+    name: Annotated[str, Field(description="人類可讀名稱。")]
+    icons: Annotated[list[Icon] | None, Field(description="用於 UI 顯示的圖示。")] = (
         None
     )
     range: Annotated[
         TextRange | None,
         Field(
-            description='當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。'
+            description="當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。"
         ),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。',
+            alias="_meta",
+            description="此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。",
         ),
     ] = None
-    enabled: Annotated[bool, Field(description='此容器目前是否啟用。')]
+    enabled: Annotated[bool, Field(description="此容器目前是否啟用。")]
     clientId: Annotated[
         str | None,
-        Field(description='貢獻此容器之用戶端的 `clientId`。伺服器發起的項目不存在。'),
+        Field(description="貢獻此容器之用戶端的 `clientId`。伺服器發起的項目不存在。"),
     ] = None
     load: Annotated[
         CustomizationLoadingState
@@ -4479,8 +4477,8 @@ class PluginCustomization(WireModel):
         | CustomizationErrorState
         | None,
         Field(
-            description='主機回報的載入狀態。不存在表示主機尚未回報此容器的載入狀態。',
-            discriminator='kind',
+            description="主機回報的載入狀態。不存在表示主機尚未回報此容器的載入狀態。",
+            discriminator="kind",
         ),
     ] = None
     children: Annotated[
@@ -4492,15 +4490,15 @@ class PluginCustomization(WireModel):
                 | RuleCustomization
                 | HookCustomization
                 | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None,
         Field(
-            description='在此容器內發現的子項。\n\n不存在表示主機尚未解析此容器。空陣列表示主機已解析容器且其未\n貢獻任何內容。'
+            description="在此容器內發現的子項。\n\n不存在表示主機尚未解析此容器。空陣列表示主機已解析容器且其未\n貢獻任何內容。"
         ),
     ] = None
-    type: Literal['plugin']
+    type: Literal["plugin"]
     version: Annotated[
         str | None,
         Field(
@@ -4513,36 +4511,36 @@ class ClientPluginCustomization(WireModel):
     id: Annotated[
         str,
         Field(
-            description='工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。'
+            description="工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。"
         ),
     ]
     uri: Annotated[
         str,
         Field(
-            description='此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。'
+            description="此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。"
         ),
     ]
-    name: Annotated[str, Field(description='人類可讀名稱。')]
-    icons: Annotated[list[Icon] | None, Field(description='用於 UI 顯示的圖示。')] = (
+    name: Annotated[str, Field(description="人類可讀名稱。")]
+    icons: Annotated[list[Icon] | None, Field(description="用於 UI 顯示的圖示。")] = (
         None
     )
     range: Annotated[
         TextRange | None,
         Field(
-            description='當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。'
+            description="當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。"
         ),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。',
+            alias="_meta",
+            description="此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。",
         ),
     ] = None
-    enabled: Annotated[bool, Field(description='此容器目前是否啟用。')]
+    enabled: Annotated[bool, Field(description="此容器目前是否啟用。")]
     clientId: Annotated[
         str | None,
-        Field(description='貢獻此容器之用戶端的 `clientId`。伺服器發起的項目不存在。'),
+        Field(description="貢獻此容器之用戶端的 `clientId`。伺服器發起的項目不存在。"),
     ] = None
     load: Annotated[
         CustomizationLoadingState
@@ -4551,8 +4549,8 @@ class ClientPluginCustomization(WireModel):
         | CustomizationErrorState
         | None,
         Field(
-            description='主機回報的載入狀態。不存在表示主機尚未回報此容器的載入狀態。',
-            discriminator='kind',
+            description="主機回報的載入狀態。不存在表示主機尚未回報此容器的載入狀態。",
+            discriminator="kind",
         ),
     ] = None
     children: Annotated[
@@ -4564,15 +4562,15 @@ class ClientPluginCustomization(WireModel):
                 | RuleCustomization
                 | HookCustomization
                 | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None,
         Field(
-            description='在此容器內發現的子項。\n\n不存在表示主機尚未解析此容器。空陣列表示主機已解析容器且其未\n貢獻任何內容。'
+            description="在此容器內發現的子項。\n\n不存在表示主機尚未解析此容器。空陣列表示主機已解析容器且其未\n貢獻任何內容。"
         ),
     ] = None
-    type: Literal['plugin']
+    type: Literal["plugin"]
     version: Annotated[
         str | None,
         Field(
@@ -4580,7 +4578,7 @@ class ClientPluginCustomization(WireModel):
         ),
     ] = None
     nonce: Annotated[
-        str | None, Field(description='主機用來偵測變更的不透明版本權杖。')
+        str | None, Field(description="主機用來偵測變更的不透明版本權杖。")
     ] = None
 
 
@@ -4588,36 +4586,36 @@ class DirectoryCustomization(WireModel):
     id: Annotated[
         str,
         Field(
-            description='工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。'
+            description="工作階段內唯一的不透明識別碼。由每個以特定自訂為目標的操作使用。\n由發布該自訂的一方（通常為代理主機）鑄造。"
         ),
     ]
     uri: Annotated[
         str,
         Field(
-            description='此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。'
+            description="此自訂的來源 URI。可以是外掛 URL、檔案 URI 或目錄 URI。\n\n對於存在於較大檔案中的宣告 — 例如內嵌於 `plugins.json` 資訊清單的\nMCP 伺服器 — `uri` 指向包含檔案，而\n{@link CustomizationBase.range | `range`} 將其縮窄至宣告的跨度。"
         ),
     ]
-    name: Annotated[str, Field(description='人類可讀名稱。')]
-    icons: Annotated[list[Icon] | None, Field(description='用於 UI 顯示的圖示。')] = (
+    name: Annotated[str, Field(description="人類可讀名稱。")]
+    icons: Annotated[list[Icon] | None, Field(description="用於 UI 顯示的圖示。")] = (
         None
     )
     range: Annotated[
         TextRange | None,
         Field(
-            description='當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。'
+            description="當此自訂為較大檔案的子集時（例如 `plugins.json` 資訊清單中內嵌\n`mcpServers` 區塊的一個項目），在\n{@link CustomizationBase.uri | `uri`} 內的選用跨度。當自訂涵蓋整個\n資源時不存在。"
         ),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。',
+            alias="_meta",
+            description="此自訂的額外提供者特定中繼資料。\n\n鏡射 MCP `_meta` 慣例。對協定為選用且不透明；生產者與消費者\n在帶外就其內容達成共識。",
         ),
     ] = None
-    enabled: Annotated[bool, Field(description='此容器目前是否啟用。')]
+    enabled: Annotated[bool, Field(description="此容器目前是否啟用。")]
     clientId: Annotated[
         str | None,
-        Field(description='貢獻此容器之用戶端的 `clientId`。伺服器發起的項目不存在。'),
+        Field(description="貢獻此容器之用戶端的 `clientId`。伺服器發起的項目不存在。"),
     ] = None
     load: Annotated[
         CustomizationLoadingState
@@ -4626,8 +4624,8 @@ class DirectoryCustomization(WireModel):
         | CustomizationErrorState
         | None,
         Field(
-            description='主機回報的載入狀態。不存在表示主機尚未回報此容器的載入狀態。',
-            discriminator='kind',
+            description="主機回報的載入狀態。不存在表示主機尚未回報此容器的載入狀態。",
+            discriminator="kind",
         ),
     ] = None
     children: Annotated[
@@ -4639,29 +4637,29 @@ class DirectoryCustomization(WireModel):
                 | RuleCustomization
                 | HookCustomization
                 | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None,
         Field(
-            description='在此容器內發現的子項。\n\n不存在表示主機尚未解析此容器。空陣列表示主機已解析容器且其未\n貢獻任何內容。'
+            description="在此容器內發現的子項。\n\n不存在表示主機尚未解析此容器。空陣列表示主機已解析容器且其未\n貢獻任何內容。"
         ),
     ] = None
-    type: Literal['directory']
+    type: Literal["directory"]
     contents: Annotated[
-        Literal['agent', 'skill', 'prompt', 'rule', 'hook', 'mcpServer'],
-        Field(description='此目錄持有的子自訂類型。'),
+        Literal["agent", "skill", "prompt", "rule", "hook", "mcpServer"],
+        Field(description="此目錄持有的子自訂類型。"),
     ]
-    writable: Annotated[bool, Field(description='用戶端是否可寫入此目錄。')]
+    writable: Annotated[bool, Field(description="用戶端是否可寫入此目錄。")]
 
 
 class PendingMessage(WireModel):
-    id: Annotated[str, Field(description='此待處理訊息的唯一識別碼')]
-    message: Annotated[Message, Field(description='將啟動下一回合的訊息')]
+    id: Annotated[str, Field(description="此待處理訊息的唯一識別碼")]
+    message: Annotated[Message, Field(description="將啟動下一回合的訊息")]
 
 
 class ToolCallResponsePart(WireModel):
-    kind: Annotated[Literal['toolCall'], Field(description='判別欄位')]
+    kind: Annotated[Literal["toolCall"], Field(description="判別欄位")]
     toolCall: Annotated[
         ToolCallStreamingState
         | ToolCallPendingConfirmationState
@@ -4670,57 +4668,57 @@ class ToolCallResponsePart(WireModel):
         | ToolCallPendingResultConfirmationState
         | ToolCallCompletedState
         | ToolCallCancelledState,
-        Field(description='完整工具呼叫生命週期狀態', discriminator='status'),
+        Field(description="完整工具呼叫生命週期狀態", discriminator="status"),
     ]
 
 
 class AnnotationsState(WireModel):
     annotations: Annotated[
         list[Annotation],
-        Field(description='此通道中的註解，以 {@link Annotation.id} 為鍵。'),
+        Field(description="此通道中的註解，以 {@link Annotation.id} 為鍵。"),
     ]
 
 
 class SessionInputNeededSetAction(WireModel):
-    type: Literal['session/inputNeededSet']
+    type: Literal["session/inputNeededSet"]
     request: Annotated[
         SessionChatInputRequest
         | SessionToolConfirmationRequest
         | SessionToolClientExecutionRequest
         | SessionToolAuthenticationRequest,
         Field(
-            description='要新增或更新的輸入請求，以 `id` 比對。', discriminator='kind'
+            description="要新增或更新的輸入請求，以 `id` 比對。", discriminator="kind"
         ),
     ]
 
 
 class SessionCustomizationsChangedAction(WireModel):
-    type: Literal['session/customizationsChanged']
+    type: Literal["session/customizationsChanged"]
     customizations: Annotated[
         list[
             Annotated[
                 PluginCustomization | DirectoryCustomization | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ],
-        Field(description='已更新的自訂清單（完全取代）。'),
+        Field(description="已更新的自訂清單（完全取代）。"),
     ]
 
 
 class SessionCustomizationUpdatedAction(WireModel):
-    type: Literal['session/customizationUpdated']
+    type: Literal["session/customizationUpdated"]
     customization: Annotated[
         PluginCustomization | DirectoryCustomization | McpServerCustomization,
         Field(
-            description='要 upsert 的自訂（以 `customization.id` 比對）。',
-            discriminator='type',
+            description="要 upsert 的自訂（以 `customization.id` 比對）。",
+            discriminator="type",
         ),
     ]
 
 
 class ChatResponsePartAction(WireModel):
-    type: Literal['chat/responsePart']
-    turnId: Annotated[str, Field(description='回合識別碼')]
+    type: Literal["chat/responsePart"]
+    turnId: Annotated[str, Field(description="回合識別碼")]
     part: Annotated[
         MarkdownResponsePart
         | ResourceReponsePart
@@ -4728,75 +4726,75 @@ class ChatResponsePartAction(WireModel):
         | ReasoningResponsePart
         | SystemNotificationResponsePart
         | InputRequestResponsePart,
-        Field(description='回應部分（markdown 或內容參照）', discriminator='kind'),
+        Field(description="回應部分（markdown 或內容參照）", discriminator="kind"),
     ]
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此操作的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI，且代理主機 MAY 用它來承載不適合任何其他欄位的個別事件上下文 — 例如，將事件歸因於特定代理程式（例如在回合內運作的子代理程式）。沿用 MCP `_meta` 慣例。',
+            alias="_meta",
+            description="此操作的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找已知鍵以提供增強的 UI，且代理主機 MAY 用它來承載不適合任何其他欄位的個別事件上下文 — 例如，將事件歸因於特定代理程式（例如在回合內運作的子代理程式）。沿用 MCP `_meta` 慣例。",
         ),
     ] = None
 
 
 class AgentInfo(WireModel):
     provider: Annotated[str, Field(description="代理程式提供者 ID（例如 `'copilot'`）")]
-    displayName: Annotated[str, Field(description='人類可讀名稱')]
-    description: Annotated[str, Field(description='描述字串')]
-    models: Annotated[list[SessionModelInfo], Field(description='此代理程式可用的模型')]
+    displayName: Annotated[str, Field(description="人類可讀名稱")]
+    description: Annotated[str, Field(description="描述字串")]
+    models: Annotated[list[SessionModelInfo], Field(description="此代理程式可用的模型")]
     protectedResources: Annotated[
         list[ProtectedResourceMetadata] | None,
         Field(
-            description='此代理程式要求驗證的受保護資源。\n\n每個項目使用 [RFC 9728](https://datatracker.ietf.org/doc/html/rfc9728)\n語意描述一個 OAuth 2.0 受保護資源。用戶端應從宣告的\n`authorization_servers` 取得權杖，並在以此代理程式建立工作階段之前，\n透過 `authenticate` 指令推送這些權杖。'
+            description="此代理程式要求驗證的受保護資源。\n\n每個項目使用 [RFC 9728](https://datatracker.ietf.org/doc/html/rfc9728)\n語意描述一個 OAuth 2.0 受保護資源。用戶端應從宣告的\n`authorization_servers` 取得權杖，並在以此代理程式建立工作階段之前，\n透過 `authenticate` 指令推送這些權杖。"
         ),
     ] = None
     customizations: Annotated[
         list[
             Annotated[
                 PluginCustomization | DirectoryCustomization | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None,
         Field(
-            description='與此代理程式相關聯的自訂項目。\n\n可能是容器自訂項目 —— 即代理程式隨附的\n{@link PluginCustomization | `PluginCustomization`} 項目，加上它在所使用的\n任何工作區中監視的 {@link DirectoryCustomization | `DirectoryCustomization`}\n項目 —— 或是代理主機直接宣告的頂層\n{@link McpServerCustomization | `McpServerCustomization`} 項目。當以此代理程式\n建立工作階段時，這些項目會被增強（例如將目錄 URI 解析為相對於工作區、解析\n子項）並傳播至工作階段的 `customizations` 清單。'
+            description="與此代理程式相關聯的自訂項目。\n\n可能是容器自訂項目 —— 即代理程式隨附的\n{@link PluginCustomization | `PluginCustomization`} 項目，加上它在所使用的\n任何工作區中監視的 {@link DirectoryCustomization | `DirectoryCustomization`}\n項目 —— 或是代理主機直接宣告的頂層\n{@link McpServerCustomization | `McpServerCustomization`} 項目。當以此代理程式\n建立工作階段時，這些項目會被增強（例如將目錄 URI 解析為相對於工作區、解析\n子項）並傳播至工作階段的 `customizations` 清單。"
         ),
     ] = None
     capabilities: Annotated[
         AgentCapabilities | None,
         Field(
-            description='代理程式關於自身所宣告的靜態能力。用戶端使用這些能力來控制功能\n（多聊天、分支）的啟用，而不是依提供者 id 切換。'
+            description="代理程式關於自身所宣告的靜態能力。用戶端使用這些能力來控制功能\n（多聊天、分支）的啟用，而不是依提供者 id 切換。"
         ),
     ] = None
 
 
 class SessionActiveClient(WireModel):
     clientId: Annotated[
-        str, Field(description='用戶端識別碼（與 `initialize` 中的 `clientId` 相符）')
+        str, Field(description="用戶端識別碼（與 `initialize` 中的 `clientId` 相符）")
     ]
     displayName: Annotated[
         str | None, Field(description='人類可讀的用戶端名稱（例如 `"VS Code"`）')
     ] = None
     tools: Annotated[
-        list[ToolDefinition], Field(description='此用戶端為工作階段提供的工具')
+        list[ToolDefinition], Field(description="此用戶端為工作階段提供的工具")
     ]
     customizations: Annotated[
         list[ClientPluginCustomization] | None,
         Field(
-            description='此用戶端為工作階段貢獻的外掛自訂。\n\n用戶端以 [Open Plugins](https://open-plugins.com/) 格式發布 — 即\n永遠為容器形式的外掛。它們 MAY 在記憶體中合成虛擬外掛，並依賴\n主機將其展開為 {@link SessionState.customizations} 內的具體子項。'
+            description="此用戶端為工作階段貢獻的外掛自訂。\n\n用戶端以 [Open Plugins](https://open-plugins.com/) 格式發布 — 即\n永遠為容器形式的外掛。它們 MAY 在記憶體中合成虛擬外掛，並依賴\n主機將其展開為 {@link SessionState.customizations} 內的具體子項。"
         ),
     ] = None
 
 
 class Turn(WireModel):
-    id: Annotated[str, Field(description='回合識別碼')]
+    id: Annotated[str, Field(description="回合識別碼")]
     startedAt: Annotated[
-        str | None, Field(description='此回合開始時的 ISO 8601 時間戳記。')
+        str | None, Field(description="此回合開始時的 ISO 8601 時間戳記。")
     ] = None
     duration: Annotated[
-        int | float | None, Field(description='回合持續時間，以毫秒為單位。')
+        int | float | None, Field(description="回合持續時間，以毫秒為單位。")
     ] = None
-    message: Annotated[Message, Field(description='啟動此回合的訊息')]
+    message: Annotated[Message, Field(description="啟動此回合的訊息")]
     responseParts: Annotated[
         list[
             Annotated[
@@ -4806,16 +4804,16 @@ class Turn(WireModel):
                 | ReasoningResponsePart
                 | SystemNotificationResponsePart
                 | InputRequestResponsePart,
-                Field(discriminator='kind'),
+                Field(discriminator="kind"),
             ]
         ],
         Field(
-            description='所有回應內容依串流順序排列：文字、工具呼叫、推理與內容參照。\n\n消費者應透過串接 markdown 部分來衍生顯示文字，並透過篩選\n`ToolCall` 部分來尋找工具呼叫。'
+            description="所有回應內容依串流順序排列：文字、工具呼叫、推理與內容參照。\n\n消費者應透過串接 markdown 部分來衍生顯示文字，並透過篩選\n`ToolCall` 部分來尋找工具呼叫。"
         ),
     ]
-    usage: Annotated[UsageInfo | None, Field(description='權杖使用資訊')] = None
+    usage: Annotated[UsageInfo | None, Field(description="權杖使用資訊")] = None
     state: Annotated[
-        Literal['complete', 'cancelled', 'error'], Field(description='回合如何結束')
+        Literal["complete", "cancelled", "error"], Field(description="回合如何結束")
     ]
     error: Annotated[
         ErrorInfo | None, Field(description="當狀態為 `'error'` 時的錯誤細節")
@@ -4823,9 +4821,9 @@ class Turn(WireModel):
 
 
 class ActiveTurn(WireModel):
-    id: Annotated[str, Field(description='回合識別碼')]
-    startedAt: Annotated[str, Field(description='此回合開始時的 ISO 8601 時間戳記。')]
-    message: Annotated[Message, Field(description='啟動此回合的訊息')]
+    id: Annotated[str, Field(description="回合識別碼")]
+    startedAt: Annotated[str, Field(description="此回合開始時的 ISO 8601 時間戳記。")]
+    message: Annotated[Message, Field(description="啟動此回合的訊息")]
     responseParts: Annotated[
         list[
             Annotated[
@@ -4835,169 +4833,169 @@ class ActiveTurn(WireModel):
                 | ReasoningResponsePart
                 | SystemNotificationResponsePart
                 | InputRequestResponsePart,
-                Field(discriminator='kind'),
+                Field(discriminator="kind"),
             ]
         ],
         Field(
-            description='所有回應內容依串流順序排列：文字、工具呼叫、推理與內容參照。\n\n當權限等待使用者核准時，工具呼叫部分會包含 `pendingPermissions`。'
+            description="所有回應內容依串流順序排列：文字、工具呼叫、推理與內容參照。\n\n當權限等待使用者核准時，工具呼叫部分會包含 `pendingPermissions`。"
         ),
     ]
-    usage: Annotated[UsageInfo | None, Field(description='權杖使用資訊')] = None
+    usage: Annotated[UsageInfo | None, Field(description="權杖使用資訊")] = None
 
 
 class CreateSessionParams(WireModel):
     channel: Annotated[
-        str, Field(description='工作階段 URI（由用戶端選擇，例如 `ahp-session:/`）')
+        str, Field(description="工作階段 URI（由用戶端選擇，例如 `ahp-session:/`）")
     ]
-    provider: Annotated[str | None, Field(description='代理程式提供者 ID')] = None
+    provider: Annotated[str | None, Field(description="代理程式提供者 ID")] = None
     workingDirectories: Annotated[
         list[str] | None,
         Field(
-            description='工作階段代理程式被授予工具存取權的工作目錄。一個工作階段可跨越多個\n目錄；它們是平等的同儕，除非代理程式通告了\n{@link MultipleWorkingDirectoriesCapability.requiresPrimary}，此時\n應透過 {@link primaryWorkingDirectory} 將其中之一指定為主要目錄。\n\n除非代理程式通告了\n{@link AgentCapabilities.multipleWorkingDirectories}，否則用戶端 MUST NOT\n提供多個項目；不具此能力的伺服器僅將第一個項目視為工作階段的工作\n目錄，並忽略其餘項目。在工作階段啟動後，分派\n`session/workingDirectorySet` / `session/workingDirectoryRemoved` 來\n變更此集合。\n\n分叉的工作階段會忽略此欄位 — 分叉會從 `fork` 所識別的來源工作階段\n繼承其工作目錄。'
+            description="工作階段代理程式被授予工具存取權的工作目錄。一個工作階段可跨越多個\n目錄；它們是平等的同儕，除非代理程式通告了\n{@link MultipleWorkingDirectoriesCapability.requiresPrimary}，此時\n應透過 {@link primaryWorkingDirectory} 將其中之一指定為主要目錄。\n\n除非代理程式通告了\n{@link AgentCapabilities.multipleWorkingDirectories}，否則用戶端 MUST NOT\n提供多個項目；不具此能力的伺服器僅將第一個項目視為工作階段的工作\n目錄，並忽略其餘項目。在工作階段啟動後，分派\n`session/workingDirectorySet` / `session/workingDirectoryRemoved` 來\n變更此集合。\n\n分叉的工作階段會忽略此欄位 — 分叉會從 `fork` 所識別的來源工作階段\n繼承其工作目錄。"
         ),
     ] = None
     primaryWorkingDirectory: Annotated[
         str | None,
         Field(
-            description='工作階段**預設聊天**的主要工作目錄。\n\n工作階段本身沒有主要目錄 — 主要目錄是每個聊天的概念（見\n{@link ChatState.primaryWorkingDirectory}）。但 `createSession` 會隱含\n建立工作階段的預設聊天，且沒有獨立的 `createChat` 呼叫可承載該聊天的\n建立時間欄位。因此，此欄位是用戶端唯一能在誕生時指定**預設聊天**\n主要目錄之處；它會被複製到該聊天唯讀的\n`primaryWorkingDirectory`。對任何非預設聊天，請改為傳遞\n{@link CreateChatParams.primaryWorkingDirectory}。\n\n設定時，它 MUST 是 {@link workingDirectories} 之一。當代理程式通告\n{@link MultipleWorkingDirectoriesCapability.requiresPrimary} 時，用戶端\nSHOULD 提供此欄位；主機 MAY 拒絕省略它的建立請求，或退回使用\n`workingDirectories` 的第一個項目。分叉的工作階段會忽略此欄位\n（分叉會繼承來源工作階段的聊天及其主要目錄）。'
+            description="工作階段**預設聊天**的主要工作目錄。\n\n工作階段本身沒有主要目錄 — 主要目錄是每個聊天的概念（見\n{@link ChatState.primaryWorkingDirectory}）。但 `createSession` 會隱含\n建立工作階段的預設聊天，且沒有獨立的 `createChat` 呼叫可承載該聊天的\n建立時間欄位。因此，此欄位是用戶端唯一能在誕生時指定**預設聊天**\n主要目錄之處；它會被複製到該聊天唯讀的\n`primaryWorkingDirectory`。對任何非預設聊天，請改為傳遞\n{@link CreateChatParams.primaryWorkingDirectory}。\n\n設定時，它 MUST 是 {@link workingDirectories} 之一。當代理程式通告\n{@link MultipleWorkingDirectoriesCapability.requiresPrimary} 時，用戶端\nSHOULD 提供此欄位；主機 MAY 拒絕省略它的建立請求，或退回使用\n`workingDirectories` 的第一個項目。分叉的工作階段會忽略此欄位\n（分叉會繼承來源工作階段的聊天及其主要目錄）。"
         ),
     ] = None
     fork: Annotated[
         SessionForkSource | None,
         Field(
-            description='從現有工作階段分叉。新工作階段會以來源工作階段的內容填入，範圍至\n並包含指定回合的回應為止。'
+            description="從現有工作階段分叉。新工作階段會以來源工作階段的內容填入，範圍至\n並包含指定回合的回應為止。"
         ),
     ] = None
     config: Annotated[
         dict[str, Any] | None,
         Field(
-            description='透過 `resolveSessionConfig` 收集的代理程式特定設定值。鍵與值對應於\n伺服器回傳的綱要。'
+            description="透過 `resolveSessionConfig` 收集的代理程式特定設定值。鍵與值對應於\n伺服器回傳的綱要。"
         ),
     ] = None
     activeClient: Annotated[
         SessionActiveClient | None,
         Field(
-            description='為新工作階段主動認領作用中用戶端角色。\n\n提供時，伺服器會以此用戶端作為作用中用戶端初始化工作階段，等同於\n在建立後立即分派 `session/activeClientSet` 操作。`clientId` MUST\n與建立用戶端在 `initialize` 中提供的 `clientId` 相符。'
+            description="為新工作階段主動認領作用中用戶端角色。\n\n提供時，伺服器會以此用戶端作為作用中用戶端初始化工作階段，等同於\n在建立後立即分派 `session/activeClientSet` 操作。`clientId` MUST\n與建立用戶端在 `initialize` 中提供的 `clientId` 相符。"
         ),
     ] = None
     progressToken: Annotated[
         str | None,
         Field(
-            description='選擇加入的進度權杖。設定時，用戶端表示願意接收伺服器為帶起此工作\n階段所做任何長時間執行工作的 `progress` 通知（見 `ProgressParams`）\n— 最顯著的是提供者原生 SDK 的延遲首次使用下載。伺服器會在每個\n`progress` 框架上回應此確切權杖，讓用戶端能將其與此\n`createSession` 呼叫（及等待它的 UI）關聯。\n\n權杖 MUST 在用戶端的作用中請求間是唯一的。伺服器 MAY 忽略它\n（例如當不需要任何長時間執行的工作時），此情況下不會發出任何\n`progress` 通知。'
+            description="選擇加入的進度權杖。設定時，用戶端表示願意接收伺服器為帶起此工作\n階段所做任何長時間執行工作的 `progress` 通知（見 `ProgressParams`）\n— 最顯著的是提供者原生 SDK 的延遲首次使用下載。伺服器會在每個\n`progress` 框架上回應此確切權杖，讓用戶端能將其與此\n`createSession` 呼叫（及等待它的 UI）關聯。\n\n權杖 MUST 在用戶端的作用中請求間是唯一的。伺服器 MAY 忽略它\n（例如當不需要任何長時間執行的工作時），此情況下不會發出任何\n`progress` 通知。"
         ),
     ] = None
 
 
 class RootAgentsChangedAction(WireModel):
-    type: Literal['root/agentsChanged']
-    agents: Annotated[list[AgentInfo], Field(description='更新後的代理程式清單')]
+    type: Literal["root/agentsChanged"]
+    agents: Annotated[list[AgentInfo], Field(description="更新後的代理程式清單")]
 
 
 class SessionActiveClientSetAction(WireModel):
-    type: Literal['session/activeClientSet']
+    type: Literal["session/activeClientSet"]
     activeClient: Annotated[
         SessionActiveClient,
-        Field(description='要新增或更新的作用中用戶端，以 `clientId` 比對。'),
+        Field(description="要新增或更新的作用中用戶端，以 `clientId` 比對。"),
     ]
 
 
 class ChatTurnsLoadedAction(WireModel):
-    type: Literal['chat/turnsLoaded']
+    type: Literal["chat/turnsLoaded"]
     turns: Annotated[
-        list[Turn], Field(description='載入狀態的較舊已完成回合，依最舊優先排序。')
+        list[Turn], Field(description="載入狀態的較舊已完成回合，依最舊優先排序。")
     ]
     turnsNextCursor: Annotated[
         str | None,
-        Field(description='用於載入下一個較舊頁面的不透明游標，若還有剩餘。'),
+        Field(description="用於載入下一個較舊頁面的不透明游標，若還有剩餘。"),
     ] = None
 
 
 class RootState(WireModel):
-    agents: Annotated[list[AgentInfo], Field(description='可用的代理程式後端及其模型')]
+    agents: Annotated[list[AgentInfo], Field(description="可用的代理程式後端及其模型")]
     activeSessions: Annotated[
-        int | float | None, Field(description='伺服器上作用中（未處置）工作階段的數量')
+        int | float | None, Field(description="伺服器上作用中（未處置）工作階段的數量")
     ] = None
     terminals: Annotated[
         list[TerminalInfo] | None,
-        Field(description='伺服器上已知的終端機。訂閱個別終端機 URI 以取得完整狀態。'),
+        Field(description="伺服器上已知的終端機。訂閱個別終端機 URI 以取得完整狀態。"),
     ] = None
     config: Annotated[
-        RootConfigState | None, Field(description='代理主機的組態結構描述與目前值')
+        RootConfigState | None, Field(description="代理主機的組態結構描述與目前值")
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='關於代理主機本身的額外實作定義中繼資料。\n\n用戶端 MAY 在此尋找公認的鍵以提供增強的 UI。',
+            alias="_meta",
+            description="關於代理主機本身的額外實作定義中繼資料。\n\n用戶端 MAY 在此尋找公認的鍵以提供增強的 UI。",
         ),
     ] = None
 
 
 class SessionState(WireModel):
-    provider: Annotated[str, Field(description='代理程式提供者 ID')]
-    title: Annotated[str, Field(description='工作階段標題')]
-    status: Annotated[int, Field(description='目前工作階段狀態', ge=0)]
+    provider: Annotated[str, Field(description="代理程式提供者 ID")]
+    title: Annotated[str, Field(description="工作階段標題")]
+    status: Annotated[int, Field(description="目前工作階段狀態", ge=0)]
     activity: Annotated[
-        str | None, Field(description='工作階段目前正在做什麼的人類可讀描述')
+        str | None, Field(description="工作階段目前正在做什麼的人類可讀描述")
     ] = None
     project: Annotated[
-        ProjectInfo | None, Field(description='此工作階段的伺服器擁有專案')
+        ProjectInfo | None, Field(description="此工作階段的伺服器擁有專案")
     ] = None
     workingDirectories: Annotated[
         list[str] | None,
         Field(
-            description='工作階段代理程式具有工具存取權的工作目錄，由\n`session/workingDirectorySet` / `session/workingDirectoryRemoved` 操作\n維護。目錄為**平等的同儕** — 工作階段沒有主要目錄。個別聊天 MAY\n透過 {@link ChatSummary.workingDirectories | 其自身的 `workingDirectories`} 限制為子集，並將其自身的某個目錄指定為主要目錄（見\n{@link ChatState.primaryWorkingDirectory}）；未設定子集的聊天會對此完整集合運作。'
+            description="工作階段代理程式具有工具存取權的工作目錄，由\n`session/workingDirectorySet` / `session/workingDirectoryRemoved` 操作\n維護。目錄為**平等的同儕** — 工作階段沒有主要目錄。個別聊天 MAY\n透過 {@link ChatSummary.workingDirectories | 其自身的 `workingDirectories`} 限制為子集，並將其自身的某個目錄指定為主要目錄（見\n{@link ChatState.primaryWorkingDirectory}）；未設定子集的聊天會對此完整集合運作。"
         ),
     ] = None
     annotations: Annotated[
         AnnotationsSummary | None,
         Field(
-            description='此工作階段內嵌註解通道（`ahp-session://annotations`）的\n輕量級摘要。公開以便徽章 UI 無需訂閱即可呈現註解/項目計數。\n當工作階段未公開註解通道時不存在。'
+            description="此工作階段內嵌註解通道（`ahp-session://annotations`）的\n輕量級摘要。公開以便徽章 UI 無需訂閱即可呈現註解/項目計數。\n當工作階段未公開註解通道時不存在。"
         ),
     ] = None
     lifecycle: Annotated[
-        Literal['creating', 'ready', 'creationFailed'],
-        Field(description='工作階段初始化狀態'),
+        Literal["creating", "ready", "creationFailed"],
+        Field(description="工作階段初始化狀態"),
     ]
     creationError: Annotated[
-        ErrorInfo | None, Field(description='建立失敗時的錯誤詳細資訊')
+        ErrorInfo | None, Field(description="建立失敗時的錯誤詳細資訊")
     ] = None
     serverTools: Annotated[
         list[ToolDefinition] | None,
-        Field(description='伺服器（代理主機）為此工作階段提供的工具'),
+        Field(description="伺服器（代理主機）為此工作階段提供的工具"),
     ] = None
     activeClients: Annotated[
         list[SessionActiveClient],
         Field(
-            description='目前為此工作階段提供工具與互動能力的用戶端。若同一作用中用戶端\n提供多個工具或自訂，代理主機 MAY 在公開給模型時對其去重，並優先\n採用起始回合的用戶端。\n\n成員資格由主機管理：用戶端以 `session/activeClientSet` 新增（或重新\n整理）自身，且主機在其取消訂閱、未及時重新連線的斷線，或重新連線\n但未重新訂閱工作階段時，以 `session/activeClientRemoved` 移除它們。'
+            description="目前為此工作階段提供工具與互動能力的用戶端。若同一作用中用戶端\n提供多個工具或自訂，代理主機 MAY 在公開給模型時對其去重，並優先\n採用起始回合的用戶端。\n\n成員資格由主機管理：用戶端以 `session/activeClientSet` 新增（或重新\n整理）自身，且主機在其取消訂閱、未及時重新連線的斷線，或重新連線\n但未重新訂閱工作階段時，以 `session/activeClientRemoved` 移除它們。"
         ),
     ]
-    chats: Annotated[list[ChatSummary], Field(description='此工作階段中的聊天目錄。')]
+    chats: Annotated[list[ChatSummary], Field(description="此工作階段中的聊天目錄。")]
     defaultChat: Annotated[
         str | None,
         Field(
-            description='當使用者在不選取特定聊天的情況下對工作階段發話時，接收輸入的\n聊天。這是 UI 路由提示，而非階層標記 — 在協定層級聊天仍是平等的\n同儕。主機 MAY 在工作階段生命週期中變更此值。'
+            description="當使用者在不選取特定聊天的情況下對工作階段發話時，接收輸入的\n聊天。這是 UI 路由提示，而非階層標記 — 在協定層級聊天仍是平等的\n同儕。主機 MAY 在工作階段生命週期中變更此值。"
         ),
     ] = None
     config: Annotated[
-        SessionConfigState | None, Field(description='工作階段設定綱要與目前值')
+        SessionConfigState | None, Field(description="工作階段設定綱要與目前值")
     ] = None
     customizations: Annotated[
         list[
             Annotated[
                 PluginCustomization | DirectoryCustomization | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None,
         Field(
-            description='此工作階段中作用中的頂層自訂。\n\n永遠是 {@link Customization} 變體之一：\n\n- 容器自訂（{@link PluginCustomization}、\n {@link DirectoryCustomization}），其子項 — 代理程式、技能、\n 提示、規則、掛鉤、MCP 伺服器 — 存在於每個容器的\n {@link ContainerCustomizationBase.children | `children`} 陣列中。\n- 主機直接公開的頂層 {@link McpServerCustomization} 項目（例如\n 全域設定的 MCP 伺服器，未隨附於外掛或目錄中）。MCP 伺服器也可\n 作為容器的子項出現。\n\n用戶端發布的外掛透過\n{@link SessionActiveClient.customizations | `activeClients[].customizations`}\n抵達，主機將其傳播至此清單（通常會設定容器的 `clientId` 並填入\n`children`）。用戶端僅以容器形式發布；頂層的單獨 MCP 伺服器為\n伺服器發起。'
+            description="此工作階段中作用中的頂層自訂。\n\n永遠是 {@link Customization} 變體之一：\n\n- 容器自訂（{@link PluginCustomization}、\n {@link DirectoryCustomization}），其子項 — 代理程式、技能、\n 提示、規則、掛鉤、MCP 伺服器 — 存在於每個容器的\n {@link ContainerCustomizationBase.children | `children`} 陣列中。\n- 主機直接公開的頂層 {@link McpServerCustomization} 項目（例如\n 全域設定的 MCP 伺服器，未隨附於外掛或目錄中）。MCP 伺服器也可\n 作為容器的子項出現。\n\n用戶端發布的外掛透過\n{@link SessionActiveClient.customizations | `activeClients[].customizations`}\n抵達，主機將其傳播至此清單（通常會設定容器的 `clientId` 並填入\n`children`）。用戶端僅以容器形式發布；頂層的單獨 MCP 伺服器為\n伺服器發起。"
         ),
     ] = None
     changesets: Annotated[
         list[Changeset] | None,
         Field(
-            description='伺服器可為此工作階段產生的變更集目錄。每個項目通告一個可訂閱的\n檔案變更檢視（未提交、工作階段範圍、每回合等）以及用戶端在訂閱前\n展開的 URI 範本。完整形狀見 {@link Changeset}，模型概覽見\n{@link /guide/changesets | Changesets}。'
+            description="伺服器可為此工作階段產生的變更集目錄。每個項目通告一個可訂閱的\n檔案變更檢視（未提交、工作階段範圍、每回合等）以及用戶端在訂閱前\n展開的 URI 範本。完整形狀見 {@link Changeset}，模型概覽見\n{@link /guide/changesets | Changesets}。"
         ),
     ] = None
     inputNeeded: Annotated[
@@ -5007,31 +5005,31 @@ class SessionState(WireModel):
                 | SessionToolConfirmationRequest
                 | SessionToolClientExecutionRequest
                 | SessionToolAuthenticationRequest,
-                Field(discriminator='kind'),
+                Field(discriminator="kind"),
             ]
         ]
         | None,
         Field(
-            description='工作階段受阻的待處理輸入，跨每個聊天彙總，讓用戶端能單從工作\n階段通道發現並回答，而無需訂閱個別聊天。\n\n每個項目皆自足：它承載擁有聊天的 URI 加上用戶端回應所需的所有\n識別碼。用戶端透過將普通的 `chat/*` 操作分派至該聊天的通道來回答\n— 各變體的回應路徑見 {@link SessionInputRequest}。存在且非空的\n清單隱含 {@link SessionSummary.status} 上的\n{@link SessionStatus.InputNeeded}。\n\n主機管理：主機以 `session/inputNeededSet` 在聊天提出請求時 upsert\n項目，並在底層請求解決後以 `session/inputNeededRemoved` 移除它們。'
+            description="工作階段受阻的待處理輸入，跨每個聊天彙總，讓用戶端能單從工作\n階段通道發現並回答，而無需訂閱個別聊天。\n\n每個項目皆自足：它承載擁有聊天的 URI 加上用戶端回應所需的所有\n識別碼。用戶端透過將普通的 `chat/*` 操作分派至該聊天的通道來回答\n— 各變體的回應路徑見 {@link SessionInputRequest}。存在且非空的\n清單隱含 {@link SessionSummary.status} 上的\n{@link SessionStatus.InputNeeded}。\n\n主機管理：主機以 `session/inputNeededSet` 在聊天提出請求時 upsert\n項目，並在底層請求解決後以 `session/inputNeededRemoved` 移除它們。"
         ),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
         Field(
-            alias='_meta',
-            description='此工作階段的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找知名鍵以提供增強的 UI。例如，`git` 鍵可提供\n關於工作階段工作目錄的額外 git 中繼資料。',
+            alias="_meta",
+            description="此工作階段的額外提供者特定中繼資料。\n\n用戶端 MAY 在此尋找知名鍵以提供增強的 UI。例如，`git` 鍵可提供\n關於工作階段工作目錄的額外 git 中繼資料。",
         ),
     ] = None
 
 
 class ChatState(WireModel):
-    resource: Annotated[str, Field(description='聊天 URI')]
-    title: Annotated[str, Field(description='聊天標題')]
+    resource: Annotated[str, Field(description="聊天 URI")]
+    title: Annotated[str, Field(description="聊天標題")]
     status: Annotated[
-        int, Field(description='目前的聊天狀態（沿用 SessionStatus 形狀）', ge=0)
+        int, Field(description="目前的聊天狀態（沿用 SessionStatus 形狀）", ge=0)
     ]
     activity: Annotated[
-        str | None, Field(description='此聊天目前正在做什麼的人類可讀描述')
+        str | None, Field(description="此聊天目前正在做什麼的人類可讀描述")
     ] = None
     modifiedAt: Annotated[
         str,
@@ -5041,52 +5039,52 @@ class ChatState(WireModel):
     ]
     origin: Annotated[
         ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | ChatOrigin4 | None,
-        Field(description='此聊天如何產生', discriminator='kind'),
+        Field(description="此聊天如何產生", discriminator="kind"),
     ] = None
     interactivity: Annotated[
-        Literal['full', 'read-only', 'hidden'] | None,
+        Literal["full", "read-only", "hidden"] | None,
         Field(
-            description='使用者可如何與此聊天互動。參見 {@link ChatInteractivity}。\n\n支援代理程式團隊模式，其中工作者聊天為唯讀或隱藏。當此欄位缺省時，\n為向後相容預設為 {@link ChatInteractivity.Full}。'
+            description="使用者可如何與此聊天互動。參見 {@link ChatInteractivity}。\n\n支援代理程式團隊模式，其中工作者聊天為唯讀或隱藏。當此欄位缺省時，\n為向後相容預設為 {@link ChatInteractivity.Full}。"
         ),
     ] = None
     workingDirectories: Annotated[
         list[str] | None,
         Field(
-            description='此聊天的代理程式具有工具存取權的工作階段\n{@link SessionState.workingDirectories | `workingDirectories`} 子集。每個\n項目 MUST 存在於所屬工作階段的 `workingDirectories` 中；伺服器 MUST 拒絕\n違反此限制的 `chat/workingDirectorySet` 操作。\n\n當缺省時，聊天會繼承完整的工作階段集合。當存在但為空（不建議）時，\n聊天完全沒有工作目錄工具存取權。\n\n分派 `chat/workingDirectorySet` / `chat/workingDirectoryRemoved` 以\n更新執行中聊天上的子集。'
+            description="此聊天的代理程式具有工具存取權的工作階段\n{@link SessionState.workingDirectories | `workingDirectories`} 子集。每個\n項目 MUST 存在於所屬工作階段的 `workingDirectories` 中；伺服器 MUST 拒絕\n違反此限制的 `chat/workingDirectorySet` 操作。\n\n當缺省時，聊天會繼承完整的工作階段集合。當存在但為空（不建議）時，\n聊天完全沒有工作目錄工具存取權。\n\n分派 `chat/workingDirectorySet` / `chat/workingDirectoryRemoved` 以\n更新執行中聊天上的子集。"
         ),
     ] = None
     primaryWorkingDirectory: Annotated[
         str | None,
         Field(
-            description='聊天的主要工作目錄 — 此聊天所居中的特殊根目錄（例如此聊天的代理程式\n行程根目錄、相對路徑的預設位置）。MUST 為此聊天的有效工作目錄之一\n（{@link workingDirectories}，或當缺省時為工作階段的集合）。當代理程式\n廣告 {@link MultipleWorkingDirectoriesCapability.requiresPrimary} 時存在。\n\n**建立時即為唯讀且固定。** 其值取自\n{@link CreateChatParams.primaryWorkingDirectory}（或對於工作階段的預設\n聊天，取自 {@link CreateSessionParams.primaryWorkingDirectory}），且在\n聊天生命週期內不會改變 — 沒有操作可變動它，且它不參與\n`session/chatUpdated`。'
+            description="聊天的主要工作目錄 — 此聊天所居中的特殊根目錄（例如此聊天的代理程式\n行程根目錄、相對路徑的預設位置）。MUST 為此聊天的有效工作目錄之一\n（{@link workingDirectories}，或當缺省時為工作階段的集合）。當代理程式\n廣告 {@link MultipleWorkingDirectoriesCapability.requiresPrimary} 時存在。\n\n**建立時即為唯讀且固定。** 其值取自\n{@link CreateChatParams.primaryWorkingDirectory}（或對於工作階段的預設\n聊天，取自 {@link CreateSessionParams.primaryWorkingDirectory}），且在\n聊天生命週期內不會改變 — 沒有操作可變動它，且它不參與\n`session/chatUpdated`。"
         ),
     ] = None
-    turns: Annotated[list[Turn], Field(description='已完成的回合')]
+    turns: Annotated[list[Turn], Field(description="已完成的回合")]
     turnsNextCursor: Annotated[
         str | None,
         Field(
-            description='用於將較舊的已完成回合載入此聊天狀態的游標。\n\n存在時表示 `turns` 為尾端視窗，且有更多歷史回合可用。將此不透明\n游標傳遞給 `fetchTurns`；主機 MUST 在回應前將載入的回合插入狀態，\n並更新或清除此游標。缺省時表示狀態包含所有保留的回合。'
+            description="用於將較舊的已完成回合載入此聊天狀態的游標。\n\n存在時表示 `turns` 為尾端視窗，且有更多歷史回合可用。將此不透明\n游標傳遞給 `fetchTurns`；主機 MUST 在回應前將載入的回合插入狀態，\n並更新或清除此游標。缺省時表示狀態包含所有保留的回合。"
         ),
     ] = None
-    activeTurn: Annotated[ActiveTurn | None, Field(description='目前進行中的回合')] = (
+    activeTurn: Annotated[ActiveTurn | None, Field(description="目前進行中的回合")] = (
         None
     )
     steeringMessage: Annotated[
-        PendingMessage | None, Field(description='在適當時機注入目前回合的訊息')
+        PendingMessage | None, Field(description="在適當時機注入目前回合的訊息")
     ] = None
     queuedMessages: Annotated[
         list[PendingMessage] | None,
-        Field(description='在目前回合結束後自動作為新回合傳送的訊息'),
+        Field(description="在目前回合結束後自動作為新回合傳送的訊息"),
     ] = None
     draft: Annotated[
         Message | None,
         Field(
-            description='使用者對此聊天進行中的草稿輸入 — 他們正在撰寫但尚未傳送的訊息，\n包含其 {@link Message.model | model} / {@link Message.agent | agent}\n選擇與附件。\n\n用戶端 MAY 定期將其本地輸入狀態同步到此欄位，讓草稿在重新載入後存活，\n且對檢視相同聊天的其他用戶端可見。並 **不** 需要積極同步 — 用戶端\nSHOULD 去抖動，且 MAY 僅在適當時機同步。在為既有聊天呈現輸入 UI 時，\n用戶端 SHOULD 使用任何 `draft` 來初始化其輸入狀態。一旦訊息傳送即清除\n（設為 `undefined`）。'
+            description="使用者對此聊天進行中的草稿輸入 — 他們正在撰寫但尚未傳送的訊息，\n包含其 {@link Message.model | model} / {@link Message.agent | agent}\n選擇與附件。\n\n用戶端 MAY 定期將其本地輸入狀態同步到此欄位，讓草稿在重新載入後存活，\n且對檢視相同聊天的其他用戶端可見。並 **不** 需要積極同步 — 用戶端\nSHOULD 去抖動，且 MAY 僅在適當時機同步。在為既有聊天呈現輸入 UI 時，\n用戶端 SHOULD 使用任何 `draft` 來初始化其輸入狀態。一旦訊息傳送即清除\n（設為 `undefined`）。"
         ),
     ] = None
     field_meta: Annotated[
         dict[str, Any] | None,
-        Field(alias='_meta', description='此聊天的額外提供者特定中介資料。'),
+        Field(alias="_meta", description="此聊天的額外提供者特定中介資料。"),
     ] = None
 
 
@@ -5094,7 +5092,7 @@ class Snapshot(WireModel):
     resource: Annotated[
         str,
         Field(
-            description='已訂閱的通道 URI（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）'
+            description="已訂閱的通道 URI（例如 `ahp-root://`、`ahp-session:/` 或 `ahp-chat:/`）"
         ),
     ]
     state: Annotated[
@@ -5105,12 +5103,12 @@ class Snapshot(WireModel):
         | ResourceWatchState
         | AnnotationsState
         | ChatState,
-        Field(description='資源的目前狀態'),
+        Field(description="資源的目前狀態"),
     ]
     fromSeq: Annotated[
         int | float,
         Field(
-            description='取此快照時的 `serverSeq`。後續操作將具有 `serverSeq > fromSeq`。'
+            description="取此快照時的 `serverSeq`。後續操作將具有 `serverSeq > fromSeq`。"
         ),
     ]
 
@@ -5122,18 +5120,18 @@ class InitializeResult(WireModel):
             description='伺服器選取的協定版本。MUST 是 `InitializeParams.protocolVersions` 中的其中\n一個項目。格式為 [SemVer](https://semver.org) `MAJOR.MINOR.PATCH` 字串\n（例如 `"0.1.0"`）。'
         ),
     ]
-    serverSeq: Annotated[int | float, Field(description='目前的伺服器序號')]
+    serverSeq: Annotated[int | float, Field(description="目前的伺服器序號")]
     serverInfo: Annotated[
         Implementation | None,
         Field(
-            description='選用的伺服器實作識別（名稱與版本）。僅供參考 — 關於其可用與不可用的方式，\n請參見 {@link Implementation}。相對於\n{@link InitializeResult.protocolVersion | `protocolVersion`} 識別已協商的協定，\n`serverInfo` 則識別其背後的主機軟體。'
+            description="選用的伺服器實作識別（名稱與版本）。僅供參考 — 關於其可用與不可用的方式，\n請參見 {@link Implementation}。相對於\n{@link InitializeResult.protocolVersion | `protocolVersion`} 識別已協商的協定，\n`serverInfo` 則識別其背後的主機軟體。"
         ),
     ] = None
     snapshots: Annotated[
-        list[Snapshot], Field(description='每個 `initialSubscriptions` URI 的快照')
+        list[Snapshot], Field(description="每個 `initialSubscriptions` URI 的快照")
     ]
     defaultDirectory: Annotated[
-        str | None, Field(description='建議用於遠端檔案系統瀏覽的預設目錄')
+        str | None, Field(description="建議用於遠端檔案系統瀏覽的預設目錄")
     ] = None
     completionTriggerCharacters: Annotated[
         list[str] | None,
@@ -5150,25 +5148,25 @@ class InitializeResult(WireModel):
     telemetry: Annotated[
         TelemetryCapabilities | None,
         Field(
-            description='主機發出的 OTLP 遙測通道（若有）。每個已填入的欄位若非字面的 `ahp-otlp:`\n通道 URI，即為用戶端在訂閱前展開的 RFC 6570 URI 範本（目前只有 `logs`\n通道定義了範本變數 `{level}`，供訂閱端進行嚴重性篩選）。用戶端 MAY 忽略\n其無法處理的訊號。'
+            description="主機發出的 OTLP 遙測通道（若有）。每個已填入的欄位若非字面的 `ahp-otlp:`\n通道 URI，即為用戶端在訂閱前展開的 RFC 6570 URI 範本（目前只有 `logs`\n通道定義了範本變數 `{level}`，供訂閱端進行嚴重性篩選）。用戶端 MAY 忽略\n其無法處理的訊號。"
         ),
     ] = None
 
 
 class ReconnectSnapshotResult(WireModel):
-    type: Annotated[Literal['snapshot'], Field(description='判別欄位')]
-    snapshots: Annotated[list[Snapshot], Field(description='每個訂閱的新快照')]
+    type: Annotated[Literal["snapshot"], Field(description="判別欄位")]
+    snapshots: Annotated[list[Snapshot], Field(description="每個訂閱的新快照")]
 
 
 class SubscribeResult(WireModel):
     snapshot: Annotated[
-        Snapshot | None, Field(description='已訂閱通道狀態的快照（無狀態的通道會省略）')
+        Snapshot | None, Field(description="已訂閱通道狀態的快照（無狀態的通道會省略）")
     ] = None
 
 
 class DispatchActionParams(WireModel):
-    channel: Annotated[str, Field(description='此操作所針對的通道 URI')]
-    clientSeq: Annotated[int | float, Field(description='用戶端序號')]
+    channel: Annotated[str, Field(description="此操作所針對的通道 URI")]
+    clientSeq: Annotated[int | float, Field(description="用戶端序號")]
     action: Annotated[
         RootAgentsChangedAction
         | RootActiveSessionsChangedAction
@@ -5256,12 +5254,12 @@ class DispatchActionParams(WireModel):
         | ResourceWatchChangedAction
         | ChatToolCallApprovedAction
         | ChatToolCallDeniedAction,
-        Field(description='要分派的操作'),
+        Field(description="要分派的操作"),
     ]
 
 
 class ActionEnvelope(WireModel):
-    channel: Annotated[str, Field(description='此操作所屬的通道 URI。')]
+    channel: Annotated[str, Field(description="此操作所屬的通道 URI。")]
     action: Annotated[
         RootAgentsChangedAction
         | RootActiveSessionsChangedAction
@@ -5349,7 +5347,7 @@ class ActionEnvelope(WireModel):
         | ResourceWatchChangedAction
         | ChatToolCallApprovedAction
         | ChatToolCallDeniedAction,
-        Field(description='所有狀態操作的判別聯集。'),
+        Field(description="所有狀態操作的判別聯集。"),
     ]
     serverSeq: int | float
     origin: ActionOrigin | None = None
@@ -5357,15 +5355,15 @@ class ActionEnvelope(WireModel):
 
 
 class ReconnectReplayResult(WireModel):
-    type: Annotated[Literal['replay'], Field(description='判別欄位')]
+    type: Annotated[Literal["replay"], Field(description="判別欄位")]
     actions: Annotated[
         list[ActionEnvelope],
-        Field(description='自 `lastSeenServerSeq` 以來遺漏的操作信封'),
+        Field(description="自 `lastSeenServerSeq` 以來遺漏的操作信封"),
     ]
     missing: Annotated[
         list[str],
         Field(
-            description='`ReconnectParams.subscriptions` 中伺服器無法恢復的 URI。這包括已不存在的資源\n（例如已處置的工作階段或終端機），以及用戶端不再獲許觀察的資源。用戶端\nSHOULD 將這些從其本地訂閱集合中捨棄。'
+            description="`ReconnectParams.subscriptions` 中伺服器無法恢復的 URI。這包括已不存在的資源\n（例如已處置的工作階段或終端機），以及用戶端不再獲許觀察的資源。用戶端\nSHOULD 將這些從其本地訂閱集合中捨棄。"
         ),
     ]
 

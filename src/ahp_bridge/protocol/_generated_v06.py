@@ -4,15 +4,13 @@
 #   filename:  ahp.schema.json
 
 from __future__ import annotations
-
 from typing import Annotated, Any, Literal
-
-from ahp_bridge.protocol.base import WireModel, WireRoot
 from pydantic import Field
+from ahp_bridge.protocol.base import WireModel, WireRoot
 
 
 class Ahp060Structure(WireRoot[Any]):
-    root: Annotated[Any, Field(title='AHP 0.6.0 (structure)')]
+    root: Annotated[Any, Field(title="AHP 0.6.0 (structure)")]
 
 
 class ActionOrigin(WireModel):
@@ -61,18 +59,18 @@ class AhpMcpUiHostCapabilities(WireModel):
 
 
 class AnnotationsEntryRemovedAction(WireModel):
-    type: Literal['annotations/entryRemoved']
+    type: Literal["annotations/entryRemoved"]
     annotationId: str
     entryId: str
 
 
 class AnnotationsRemovedAction(WireModel):
-    type: Literal['annotations/removed']
+    type: Literal["annotations/removed"]
     annotationId: str
 
 
 class AuthenticateParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     resource: str
     token: str
     scopes: list[str] | None = None
@@ -93,35 +91,35 @@ class ChangesetCapabilities(WireModel):
 
 
 class ChangesetClearedAction(WireModel):
-    type: Literal['changeset/cleared']
+    type: Literal["changeset/cleared"]
 
 
 class ChangesetFileRemovedAction(WireModel):
-    type: Literal['changeset/fileRemoved']
+    type: Literal["changeset/fileRemoved"]
     fileId: str
 
 
 class ChangesetFilesReviewChangedAction(WireModel):
-    type: Literal['changeset/filesReviewChanged']
+    type: Literal["changeset/filesReviewChanged"]
     files: list[str]
     reviewed: bool
 
 
 class ChatActivityChangedAction(WireModel):
-    type: Literal['chat/activityChanged']
+    type: Literal["chat/activityChanged"]
     activity: str | None = None
 
 
 class ChatDeltaAction(WireModel):
-    type: Literal['chat/delta']
+    type: Literal["chat/delta"]
     turnId: str
     partId: str
     content: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatInputBooleanAnswerValue(WireModel):
-    kind: Literal['boolean']
+    kind: Literal["boolean"]
     value: bool
 
 
@@ -130,12 +128,12 @@ class ChatInputBooleanQuestion(WireModel):
     title: str | None = None
     message: str
     required: bool | None = None
-    kind: Literal['boolean']
+    kind: Literal["boolean"]
     defaultValue: bool | None = None
 
 
 class ChatInputNumberAnswerValue(WireModel):
-    kind: Literal['number']
+    kind: Literal["number"]
     value: int | float
 
 
@@ -144,7 +142,7 @@ class ChatInputNumberQuestion(WireModel):
     title: str | None = None
     message: str
     required: bool | None = None
-    kind: Literal['number', 'integer']
+    kind: Literal["number", "integer"]
     min: int | float | None = None
     max: int | float | None = None
     defaultValue: int | float | None = None
@@ -165,13 +163,13 @@ class ChatInputQuestionBase(WireModel):
 
 
 class ChatInputSelectedAnswerValue(WireModel):
-    kind: Literal['selected']
+    kind: Literal["selected"]
     value: str
     freeformValues: list[str] | None = None
 
 
 class ChatInputSelectedManyAnswerValue(WireModel):
-    kind: Literal['selected-many']
+    kind: Literal["selected-many"]
     value: list[str]
     freeformValues: list[str] | None = None
 
@@ -181,18 +179,18 @@ class ChatInputSingleSelectQuestion(WireModel):
     title: str | None = None
     message: str
     required: bool | None = None
-    kind: Literal['single-select']
+    kind: Literal["single-select"]
     options: list[ChatInputOption]
     allowFreeformInput: bool | None = None
 
 
 class ChatInputSkipped(WireModel):
-    state: Literal['skipped']
+    state: Literal["skipped"]
     freeformValues: list[str] | None = None
 
 
 class ChatInputTextAnswerValue(WireModel):
-    kind: Literal['text']
+    kind: Literal["text"]
     value: str
 
 
@@ -201,7 +199,7 @@ class ChatInputTextQuestion(WireModel):
     title: str | None = None
     message: str
     required: bool | None = None
-    kind: Literal['text']
+    kind: Literal["text"]
     format: str | None = None
     min: int | float | None = None
     max: int | float | None = None
@@ -209,54 +207,54 @@ class ChatInputTextQuestion(WireModel):
 
 
 class ChatOrigin1(WireModel):
-    kind: Literal['user']
+    kind: Literal["user"]
 
 
 class ChatQueuedMessagesReorderedAction(WireModel):
-    type: Literal['chat/queuedMessagesReordered']
+    type: Literal["chat/queuedMessagesReordered"]
     order: list[str]
 
 
 class ChatReasoningAction(WireModel):
-    type: Literal['chat/reasoning']
+    type: Literal["chat/reasoning"]
     turnId: str
     partId: str
     content: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatToolCallAuthResolvedAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallAuthResolved']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallAuthResolved"]
 
 
 class ChatToolCallResultConfirmedAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallResultConfirmed']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallResultConfirmed"]
     approved: bool
 
 
 class ChatTruncatedAction(WireModel):
-    type: Literal['chat/truncated']
+    type: Literal["chat/truncated"]
     turnId: str | None = None
 
 
 class ChatTurnCancelledAction(WireModel):
-    type: Literal['chat/turnCancelled']
+    type: Literal["chat/turnCancelled"]
     turnId: str
     duration: int | float
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatTurnCompleteAction(WireModel):
-    type: Literal['chat/turnComplete']
+    type: Literal["chat/turnComplete"]
     turnId: str
     duration: int | float
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ClientCapabilities(WireModel):
@@ -272,33 +270,33 @@ class Includes(WireModel):
 
 
 class CustomizationDegradedState(WireModel):
-    kind: Literal['degraded']
+    kind: Literal["degraded"]
     message: str
 
 
 class CustomizationErrorState(WireModel):
-    kind: Literal['error']
+    kind: Literal["error"]
     message: str
 
 
 class CustomizationLoadedState(WireModel):
-    kind: Literal['loaded']
+    kind: Literal["loaded"]
 
 
 class CustomizationLoadingState(WireModel):
-    kind: Literal['loading']
+    kind: Literal["loading"]
 
 
 class DirectoryEntry(WireModel):
     name: str
-    type: Literal['file', 'directory']
+    type: Literal["file", "directory"]
 
 
 class ErrorInfo(WireModel):
     errorType: str
     message: str
     stack: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class FetchTurnsResult(WireModel):
@@ -321,13 +319,13 @@ class JsonRpcErrorCode(WireRoot[Literal[-32700, -32600, -32601, -32602, -32603]]
 
 
 class ListSessionsParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     limit: int | float | None = None
     cursor: str | None = None
 
 
 class MarkdownResponsePart(WireModel):
-    kind: Literal['markdown']
+    kind: Literal["markdown"]
     id: str
     content: str
 
@@ -342,24 +340,24 @@ class McpServerCustomizationApps(WireModel):
 
 
 class McpServerErrorState(WireModel):
-    kind: Literal['error']
+    kind: Literal["error"]
     error: ErrorInfo
 
 
 class McpServerReadyState(WireModel):
-    kind: Literal['ready']
+    kind: Literal["ready"]
 
 
 class McpServerStartingState(WireModel):
-    kind: Literal['starting']
+    kind: Literal["starting"]
 
 
 class McpServerStoppedState(WireModel):
-    kind: Literal['stopped']
+    kind: Literal["stopped"]
 
 
 class MessageOrigin(WireModel):
-    kind: Literal['user', 'agent', 'tool', 'systemNotification']
+    kind: Literal["user", "agent", "tool", "systemNotification"]
 
 
 class ModelSelection(WireModel):
@@ -381,7 +379,7 @@ class PaginatedResult(WireModel):
 
 
 class PingParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
 
 
 class ProtectedResourceMetadata(WireModel):
@@ -401,7 +399,7 @@ class ProtectedResourceMetadata(WireModel):
 
 
 class ReasoningResponsePart(WireModel):
-    kind: Literal['reasoning']
+    kind: Literal["reasoning"]
     id: str
     content: str
 
@@ -427,14 +425,14 @@ class ResourceMoveResult(WireModel):
 
 
 class ResourceReadParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     uri: str
-    encoding: Literal['base64', 'utf-8'] | None = None
+    encoding: Literal["base64", "utf-8"] | None = None
 
 
 class ResourceReadResult(WireModel):
     data: str
-    encoding: Literal['base64', 'utf-8']
+    encoding: Literal["base64", "utf-8"]
     contentType: str | None = None
 
 
@@ -447,28 +445,28 @@ class ResourceWriteResult(WireModel):
 
 
 class RootActiveSessionsChangedAction(WireModel):
-    type: Literal['root/activeSessionsChanged']
+    type: Literal["root/activeSessionsChanged"]
     activeSessions: int | float
 
 
 class RootConfigChangedAction(WireModel):
-    type: Literal['root/configChanged']
+    type: Literal["root/configChanged"]
     config: dict[str, Any]
     replace: bool | None = None
 
 
 class SessionActiveClientRemovedAction(WireModel):
-    type: Literal['session/activeClientRemoved']
+    type: Literal["session/activeClientRemoved"]
     clientId: str
 
 
 class SessionActivityChangedAction(WireModel):
-    type: Literal['session/activityChanged']
+    type: Literal["session/activityChanged"]
     activity: str | None = None
 
 
 class SessionConfigChangedAction(WireModel):
-    type: Literal['session/configChanged']
+    type: Literal["session/configChanged"]
     config: dict[str, Any]
     replace: bool | None = None
 
@@ -480,57 +478,57 @@ class SessionConfigValueItem(WireModel):
 
 
 class SessionCreationFailedAction(WireModel):
-    type: Literal['session/creationFailed']
+    type: Literal["session/creationFailed"]
     error: ErrorInfo
 
 
 class SessionCustomizationRemovedAction(WireModel):
-    type: Literal['session/customizationRemoved']
+    type: Literal["session/customizationRemoved"]
     id: str
 
 
 class SessionCustomizationToggledAction(WireModel):
-    type: Literal['session/customizationToggled']
+    type: Literal["session/customizationToggled"]
     id: str
     enabled: bool
 
 
 class SessionInputNeededRemovedAction(WireModel):
-    type: Literal['session/inputNeededRemoved']
+    type: Literal["session/inputNeededRemoved"]
     id: str
 
 
 class SessionIsArchivedChangedAction(WireModel):
-    type: Literal['session/isArchivedChanged']
+    type: Literal["session/isArchivedChanged"]
     isArchived: bool
 
 
 class SessionIsReadChangedAction(WireModel):
-    type: Literal['session/isReadChanged']
+    type: Literal["session/isReadChanged"]
     isRead: bool
 
 
 class SessionMcpServerStartRequestedAction(WireModel):
-    type: Literal['session/mcpServerStartRequested']
+    type: Literal["session/mcpServerStartRequested"]
     id: str
 
 
 class SessionMcpServerStopRequestedAction(WireModel):
-    type: Literal['session/mcpServerStopRequested']
+    type: Literal["session/mcpServerStopRequested"]
     id: str
 
 
 class SessionMetaChangedAction(WireModel):
-    type: Literal['session/metaChanged']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    type: Literal["session/metaChanged"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class SessionReadyAction(WireModel):
-    type: Literal['session/ready']
+    type: Literal["session/ready"]
 
 
 class SessionTitleChangedAction(WireModel):
-    type: Literal['session/titleChanged']
+    type: Literal["session/titleChanged"]
     title: str
 
 
@@ -547,40 +545,40 @@ class SubscriptionDeliveryOptions(WireModel):
 
 
 class SystemNotificationResponsePart(WireModel):
-    kind: Literal['systemNotification']
+    kind: Literal["systemNotification"]
     content: str | StringOrMarkdown1
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class TerminalClearedAction(WireModel):
-    type: Literal['terminal/cleared']
+    type: Literal["terminal/cleared"]
 
 
 class TerminalClientClaim(WireModel):
-    kind: Literal['client']
+    kind: Literal["client"]
     clientId: str
 
 
 class TerminalCommandDetectionAvailableAction(WireModel):
-    type: Literal['terminal/commandDetectionAvailable']
+    type: Literal["terminal/commandDetectionAvailable"]
 
 
 class TerminalCommandExecutedAction(WireModel):
-    type: Literal['terminal/commandExecuted']
+    type: Literal["terminal/commandExecuted"]
     commandId: str
     commandLine: str
     timestamp: int | float
 
 
 class TerminalCommandFinishedAction(WireModel):
-    type: Literal['terminal/commandFinished']
+    type: Literal["terminal/commandFinished"]
     commandId: str
     exitCode: int | float | None = None
     durationMs: int | float | None = None
 
 
 class TerminalCommandPart(WireModel):
-    type: Literal['command']
+    type: Literal["command"]
     commandId: str
     commandLine: str
     output: str
@@ -591,33 +589,33 @@ class TerminalCommandPart(WireModel):
 
 
 class TerminalDataAction(WireModel):
-    type: Literal['terminal/data']
+    type: Literal["terminal/data"]
     data: str
 
 
 class TerminalExitedAction(WireModel):
-    type: Literal['terminal/exited']
+    type: Literal["terminal/exited"]
     exitCode: int | float | None = None
 
 
 class TerminalInputAction(WireModel):
-    type: Literal['terminal/input']
+    type: Literal["terminal/input"]
     data: str
 
 
 class TerminalResizedAction(WireModel):
-    type: Literal['terminal/resized']
+    type: Literal["terminal/resized"]
     cols: int | float
     rows: int | float
 
 
 class TerminalTitleChangedAction(WireModel):
-    type: Literal['terminal/titleChanged']
+    type: Literal["terminal/titleChanged"]
     title: str
 
 
 class TerminalUnclassifiedPart(WireModel):
-    type: Literal['unclassified']
+    type: Literal["unclassified"]
     value: str
 
 
@@ -646,11 +644,11 @@ class ToolAnnotations(WireModel):
 class ToolCallActionBase(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ToolCallClientContributor(WireModel):
-    kind: Literal['client']
+    kind: Literal["client"]
     clientId: str
 
 
@@ -660,7 +658,7 @@ class Error(WireModel):
 
 
 class ToolCallMcpContributor(WireModel):
-    kind: Literal['mcp']
+    kind: Literal["mcp"]
     customizationId: str
 
 
@@ -670,18 +668,18 @@ class ToolCallParameterFields(WireModel):
 
 
 class ToolCallRiskAssessmentLoadingState(WireModel):
-    kind: Literal['judge']
-    status: Literal['loading']
+    kind: Literal["judge"]
+    status: Literal["loading"]
 
 
 class InputSchema(WireModel):
-    type: Literal['object']
+    type: Literal["object"]
     properties: dict[str, dict[str, Any]] | None = None
     required: list[str] | None = None
 
 
 class OutputSchema(WireModel):
-    type: Literal['object']
+    type: Literal["object"]
     properties: dict[str, dict[str, Any]] | None = None
     required: list[str] | None = None
 
@@ -693,17 +691,17 @@ class ToolDefinition(WireModel):
     inputSchema: InputSchema | None = None
     outputSchema: OutputSchema | None = None
     annotations: ToolAnnotations | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ToolResultEmbeddedResourceContent(WireModel):
-    type: Literal['embeddedResource']
+    type: Literal["embeddedResource"]
     data: str
     contentType: str
 
 
 class ToolResultTextContent(WireModel):
-    type: Literal['text']
+    type: Literal["text"]
     text: str
 
 
@@ -724,7 +722,7 @@ class UsageInfo(WireModel):
     outputTokens: int | float | None = None
     model: str | None = None
     cacheReadTokens: int | float | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class AgentCapabilities(WireModel):
@@ -738,11 +736,11 @@ class AgentSelection(WireModel):
 class AnnotationEntry(WireModel):
     id: str
     text: str | StringOrMarkdown1
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class AnnotationsEntrySetAction(WireModel):
-    type: Literal['annotations/entrySet']
+    type: Literal["annotations/entrySet"]
     annotationId: str
     entry: AnnotationEntry
 
@@ -754,7 +752,7 @@ class AnnotationsSummary(WireModel):
 
 
 class AnnotationsUpdatedAction(WireModel):
-    type: Literal['annotations/updated']
+    type: Literal["annotations/updated"]
     annotationId: str
     turnId: str | None = None
     resource: str | None = None
@@ -769,7 +767,7 @@ class AuthRequiredErrorData(WireModel):
 class AuthRequiredParams(WireModel):
     channel: str
     resource: str
-    reason: Literal['required', 'expired'] | None = None
+    reason: Literal["required", "expired"] | None = None
 
 
 class BaseParams(WireModel):
@@ -788,51 +786,51 @@ class ChangesetOperation(WireModel):
     id: str
     label: str
     description: str | None = None
-    scopes: list[Literal['changeset', 'resource', 'range']]
+    scopes: list[Literal["changeset", "resource", "range"]]
     confirmation: str | StringOrMarkdown1 | None = None
     icon: str | None = None
     group: str | None = None
-    status: Literal['idle', 'running', 'error', 'disabled']
+    status: Literal["idle", "running", "error", "disabled"]
     error: ErrorInfo | None = None
 
 
 class ChangesetOperationStatusChangedAction(WireModel):
-    type: Literal['changeset/operationStatusChanged']
+    type: Literal["changeset/operationStatusChanged"]
     operationId: str
-    status: Literal['idle', 'running', 'error', 'disabled']
+    status: Literal["idle", "running", "error", "disabled"]
     error: ErrorInfo | None = None
 
 
 class ChangesetOperationTarget1(WireModel):
-    kind: Literal['resource']
+    kind: Literal["resource"]
     resource: str
-    side: Literal['before', 'after'] | None = None
+    side: Literal["before", "after"] | None = None
 
 
 class ChangesetOperationTarget2(WireModel):
-    kind: Literal['range']
+    kind: Literal["range"]
     resource: str
-    side: Literal['before', 'after'] | None = None
+    side: Literal["before", "after"] | None = None
     range: TextRange
 
 
 class ChangesetOperationsChangedAction(WireModel):
-    type: Literal['changeset/operationsChanged']
+    type: Literal["changeset/operationsChanged"]
     operations: list[ChangesetOperation] | None = None
 
 
 class ChangesetStatusChangedAction(WireModel):
-    type: Literal['changeset/statusChanged']
-    status: Literal['computing', 'ready', 'error']
+    type: Literal["changeset/statusChanged"]
+    status: Literal["computing", "ready", "error"]
     error: ErrorInfo | None = None
 
 
 class ChatErrorAction(WireModel):
-    type: Literal['chat/error']
+    type: Literal["chat/error"]
     turnId: str
     duration: int | float
     error: ErrorInfo
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatForkSource(WireModel):
@@ -841,14 +839,14 @@ class ChatForkSource(WireModel):
 
 
 class ChatInputAnswered(WireModel):
-    state: Literal['draft', 'submitted']
+    state: Literal["draft", "submitted"]
     value: Annotated[
         ChatInputTextAnswerValue
         | ChatInputNumberAnswerValue
         | ChatInputBooleanAnswerValue
         | ChatInputSelectedAnswerValue
         | ChatInputSelectedManyAnswerValue,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
 
 
@@ -857,7 +855,7 @@ class ChatInputMultiSelectQuestion(WireModel):
     title: str | None = None
     message: str
     required: bool | None = None
-    kind: Literal['multi-select']
+    kind: Literal["multi-select"]
     options: list[ChatInputOption]
     allowFreeformInput: bool | None = None
     min: int | float | None = None
@@ -865,20 +863,20 @@ class ChatInputMultiSelectQuestion(WireModel):
 
 
 class ChatOrigin2(WireModel):
-    kind: Literal['fork']
+    kind: Literal["fork"]
     chat: str
     turnId: str
 
 
 class ChatOrigin3(WireModel):
-    kind: Literal['tool']
+    kind: Literal["tool"]
     chat: str
     toolCallId: str
 
 
 class ChatPendingMessageRemovedAction(WireModel):
-    type: Literal['chat/pendingMessageRemoved']
-    kind: Literal['steering', 'queued']
+    type: Literal["chat/pendingMessageRemoved"]
+    kind: Literal["steering", "queued"]
     id: str
 
 
@@ -889,19 +887,19 @@ class ChatSummary(WireModel):
     activity: str | None = None
     modifiedAt: str
     origin: Annotated[
-        ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | None, Field(discriminator='kind')
+        ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | None, Field(discriminator="kind")
     ] = None
-    interactivity: Literal['full', 'read-only', 'hidden'] | None = None
+    interactivity: Literal["full", "read-only", "hidden"] | None = None
     workingDirectory: str | None = None
 
 
 class ChatToolCallApprovedAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallConfirmed']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallConfirmed"]
     approved: Literal[True]
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     editedToolInput: str | None = None
     selectedOptionId: str | None = None
 
@@ -909,28 +907,28 @@ class ChatToolCallApprovedAction(WireModel):
 class ChatToolCallDeltaAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallDelta']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallDelta"]
     content: str
     invocationMessage: str | StringOrMarkdown1 | None = None
 
 
 class ChatUsageAction(WireModel):
-    type: Literal['chat/usage']
+    type: Literal["chat/usage"]
     turnId: str
     usage: UsageInfo
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class CompletionsParams(WireModel):
     channel: str
-    kind: Literal['userMessage']
+    kind: Literal["userMessage"]
     text: str
     offset: int | float
 
 
 class ConfigPropertySchema(WireModel):
-    type: Literal['string', 'number', 'boolean', 'array', 'object']
+    type: Literal["string", "number", "boolean", "array", "object"]
     title: str
     description: str | None = None
     default: Any | None = None
@@ -950,10 +948,10 @@ class ConfigPropertySchema(WireModel):
 
 
 class ConfigSchema(WireModel):
-    type: Literal['object']
+    type: Literal["object"]
     properties: Annotated[
         dict[str, ConfigPropertySchema],
-        Field(description='JSON Schema: property descriptors keyed by property id'),
+        Field(description="JSON Schema: property descriptors keyed by property id"),
     ]
     required: list[str] | None = None
 
@@ -961,7 +959,7 @@ class ConfigSchema(WireModel):
 class ConfirmationOption(WireModel):
     id: str
     label: str
-    kind: Literal['approve', 'deny']
+    kind: Literal["approve", "deny"]
     group: int | float | None = None
 
 
@@ -973,7 +971,7 @@ class ContentRef(WireModel):
 
 
 class CreateResourceWatchParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     uri: str
     recursive: bool | None = None
     excludes: Excludes | None = None
@@ -1021,11 +1019,11 @@ class Icon(WireModel):
     src: str
     contentType: str | None = None
     sizes: list[str] | None = None
-    theme: Literal['light', 'dark'] | None = None
+    theme: Literal["light", "dark"] | None = None
 
 
 class InitializeParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     protocolVersions: list[str]
     clientId: str
     clientInfo: Implementation | None = None
@@ -1039,12 +1037,12 @@ class InvokeChangesetOperationParams(WireModel):
     operationId: str
     target: Annotated[
         ChangesetOperationTarget1 | ChangesetOperationTarget2 | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
 
 
 class McpAuthRequirement(WireModel):
-    reason: Literal['required', 'expired', 'insufficientScope']
+    reason: Literal["required", "expired", "insufficientScope"]
     oauthClient: McpOAuthClient | None = None
     resource: ProtectedResourceMetadata
     requiredScopes: list[str] | None = None
@@ -1052,20 +1050,20 @@ class McpAuthRequirement(WireModel):
 
 
 class McpServerAuthRequiredState(WireModel):
-    reason: Literal['required', 'expired', 'insufficientScope']
+    reason: Literal["required", "expired", "insufficientScope"]
     oauthClient: McpOAuthClient | None = None
     resource: ProtectedResourceMetadata
     requiredScopes: list[str] | None = None
     description: str | None = None
-    kind: Literal['authRequired']
+    kind: Literal["authRequired"]
 
 
 class MessageAnnotationsAttachment(WireModel):
     label: str
     range: TextRange | None = None
     displayKind: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['annotations']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["annotations"]
     resource: str
     annotationIds: list[str] | None = None
 
@@ -1074,15 +1072,15 @@ class MessageAttachmentBase(WireModel):
     label: str
     range: TextRange | None = None
     displayKind: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class MessageEmbeddedResourceAttachment(WireModel):
     label: str
     range: TextRange | None = None
     displayKind: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['embeddedResource']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["embeddedResource"]
     data: str
     contentType: str
     selection: TextSelection | None = None
@@ -1092,12 +1090,12 @@ class MessageResourceAttachment(WireModel):
     label: str
     range: TextRange | None = None
     displayKind: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
     sizeHint: int | float | None = None
     contentType: str | None = None
     nonce: str | None = None
-    type: Literal['resource']
+    type: Literal["resource"]
     selection: TextSelection | None = None
 
 
@@ -1135,21 +1133,21 @@ class PromptCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
-    type: Literal['prompt']
+    type: Literal["prompt"]
     description: str | None = None
 
 
 class ReconnectParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     clientId: str
     lastSeenServerSeq: int | float
     subscriptions: list[str]
 
 
 class ResolveSessionConfigParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     provider: str | None = None
     workingDirectory: str | None = None
     config: dict[str, Any] | None = None
@@ -1157,34 +1155,34 @@ class ResolveSessionConfigParams(WireModel):
 
 class ResourceChange(WireModel):
     uri: str
-    type: Literal['added', 'updated', 'deleted']
+    type: Literal["added", "updated", "deleted"]
 
 
 class ResourceCopyParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     source: str
     destination: str
     failIfExists: bool | None = None
 
 
 class ResourceDeleteParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     uri: str
     recursive: bool | None = None
 
 
 class ResourceListParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     uri: str
 
 
 class ResourceMkdirParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     uri: str
 
 
 class ResourceMoveParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     source: str
     destination: str
     failIfExists: bool | None = None
@@ -1195,25 +1193,25 @@ class ResourceReponsePart(WireModel):
     sizeHint: int | float | None = None
     contentType: str | None = None
     nonce: str | None = None
-    kind: Literal['contentRef']
+    kind: Literal["contentRef"]
 
 
 class ResourceRequestParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     uri: str
     read: bool | None = None
     write: bool | None = None
 
 
 class ResourceResolveParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     uri: str
     followSymlinks: bool | None = None
 
 
 class ResourceResolveResult(WireModel):
     uri: str
-    type: Literal['file', 'directory', 'symlink']
+    type: Literal["file", "directory", "symlink"]
     size: int | float | None = None
     mtime: str | None = None
     ctime: str | None = None
@@ -1226,7 +1224,7 @@ class Changes(WireModel):
 
 
 class ResourceWatchChangedAction(WireModel):
-    type: Literal['resourceWatch/changed']
+    type: Literal["resourceWatch/changed"]
     changes: Changes
 
 
@@ -1238,19 +1236,19 @@ class ResourceWatchState(WireModel):
 
 
 class ResourceWriteParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     uri: str
     data: str
-    encoding: Literal['base64', 'utf-8']
+    encoding: Literal["base64", "utf-8"]
     contentType: str | None = None
     createOnly: bool | None = None
-    mode: Literal['truncate', 'append', 'insert'] | None = None
+    mode: Literal["truncate", "append", "insert"] | None = None
     position: int | float | None = None
     ifMatch: str | None = None
 
 
 class RootConfigState(WireModel):
-    schema_: Annotated[ConfigSchema, Field(alias='schema')]
+    schema_: Annotated[ConfigSchema, Field(alias="schema")]
     values: dict[str, Any]
 
 
@@ -1260,26 +1258,26 @@ class RuleCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
-    type: Literal['rule']
+    type: Literal["rule"]
     description: str | None = None
     alwaysApply: bool | None = None
     globs: list[str] | None = None
 
 
 class SessionChangesetsChangedAction(WireModel):
-    type: Literal['session/changesetsChanged']
+    type: Literal["session/changesetsChanged"]
     changesets: list[Changeset] | None = None
 
 
 class SessionChatAddedAction(WireModel):
-    type: Literal['session/chatAdded']
+    type: Literal["session/chatAdded"]
     summary: ChatSummary
 
 
 class SessionChatRemovedAction(WireModel):
-    type: Literal['session/chatRemoved']
+    type: Literal["session/chatRemoved"]
     chat: str
 
 
@@ -1290,20 +1288,20 @@ class Changes1(WireModel):
     activity: str | None = None
     modifiedAt: str | None = None
     origin: Annotated[
-        ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | None, Field(discriminator='kind')
+        ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | None, Field(discriminator="kind")
     ] = None
-    interactivity: Literal['full', 'read-only', 'hidden'] | None = None
+    interactivity: Literal["full", "read-only", "hidden"] | None = None
     workingDirectory: str | None = None
 
 
 class SessionChatUpdatedAction(WireModel):
-    type: Literal['session/chatUpdated']
+    type: Literal["session/chatUpdated"]
     chat: str
     changes: Changes1
 
 
 class SessionConfigCompletionsParams(WireModel):
-    channel: Literal['ahp-root://']
+    channel: Literal["ahp-root://"]
     provider: str | None = None
     workingDirectory: str | None = None
     config: dict[str, Any] | None = None
@@ -1316,7 +1314,7 @@ class SessionConfigCompletionsResult(WireModel):
 
 
 class SessionConfigPropertySchema(WireModel):
-    type: Literal['string', 'number', 'boolean', 'array', 'object']
+    type: Literal["string", "number", "boolean", "array", "object"]
     title: str
     description: str | None = None
     default: Any | None = None
@@ -1338,21 +1336,21 @@ class SessionConfigPropertySchema(WireModel):
 
 
 class SessionConfigSchema(WireModel):
-    type: Literal['object']
+    type: Literal["object"]
     properties: Annotated[
         dict[str, SessionConfigPropertySchema],
-        Field(description='JSON Schema: property descriptors keyed by property id'),
+        Field(description="JSON Schema: property descriptors keyed by property id"),
     ]
     required: list[str] | None = None
 
 
 class SessionConfigState(WireModel):
-    schema_: Annotated[SessionConfigSchema, Field(alias='schema')]
+    schema_: Annotated[SessionConfigSchema, Field(alias="schema")]
     values: dict[str, Any]
 
 
 class SessionDefaultChatChangedAction(WireModel):
-    type: Literal['session/defaultChatChanged']
+    type: Literal["session/defaultChatChanged"]
     defaultChat: str | None = None
 
 
@@ -1367,7 +1365,7 @@ class SessionInputRequestBase(WireModel):
 
 
 class SessionMcpServerStateChangedAction(WireModel):
-    type: Literal['session/mcpServerStateChanged']
+    type: Literal["session/mcpServerStateChanged"]
     id: str
     state: Annotated[
         McpServerStartingState
@@ -1375,7 +1373,7 @@ class SessionMcpServerStateChangedAction(WireModel):
         | McpServerAuthRequiredState
         | McpServerErrorState
         | McpServerStoppedState,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
     channel: str | None = None
 
@@ -1398,9 +1396,9 @@ class SessionModelInfo(WireModel):
     maxOutputTokens: int | float | None = None
     maxPromptTokens: int | float | None = None
     supportsVision: bool | None = None
-    policyState: Literal['enabled', 'disabled', 'unconfigured'] | None = None
+    policyState: Literal["enabled", "disabled", "unconfigured"] | None = None
     configSchema: ConfigSchema | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class SessionRemovedParams(WireModel):
@@ -1409,7 +1407,7 @@ class SessionRemovedParams(WireModel):
 
 
 class SessionServerToolsChangedAction(WireModel):
-    type: Literal['session/serverToolsChanged']
+    type: Literal["session/serverToolsChanged"]
     tools: list[ToolDefinition]
 
 
@@ -1425,7 +1423,7 @@ class SessionSummary(WireModel):
     createdAt: str
     modifiedAt: str
     changes: ChangesSummary | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class Changes2(WireModel):
@@ -1440,7 +1438,7 @@ class Changes2(WireModel):
     createdAt: str | None = None
     modifiedAt: str | None = None
     changes: ChangesSummary | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class SessionSummaryChangedParams(WireModel):
@@ -1453,8 +1451,8 @@ class SimpleMessageAttachment(WireModel):
     label: str
     range: TextRange | None = None
     displayKind: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['simple']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["simple"]
     modelRepresentation: str | None = None
 
 
@@ -1464,9 +1462,9 @@ class SkillCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
-    type: Literal['skill']
+    type: Literal["skill"]
     description: str | None = None
     disableModelInvocation: bool | None = None
     disableUserInvocation: bool | None = None
@@ -1485,12 +1483,12 @@ class TelemetryCapabilities(WireModel):
 
 
 class TerminalCwdChangedAction(WireModel):
-    type: Literal['terminal/cwdChanged']
+    type: Literal["terminal/cwdChanged"]
     cwd: str
 
 
 class TerminalSessionClaim(WireModel):
-    kind: Literal['session']
+    kind: Literal["session"]
     session: str
     turnId: str | None = None
     toolCallId: str | None = None
@@ -1501,17 +1499,17 @@ class Edits(WireModel):
 
 
 class ToolCallPostConfirmationFields(WireModel):
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     selectedOption: ConfirmationOption | None = None
 
 
 class ToolCallRiskAssessmentBase(WireModel):
-    kind: Literal['judge']
+    kind: Literal["judge"]
 
 
 class ToolCallRiskAssessmentCompleteState(WireModel):
-    kind: Literal['judge']
-    status: Literal['complete']
+    kind: Literal["judge"]
+    status: Literal["complete"]
     reason: str | StringOrMarkdown1
     safety: int | float
 
@@ -1523,10 +1521,10 @@ class ToolCallStreamingState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    status: Literal['streaming']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    status: Literal["streaming"]
     partialInput: str | None = None
     invocationMessage: str | StringOrMarkdown1 | None = None
 
@@ -1535,7 +1533,7 @@ class ToolResultFileEditContent(WireModel):
     before: Before | None = None
     after: After | None = None
     diff: Diff | None = None
-    type: Literal['fileEdit']
+    type: Literal["fileEdit"]
 
 
 class ToolResultResourceContent(WireModel):
@@ -1543,11 +1541,11 @@ class ToolResultResourceContent(WireModel):
     sizeHint: int | float | None = None
     contentType: str | None = None
     nonce: str | None = None
-    type: Literal['resource']
+    type: Literal["resource"]
 
 
 class ToolResultSubagentContent(WireModel):
-    type: Literal['subagent']
+    type: Literal["subagent"]
     resource: str
     title: str
     agentName: str | None = None
@@ -1555,7 +1553,7 @@ class ToolResultSubagentContent(WireModel):
 
 
 class ToolResultTerminalCompleteContent(WireModel):
-    type: Literal['terminalComplete']
+    type: Literal["terminalComplete"]
     resource: str | None = None
     exitCode: int | float | None = None
     cwd: str | None = None
@@ -1564,7 +1562,7 @@ class ToolResultTerminalCompleteContent(WireModel):
 
 
 class ToolResultTerminalContent(WireModel):
-    type: Literal['terminal']
+    type: Literal["terminal"]
     resource: str
     title: str
 
@@ -1575,9 +1573,9 @@ class AgentCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
-    type: Literal['agent']
+    type: Literal["agent"]
     description: str | None = None
     model: str | None = None
     tools: list[str] | None = None
@@ -1592,11 +1590,11 @@ class Annotation(WireModel):
     range: TextRange | None = None
     resolved: bool
     entries: list[AnnotationEntry]
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class AnnotationsSetAction(WireModel):
-    type: Literal['annotations/set']
+    type: Literal["annotations/set"]
     annotation: Annotation
 
 
@@ -1608,11 +1606,11 @@ class ChangesetFile(WireModel):
     id: str
     edit: FileEdit
     reviewed: bool | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChangesetFileSetAction(WireModel):
-    type: Literal['changeset/fileSet']
+    type: Literal["changeset/fileSet"]
     file: ChangesetFile
 
 
@@ -1622,23 +1620,23 @@ class ChangesetOperationFollowUp(WireModel):
 
 
 class ChangesetState(WireModel):
-    status: Literal['computing', 'ready', 'error']
+    status: Literal["computing", "ready", "error"]
     error: ErrorInfo | None = None
     files: list[ChangesetFile]
     operations: list[ChangesetOperation] | None = None
 
 
 class ChatInputAnswerChangedAction(WireModel):
-    type: Literal['chat/inputAnswerChanged']
+    type: Literal["chat/inputAnswerChanged"]
     requestId: str
     questionId: str
     answer: ChatInputAnswered | ChatInputSkipped | None = None
 
 
 class ChatInputCompletedAction(WireModel):
-    type: Literal['chat/inputCompleted']
+    type: Literal["chat/inputCompleted"]
     requestId: str
-    response: Literal['accept', 'decline', 'cancel']
+    response: Literal["accept", "decline", "cancel"]
     answers: dict[str, ChatInputAnswered | ChatInputSkipped] | None = None
 
 
@@ -1660,29 +1658,29 @@ class ChatInputRequest(WireModel):
 
 
 class ChatInputRequestedAction(WireModel):
-    type: Literal['chat/inputRequested']
+    type: Literal["chat/inputRequested"]
     request: ChatInputRequest
 
 
 class ChatToolCallAuthRequiredAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallAuthRequired']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallAuthRequired"]
     auth: McpAuthRequirement
 
 
 class ChatToolCallStartAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallStart']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallStart"]
     toolName: str
     displayName: str
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
 
 
@@ -1692,7 +1690,7 @@ class ChildCustomizationBase(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
 
 
@@ -1702,7 +1700,7 @@ class CustomizationBase(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class HookCustomization(WireModel):
@@ -1711,15 +1709,15 @@ class HookCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
-    type: Literal['hook']
+    type: Literal["hook"]
 
 
 class InputRequestResponsePart(WireModel):
-    kind: Literal['inputRequest']
+    kind: Literal["inputRequest"]
     request: ChatInputRequest
-    response: Literal['accept', 'decline', 'cancel'] | None = None
+    response: Literal["accept", "decline", "cancel"] | None = None
 
 
 class InvokeChangesetOperationResult(WireModel):
@@ -1738,8 +1736,8 @@ class McpServerCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['mcpServer']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["mcpServer"]
     enabled: bool
     state: Annotated[
         McpServerStartingState
@@ -1747,7 +1745,7 @@ class McpServerCustomization(WireModel):
         | McpServerAuthRequiredState
         | McpServerErrorState
         | McpServerStoppedState,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
     channel: str | None = None
     mcpApp: McpServerCustomizationApps | None = None
@@ -1758,7 +1756,7 @@ class PermissionDeniedErrorData(WireModel):
 
 
 class ResolveSessionConfigResult(WireModel):
-    schema_: Annotated[SessionConfigSchema, Field(alias='schema')]
+    schema_: Annotated[SessionConfigSchema, Field(alias="schema")]
     values: dict[str, Any]
 
 
@@ -1770,14 +1768,14 @@ class SessionAddedParams(WireModel):
 class SessionChatInputRequest(WireModel):
     id: str
     chat: str
-    kind: Literal['chatInput']
+    kind: Literal["chatInput"]
     request: ChatInputRequest
 
 
 class TerminalClaimedAction(WireModel):
-    type: Literal['terminal/claimed']
+    type: Literal["terminal/claimed"]
     claim: Annotated[
-        TerminalClientClaim | TerminalSessionClaim, Field(discriminator='kind')
+        TerminalClientClaim | TerminalSessionClaim, Field(discriminator="kind")
     ]
 
 
@@ -1785,7 +1783,7 @@ class TerminalInfo(WireModel):
     resource: str
     title: str
     claim: Annotated[
-        TerminalClientClaim | TerminalSessionClaim, Field(discriminator='kind')
+        TerminalClientClaim | TerminalSessionClaim, Field(discriminator="kind")
     ]
     exitCode: int | float | None = None
 
@@ -1798,7 +1796,7 @@ class TerminalState(WireModel):
     content: list[TerminalUnclassifiedPart | TerminalCommandPart]
     exitCode: int | float | None = None
     claim: Annotated[
-        TerminalClientClaim | TerminalSessionClaim, Field(discriminator='kind')
+        TerminalClientClaim | TerminalSessionClaim, Field(discriminator="kind")
     ]
     supportsCommandDetection: bool | None = None
 
@@ -1810,26 +1808,26 @@ class ToolCallBase(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class AhpErrorDetailsMap(WireModel):
     field_AhpErrorCodes_AuthRequired_: Annotated[
-        AuthRequiredErrorData, Field(alias='[AhpErrorCodes.AuthRequired]')
+        AuthRequiredErrorData, Field(alias="[AhpErrorCodes.AuthRequired]")
     ]
     field_AhpErrorCodes_PermissionDenied_: Annotated[
-        PermissionDeniedErrorData, Field(alias='[AhpErrorCodes.PermissionDenied]')
+        PermissionDeniedErrorData, Field(alias="[AhpErrorCodes.PermissionDenied]")
     ]
     field_AhpErrorCodes_UnsupportedProtocolVersion_: Annotated[
         UnsupportedProtocolVersionErrorData,
-        Field(alias='[AhpErrorCodes.UnsupportedProtocolVersion]'),
+        Field(alias="[AhpErrorCodes.UnsupportedProtocolVersion]"),
     ]
 
 
 class ChangesetContentChangedAction(WireModel):
-    type: Literal['changeset/contentChanged']
+    type: Literal["changeset/contentChanged"]
     files: list[ChangesetFile]
     operations: list[ChangesetOperation] | None = None
     error: ErrorInfo | None = None
@@ -1838,8 +1836,8 @@ class ChangesetContentChangedAction(WireModel):
 class ChatToolCallContentChangedAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallContentChanged']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallContentChanged"]
     content: list[
         Annotated[
             ToolResultTextContent
@@ -1849,7 +1847,7 @@ class ChatToolCallContentChangedAction(WireModel):
             | ToolResultTerminalContent
             | ToolResultTerminalCompleteContent
             | ToolResultSubagentContent,
-            Field(discriminator='type'),
+            Field(discriminator="type"),
         ]
     ]
 
@@ -1857,18 +1855,18 @@ class ChatToolCallContentChangedAction(WireModel):
 class ChatToolCallReadyAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallReady']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallReady"]
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | None = None
     confirmationTitle: str | StringOrMarkdown1 | None = None
     riskAssessment: Annotated[
         ToolCallRiskAssessmentLoadingState | ToolCallRiskAssessmentCompleteState | None,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ] = None
     edits: Edits | None = None
     editable: bool | None = None
-    confirmed: Literal['not-needed', 'user-action', 'setting'] | None = None
+    confirmed: Literal["not-needed", "user-action", "setting"] | None = None
     options: list[ConfirmationOption] | None = None
 
 
@@ -1878,7 +1876,7 @@ class ClientPluginCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool
     clientId: str | None = None
     load: Annotated[
@@ -1887,7 +1885,7 @@ class ClientPluginCustomization(WireModel):
         | CustomizationDegradedState
         | CustomizationErrorState
         | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
     children: (
         list[
@@ -1898,12 +1896,12 @@ class ClientPluginCustomization(WireModel):
                 | RuleCustomization
                 | HookCustomization
                 | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
-    type: Literal['plugin']
+    type: Literal["plugin"]
     version: str | None = None
     nonce: str | None = None
 
@@ -1917,7 +1915,7 @@ class CompletionItem(WireModel):
         | MessageEmbeddedResourceAttachment
         | MessageResourceAttachment
         | MessageAnnotationsAttachment,
-        Field(discriminator='type'),
+        Field(discriminator="type"),
     ]
 
 
@@ -1931,7 +1929,7 @@ class ContainerCustomizationBase(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool
     clientId: str | None = None
     load: Annotated[
@@ -1940,7 +1938,7 @@ class ContainerCustomizationBase(WireModel):
         | CustomizationDegradedState
         | CustomizationErrorState
         | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
     children: (
         list[
@@ -1951,7 +1949,7 @@ class ContainerCustomizationBase(WireModel):
                 | RuleCustomization
                 | HookCustomization
                 | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -1961,7 +1959,7 @@ class ContainerCustomizationBase(WireModel):
 class CreateTerminalParams(WireModel):
     channel: str
     claim: Annotated[
-        TerminalClientClaim | TerminalSessionClaim, Field(discriminator='kind')
+        TerminalClientClaim | TerminalSessionClaim, Field(discriminator="kind")
     ]
     name: str | None = None
     cwd: str | None = None
@@ -1975,7 +1973,7 @@ class DirectoryCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool
     clientId: str | None = None
     load: Annotated[
@@ -1984,7 +1982,7 @@ class DirectoryCustomization(WireModel):
         | CustomizationDegradedState
         | CustomizationErrorState
         | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
     children: (
         list[
@@ -1995,13 +1993,13 @@ class DirectoryCustomization(WireModel):
                 | RuleCustomization
                 | HookCustomization
                 | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
-    type: Literal['directory']
-    contents: Literal['agent', 'skill', 'prompt', 'rule', 'hook', 'mcpServer']
+    type: Literal["directory"]
+    contents: Literal["agent", "skill", "prompt", "rule", "hook", "mcpServer"]
     writable: bool
 
 
@@ -2015,14 +2013,14 @@ class Message(WireModel):
                 | MessageEmbeddedResourceAttachment
                 | MessageResourceAttachment
                 | MessageAnnotationsAttachment,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
     model: ModelSelection | None = None
     agent: AgentSelection | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class PendingMessage(WireModel):
@@ -2036,7 +2034,7 @@ class PluginCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool
     clientId: str | None = None
     load: Annotated[
@@ -2045,7 +2043,7 @@ class PluginCustomization(WireModel):
         | CustomizationDegradedState
         | CustomizationErrorState
         | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
     children: (
         list[
@@ -2056,12 +2054,12 @@ class PluginCustomization(WireModel):
                 | RuleCustomization
                 | HookCustomization
                 | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
-    type: Literal['plugin']
+    type: Literal["plugin"]
     version: str | None = None
 
 
@@ -2090,7 +2088,7 @@ class ProtocolNotification(
 
 
 class RootTerminalsChangedAction(WireModel):
-    type: Literal['root/terminalsChanged']
+    type: Literal["root/terminalsChanged"]
     terminals: list[TerminalInfo]
 
 
@@ -2102,7 +2100,7 @@ class SessionActiveClient(WireModel):
 
 
 class SessionActiveClientSetAction(WireModel):
-    type: Literal['session/activeClientSet']
+    type: Literal["session/activeClientSet"]
     activeClient: SessionActiveClient
 
 
@@ -2112,12 +2110,12 @@ class ToolCallAuthRequiredState(WireModel):
     displayName: str
     intention: str | None = None
     contributor: ToolCallMcpContributor
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | None = None
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     selectedOption: ConfirmationOption | None = None
-    status: Literal['auth-required']
+    status: Literal["auth-required"]
     auth: McpAuthRequirement
     content: (
         list[
@@ -2129,7 +2127,7 @@ class ToolCallAuthRequiredState(WireModel):
                 | ToolResultTerminalContent
                 | ToolResultTerminalCompleteContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -2143,13 +2141,13 @@ class ToolCallCancelledState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | None = None
-    status: Literal['cancelled']
-    reason: Literal['denied', 'skipped', 'result-denied']
+    status: Literal["cancelled"]
+    reason: Literal["denied", "skipped", "result-denied"]
     reasonMessage: str | StringOrMarkdown1 | None = None
     userSuggestion: Message | None = None
     selectedOption: ConfirmationOption | None = None
@@ -2162,9 +2160,9 @@ class ToolCallCompletedState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | None = None
     success: bool
@@ -2179,16 +2177,16 @@ class ToolCallCompletedState(WireModel):
                 | ToolResultTerminalContent
                 | ToolResultTerminalCompleteContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
     structuredContent: dict[str, Any] | None = None
     error: Error | None = None
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     selectedOption: ConfirmationOption | None = None
-    status: Literal['completed']
+    status: Literal["completed"]
 
 
 class ToolCallPendingConfirmationState(WireModel):
@@ -2198,16 +2196,16 @@ class ToolCallPendingConfirmationState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | None = None
-    status: Literal['pending-confirmation']
+    status: Literal["pending-confirmation"]
     confirmationTitle: str | StringOrMarkdown1 | None = None
     riskAssessment: Annotated[
         ToolCallRiskAssessmentLoadingState | ToolCallRiskAssessmentCompleteState | None,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ] = None
     edits: Edits | None = None
     editable: bool | None = None
@@ -2221,9 +2219,9 @@ class ToolCallPendingResultConfirmationState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | None = None
     success: bool
@@ -2238,16 +2236,16 @@ class ToolCallPendingResultConfirmationState(WireModel):
                 | ToolResultTerminalContent
                 | ToolResultTerminalCompleteContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
     structuredContent: dict[str, Any] | None = None
     error: Error | None = None
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     selectedOption: ConfirmationOption | None = None
-    status: Literal['pending-result-confirmation']
+    status: Literal["pending-result-confirmation"]
 
 
 class ToolCallResult(WireModel):
@@ -2263,7 +2261,7 @@ class ToolCallResult(WireModel):
                 | ToolResultTerminalContent
                 | ToolResultTerminalCompleteContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -2279,14 +2277,14 @@ class ToolCallRunningState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | None = None
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     selectedOption: ConfirmationOption | None = None
-    status: Literal['running']
+    status: Literal["running"]
     content: (
         list[
             Annotated[
@@ -2297,7 +2295,7 @@ class ToolCallRunningState(WireModel):
                 | ToolResultTerminalContent
                 | ToolResultTerminalCompleteContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -2305,13 +2303,13 @@ class ToolCallRunningState(WireModel):
 
 
 class ChatDraftChangedAction(WireModel):
-    type: Literal['chat/draftChanged']
+    type: Literal["chat/draftChanged"]
     draft: Message | None = None
 
 
 class ChatPendingMessageSetAction(WireModel):
-    type: Literal['chat/pendingMessageSet']
-    kind: Literal['steering', 'queued']
+    type: Literal["chat/pendingMessageSet"]
+    kind: Literal["steering", "queued"]
     id: str
     message: Message
 
@@ -2319,8 +2317,8 @@ class ChatPendingMessageSetAction(WireModel):
 class ChatToolCallCompleteAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallComplete']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallComplete"]
     result: ToolCallResult
     requiresResultConfirmation: bool | None = None
 
@@ -2328,22 +2326,22 @@ class ChatToolCallCompleteAction(WireModel):
 class ChatToolCallDeniedAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallConfirmed']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallConfirmed"]
     approved: Literal[False]
-    reason: Literal['denied', 'skipped']
+    reason: Literal["denied", "skipped"]
     userSuggestion: Message | None = None
     reasonMessage: str | StringOrMarkdown1 | None = None
     selectedOptionId: str | None = None
 
 
 class ChatTurnStartedAction(WireModel):
-    type: Literal['chat/turnStarted']
+    type: Literal["chat/turnStarted"]
     turnId: str
     startedAt: str
     message: Message
     queuedMessageId: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class CreateChatParams(WireModel):
@@ -2364,19 +2362,19 @@ class CreateSessionParams(WireModel):
 
 
 class SessionCustomizationUpdatedAction(WireModel):
-    type: Literal['session/customizationUpdated']
+    type: Literal["session/customizationUpdated"]
     customization: Annotated[
         PluginCustomization | DirectoryCustomization | McpServerCustomization,
-        Field(discriminator='type'),
+        Field(discriminator="type"),
     ]
 
 
 class SessionCustomizationsChangedAction(WireModel):
-    type: Literal['session/customizationsChanged']
+    type: Literal["session/customizationsChanged"]
     customizations: list[
         Annotated[
             PluginCustomization | DirectoryCustomization | McpServerCustomization,
-            Field(discriminator='type'),
+            Field(discriminator="type"),
         ]
     ]
 
@@ -2384,7 +2382,7 @@ class SessionCustomizationsChangedAction(WireModel):
 class SessionToolAuthenticationRequest(WireModel):
     id: str
     chat: str
-    kind: Literal['toolAuthentication']
+    kind: Literal["toolAuthentication"]
     turnId: str
     toolCall: ToolCallAuthRequiredState
 
@@ -2392,7 +2390,7 @@ class SessionToolAuthenticationRequest(WireModel):
 class SessionToolClientExecutionRequest(WireModel):
     id: str
     chat: str
-    kind: Literal['toolClientExecution']
+    kind: Literal["toolClientExecution"]
     turnId: str
     clientId: str
     toolCall: Annotated[
@@ -2403,12 +2401,12 @@ class SessionToolClientExecutionRequest(WireModel):
         | ToolCallPendingResultConfirmationState
         | ToolCallCompletedState
         | ToolCallCancelledState,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ]
 
 
 class ToolCallResponsePart(WireModel):
-    kind: Literal['toolCall']
+    kind: Literal["toolCall"]
     toolCall: Annotated[
         ToolCallStreamingState
         | ToolCallPendingConfirmationState
@@ -2417,7 +2415,7 @@ class ToolCallResponsePart(WireModel):
         | ToolCallPendingResultConfirmationState
         | ToolCallCompletedState
         | ToolCallCancelledState,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ]
 
 
@@ -2431,7 +2429,7 @@ class AgentInfo(WireModel):
         list[
             Annotated[
                 PluginCustomization | DirectoryCustomization | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -2440,7 +2438,7 @@ class AgentInfo(WireModel):
 
 
 class RootAgentsChangedAction(WireModel):
-    type: Literal['root/agentsChanged']
+    type: Literal["root/agentsChanged"]
     agents: list[AgentInfo]
 
 
@@ -2449,17 +2447,17 @@ class RootState(WireModel):
     activeSessions: int | float | None = None
     terminals: list[TerminalInfo] | None = None
     config: RootConfigState | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class SessionToolConfirmationRequest(WireModel):
     id: str
     chat: str
-    kind: Literal['toolConfirmation']
+    kind: Literal["toolConfirmation"]
     turnId: str
     toolCall: Annotated[
         ToolCallPendingConfirmationState | ToolCallPendingResultConfirmationState,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ]
 
 
@@ -2476,11 +2474,11 @@ class Turn(WireModel):
             | ReasoningResponsePart
             | SystemNotificationResponsePart
             | InputRequestResponsePart,
-            Field(discriminator='kind'),
+            Field(discriminator="kind"),
         ]
     ]
     usage: UsageInfo | None = None
-    state: Literal['complete', 'cancelled', 'error']
+    state: Literal["complete", "cancelled", "error"]
     error: ErrorInfo | None = None
 
 
@@ -2496,14 +2494,14 @@ class ActiveTurn(WireModel):
             | ReasoningResponsePart
             | SystemNotificationResponsePart
             | InputRequestResponsePart,
-            Field(discriminator='kind'),
+            Field(discriminator="kind"),
         ]
     ]
     usage: UsageInfo | None = None
 
 
 class ChatResponsePartAction(WireModel):
-    type: Literal['chat/responsePart']
+    type: Literal["chat/responsePart"]
     turnId: str
     part: Annotated[
         MarkdownResponsePart
@@ -2512,9 +2510,9 @@ class ChatResponsePartAction(WireModel):
         | ReasoningResponsePart
         | SystemNotificationResponsePart
         | InputRequestResponsePart,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatState(WireModel):
@@ -2524,9 +2522,9 @@ class ChatState(WireModel):
     activity: str | None = None
     modifiedAt: str
     origin: Annotated[
-        ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | None, Field(discriminator='kind')
+        ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | None, Field(discriminator="kind")
     ] = None
-    interactivity: Literal['full', 'read-only', 'hidden'] | None = None
+    interactivity: Literal["full", "read-only", "hidden"] | None = None
     workingDirectory: str | None = None
     turns: list[Turn]
     turnsNextCursor: str | None = None
@@ -2534,11 +2532,11 @@ class ChatState(WireModel):
     steeringMessage: PendingMessage | None = None
     queuedMessages: list[PendingMessage] | None = None
     draft: Message | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatTurnsLoadedAction(WireModel):
-    type: Literal['chat/turnsLoaded']
+    type: Literal["chat/turnsLoaded"]
     turns: list[Turn]
     turnsNextCursor: str | None = None
 
@@ -2551,7 +2549,7 @@ class SessionState(WireModel):
     project: ProjectInfo | None = None
     workingDirectory: str | None = None
     annotations: AnnotationsSummary | None = None
-    lifecycle: Literal['creating', 'ready', 'creationFailed']
+    lifecycle: Literal["creating", "ready", "creationFailed"]
     creationError: ErrorInfo | None = None
     serverTools: list[ToolDefinition] | None = None
     activeClients: list[SessionActiveClient]
@@ -2562,7 +2560,7 @@ class SessionState(WireModel):
         list[
             Annotated[
                 PluginCustomization | DirectoryCustomization | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -2575,12 +2573,12 @@ class SessionState(WireModel):
                 | SessionToolConfirmationRequest
                 | SessionToolClientExecutionRequest
                 | SessionToolAuthenticationRequest,
-                Field(discriminator='kind'),
+                Field(discriminator="kind"),
             ]
         ]
         | None
     ) = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class Snapshot(WireModel):
@@ -2677,18 +2675,18 @@ class InitializeResult(WireModel):
 
 
 class ReconnectSnapshotResult(WireModel):
-    type: Literal['snapshot']
+    type: Literal["snapshot"]
     snapshots: list[Snapshot]
 
 
 class SessionInputNeededSetAction(WireModel):
-    type: Literal['session/inputNeededSet']
+    type: Literal["session/inputNeededSet"]
     request: Annotated[
         SessionChatInputRequest
         | SessionToolConfirmationRequest
         | SessionToolClientExecutionRequest
         | SessionToolAuthenticationRequest,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
 
 
@@ -2873,7 +2871,7 @@ class DispatchActionParams(WireModel):
 
 
 class ReconnectReplayResult(WireModel):
-    type: Literal['replay']
+    type: Literal["replay"]
     actions: list[ActionEnvelope]
     missing: list[str]
 

@@ -4,15 +4,13 @@
 #   filename:  ahp.schema.json
 
 from __future__ import annotations
-
 from typing import Annotated, Any, Literal
-
-from ahp_bridge.protocol.base import WireModel, WireRoot
 from pydantic import Field
+from ahp_bridge.protocol.base import WireModel, WireRoot
 
 
 class Ahp080DevStructure(WireRoot[Any]):
-    root: Annotated[Any, Field(title='AHP 0.8.0-dev (structure)')]
+    root: Annotated[Any, Field(title="AHP 0.8.0-dev (structure)")]
 
 
 class ActionOrigin(WireModel):
@@ -61,19 +59,19 @@ class AhpMcpUiHostCapabilities(WireModel):
 
 
 class AnnotationsEntryRemovedAction(WireModel):
-    type: Literal['annotations/entryRemoved']
+    type: Literal["annotations/entryRemoved"]
     annotationId: str
     entryId: str
 
 
 class AnnotationsRemovedAction(WireModel):
-    type: Literal['annotations/removed']
+    type: Literal["annotations/removed"]
     annotationId: str
 
 
 class AuthenticateParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     resource: str
     token: str
     scopes: list[str] | None = None
@@ -94,35 +92,35 @@ class ChangesetCapabilities(WireModel):
 
 
 class ChangesetClearedAction(WireModel):
-    type: Literal['changeset/cleared']
+    type: Literal["changeset/cleared"]
 
 
 class ChangesetFileRemovedAction(WireModel):
-    type: Literal['changeset/fileRemoved']
+    type: Literal["changeset/fileRemoved"]
     fileId: str
 
 
 class ChangesetFilesReviewChangedAction(WireModel):
-    type: Literal['changeset/filesReviewChanged']
+    type: Literal["changeset/filesReviewChanged"]
     files: list[str]
     reviewed: bool
 
 
 class ChatActivityChangedAction(WireModel):
-    type: Literal['chat/activityChanged']
+    type: Literal["chat/activityChanged"]
     activity: str | None = None
 
 
 class ChatDeltaAction(WireModel):
-    type: Literal['chat/delta']
+    type: Literal["chat/delta"]
     turnId: str
     partId: str
     content: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatInputBooleanAnswerValue(WireModel):
-    kind: Literal['boolean']
+    kind: Literal["boolean"]
     value: bool
 
 
@@ -131,12 +129,12 @@ class ChatInputBooleanQuestion(WireModel):
     title: str | None = None
     message: str
     required: bool | None = None
-    kind: Literal['boolean']
+    kind: Literal["boolean"]
     defaultValue: bool | None = None
 
 
 class ChatInputNumberAnswerValue(WireModel):
-    kind: Literal['number']
+    kind: Literal["number"]
     value: int | float
 
 
@@ -145,7 +143,7 @@ class ChatInputNumberQuestion(WireModel):
     title: str | None = None
     message: str
     required: bool | None = None
-    kind: Literal['number', 'integer']
+    kind: Literal["number", "integer"]
     min: int | float | None = None
     max: int | float | None = None
     defaultValue: int | float | None = None
@@ -166,13 +164,13 @@ class ChatInputQuestionBase(WireModel):
 
 
 class ChatInputSelectedAnswerValue(WireModel):
-    kind: Literal['selected']
+    kind: Literal["selected"]
     value: str
     freeformValues: list[str] | None = None
 
 
 class ChatInputSelectedManyAnswerValue(WireModel):
-    kind: Literal['selected-many']
+    kind: Literal["selected-many"]
     value: list[str]
     freeformValues: list[str] | None = None
 
@@ -182,18 +180,18 @@ class ChatInputSingleSelectQuestion(WireModel):
     title: str | None = None
     message: str
     required: bool | None = None
-    kind: Literal['single-select']
+    kind: Literal["single-select"]
     options: list[ChatInputOption]
     allowFreeformInput: bool | None = None
 
 
 class ChatInputSkipped(WireModel):
-    state: Literal['skipped']
+    state: Literal["skipped"]
     freeformValues: list[str] | None = None
 
 
 class ChatInputTextAnswerValue(WireModel):
-    kind: Literal['text']
+    kind: Literal["text"]
     value: str
 
 
@@ -202,7 +200,7 @@ class ChatInputTextQuestion(WireModel):
     title: str | None = None
     message: str
     required: bool | None = None
-    kind: Literal['text']
+    kind: Literal["text"]
     format: str | None = None
     min: int | float | None = None
     max: int | float | None = None
@@ -210,54 +208,54 @@ class ChatInputTextQuestion(WireModel):
 
 
 class ChatOrigin1(WireModel):
-    kind: Literal['user']
+    kind: Literal["user"]
 
 
 class ChatQueuedMessagesReorderedAction(WireModel):
-    type: Literal['chat/queuedMessagesReordered']
+    type: Literal["chat/queuedMessagesReordered"]
     order: list[str]
 
 
 class ChatReasoningAction(WireModel):
-    type: Literal['chat/reasoning']
+    type: Literal["chat/reasoning"]
     turnId: str
     partId: str
     content: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatToolCallAuthResolvedAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallAuthResolved']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallAuthResolved"]
 
 
 class ChatToolCallResultConfirmedAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallResultConfirmed']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallResultConfirmed"]
     approved: bool
 
 
 class ChatTruncatedAction(WireModel):
-    type: Literal['chat/truncated']
+    type: Literal["chat/truncated"]
     turnId: str | None = None
 
 
 class ChatTurnCancelledAction(WireModel):
-    type: Literal['chat/turnCancelled']
+    type: Literal["chat/turnCancelled"]
     turnId: str
     duration: int | float
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatTurnCompleteAction(WireModel):
-    type: Literal['chat/turnComplete']
+    type: Literal["chat/turnComplete"]
     turnId: str
     duration: int | float
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ClientCapabilities(WireModel):
@@ -273,33 +271,33 @@ class Includes(WireModel):
 
 
 class CustomizationDegradedState(WireModel):
-    kind: Literal['degraded']
+    kind: Literal["degraded"]
     message: str
 
 
 class CustomizationErrorState(WireModel):
-    kind: Literal['error']
+    kind: Literal["error"]
     message: str
 
 
 class CustomizationLoadedState(WireModel):
-    kind: Literal['loaded']
+    kind: Literal["loaded"]
 
 
 class CustomizationLoadingState(WireModel):
-    kind: Literal['loading']
+    kind: Literal["loading"]
 
 
 class DirectoryEntry(WireModel):
     name: str
-    type: Literal['file', 'directory']
+    type: Literal["file", "directory"]
 
 
 class ErrorInfo(WireModel):
     errorType: str
     message: str
     stack: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class FetchTurnsResult(WireModel):
@@ -322,14 +320,14 @@ class JsonRpcErrorCode(WireRoot[Literal[-32700, -32600, -32601, -32602, -32603]]
 
 
 class ListSessionsParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     limit: int | float | None = None
     cursor: str | None = None
 
 
 class MarkdownResponsePart(WireModel):
-    kind: Literal['markdown']
+    kind: Literal["markdown"]
     id: str
     content: str
 
@@ -344,24 +342,24 @@ class McpServerCustomizationApps(WireModel):
 
 
 class McpServerErrorState(WireModel):
-    kind: Literal['error']
+    kind: Literal["error"]
     error: ErrorInfo
 
 
 class McpServerReadyState(WireModel):
-    kind: Literal['ready']
+    kind: Literal["ready"]
 
 
 class McpServerStartingState(WireModel):
-    kind: Literal['starting']
+    kind: Literal["starting"]
 
 
 class McpServerStoppedState(WireModel):
-    kind: Literal['stopped']
+    kind: Literal["stopped"]
 
 
 class MessageOrigin(WireModel):
-    kind: Literal['user', 'agent', 'tool', 'systemNotification']
+    kind: Literal["user", "agent", "tool", "systemNotification"]
 
 
 class ModelSelection(WireModel):
@@ -389,8 +387,8 @@ class PaginatedResult(WireModel):
 
 
 class PingParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ProtectedResourceMetadata(WireModel):
@@ -408,7 +406,7 @@ class ProtectedResourceMetadata(WireModel):
 
 
 class ReasoningResponsePart(WireModel):
-    kind: Literal['reasoning']
+    kind: Literal["reasoning"]
     id: str
     content: str
 
@@ -434,15 +432,15 @@ class ResourceMoveResult(WireModel):
 
 
 class ResourceReadParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
-    encoding: Literal['base64', 'utf-8'] | None = None
+    encoding: Literal["base64", "utf-8"] | None = None
 
 
 class ResourceReadResult(WireModel):
     data: str
-    encoding: Literal['base64', 'utf-8']
+    encoding: Literal["base64", "utf-8"]
     contentType: str | None = None
 
 
@@ -455,28 +453,28 @@ class ResourceWriteResult(WireModel):
 
 
 class RootActiveSessionsChangedAction(WireModel):
-    type: Literal['root/activeSessionsChanged']
+    type: Literal["root/activeSessionsChanged"]
     activeSessions: int | float
 
 
 class RootConfigChangedAction(WireModel):
-    type: Literal['root/configChanged']
+    type: Literal["root/configChanged"]
     config: dict[str, Any]
     replace: bool | None = None
 
 
 class SessionActiveClientRemovedAction(WireModel):
-    type: Literal['session/activeClientRemoved']
+    type: Literal["session/activeClientRemoved"]
     clientId: str
 
 
 class SessionActivityChangedAction(WireModel):
-    type: Literal['session/activityChanged']
+    type: Literal["session/activityChanged"]
     activity: str | None = None
 
 
 class SessionConfigChangedAction(WireModel):
-    type: Literal['session/configChanged']
+    type: Literal["session/configChanged"]
     config: dict[str, Any]
     replace: bool | None = None
 
@@ -488,51 +486,51 @@ class SessionConfigValueItem(WireModel):
 
 
 class SessionCreationFailedAction(WireModel):
-    type: Literal['session/creationFailed']
+    type: Literal["session/creationFailed"]
     error: ErrorInfo
 
 
 class SessionCustomizationRemovedAction(WireModel):
-    type: Literal['session/customizationRemoved']
+    type: Literal["session/customizationRemoved"]
     id: str
 
 
 class SessionInputNeededRemovedAction(WireModel):
-    type: Literal['session/inputNeededRemoved']
+    type: Literal["session/inputNeededRemoved"]
     id: str
 
 
 class SessionIsArchivedChangedAction(WireModel):
-    type: Literal['session/isArchivedChanged']
+    type: Literal["session/isArchivedChanged"]
     isArchived: bool
 
 
 class SessionIsReadChangedAction(WireModel):
-    type: Literal['session/isReadChanged']
+    type: Literal["session/isReadChanged"]
     isRead: bool
 
 
 class SessionMcpServerStartRequestedAction(WireModel):
-    type: Literal['session/mcpServerStartRequested']
+    type: Literal["session/mcpServerStartRequested"]
     id: str
 
 
 class SessionMcpServerStopRequestedAction(WireModel):
-    type: Literal['session/mcpServerStopRequested']
+    type: Literal["session/mcpServerStopRequested"]
     id: str
 
 
 class SessionMetaChangedAction(WireModel):
-    type: Literal['session/metaChanged']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    type: Literal["session/metaChanged"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class SessionReadyAction(WireModel):
-    type: Literal['session/ready']
+    type: Literal["session/ready"]
 
 
 class SessionTitleChangedAction(WireModel):
-    type: Literal['session/titleChanged']
+    type: Literal["session/titleChanged"]
     title: str
 
 
@@ -554,40 +552,40 @@ class SubscriptionDeliveryOptions(WireModel):
 
 
 class SystemNotificationResponsePart(WireModel):
-    kind: Literal['systemNotification']
+    kind: Literal["systemNotification"]
     content: str | StringOrMarkdown1
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class TerminalClearedAction(WireModel):
-    type: Literal['terminal/cleared']
+    type: Literal["terminal/cleared"]
 
 
 class TerminalClientClaim(WireModel):
-    kind: Literal['client']
+    kind: Literal["client"]
     clientId: str
 
 
 class TerminalCommandDetectionAvailableAction(WireModel):
-    type: Literal['terminal/commandDetectionAvailable']
+    type: Literal["terminal/commandDetectionAvailable"]
 
 
 class TerminalCommandExecutedAction(WireModel):
-    type: Literal['terminal/commandExecuted']
+    type: Literal["terminal/commandExecuted"]
     commandId: str
     commandLine: str
     timestamp: int | float
 
 
 class TerminalCommandFinishedAction(WireModel):
-    type: Literal['terminal/commandFinished']
+    type: Literal["terminal/commandFinished"]
     commandId: str
     exitCode: int | float | None = None
     durationMs: int | float | None = None
 
 
 class TerminalCommandPart(WireModel):
-    type: Literal['command']
+    type: Literal["command"]
     commandId: str
     commandLine: str
     output: str
@@ -604,33 +602,33 @@ class TerminalCommandResult(WireModel):
 
 
 class TerminalDataAction(WireModel):
-    type: Literal['terminal/data']
+    type: Literal["terminal/data"]
     data: str
 
 
 class TerminalExitedAction(WireModel):
-    type: Literal['terminal/exited']
+    type: Literal["terminal/exited"]
     exitCode: int | float | None = None
 
 
 class TerminalInputAction(WireModel):
-    type: Literal['terminal/input']
+    type: Literal["terminal/input"]
     data: str
 
 
 class TerminalResizedAction(WireModel):
-    type: Literal['terminal/resized']
+    type: Literal["terminal/resized"]
     cols: int | float
     rows: int | float
 
 
 class TerminalTitleChangedAction(WireModel):
-    type: Literal['terminal/titleChanged']
+    type: Literal["terminal/titleChanged"]
     title: str
 
 
 class TerminalUnclassifiedPart(WireModel):
-    type: Literal['unclassified']
+    type: Literal["unclassified"]
     value: str
 
 
@@ -659,11 +657,11 @@ class ToolAnnotations(WireModel):
 class ToolCallActionBase(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ToolCallClientContributor(WireModel):
-    kind: Literal['client']
+    kind: Literal["client"]
     clientId: str
 
 
@@ -673,23 +671,23 @@ class Error(WireModel):
 
 
 class ToolCallMcpContributor(WireModel):
-    kind: Literal['mcp']
+    kind: Literal["mcp"]
     customizationId: str
 
 
 class ToolCallRiskAssessmentLoadingState(WireModel):
-    kind: Literal['judge']
-    status: Literal['loading']
+    kind: Literal["judge"]
+    status: Literal["loading"]
 
 
 class InputSchema(WireModel):
-    type: Literal['object']
+    type: Literal["object"]
     properties: dict[str, dict[str, Any]] | None = None
     required: list[str] | None = None
 
 
 class OutputSchema(WireModel):
-    type: Literal['object']
+    type: Literal["object"]
     properties: dict[str, dict[str, Any]] | None = None
     required: list[str] | None = None
 
@@ -701,17 +699,17 @@ class ToolDefinition(WireModel):
     inputSchema: InputSchema | None = None
     outputSchema: OutputSchema | None = None
     annotations: ToolAnnotations | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ToolResultEmbeddedResourceContent(WireModel):
-    type: Literal['embeddedResource']
+    type: Literal["embeddedResource"]
     data: str
     contentType: str
 
 
 class ToolResultTextContent(WireModel):
-    type: Literal['text']
+    type: Literal["text"]
     text: str
 
 
@@ -732,27 +730,27 @@ class UsageInfo(WireModel):
     outputTokens: int | float | None = None
     model: str | None = None
     cacheReadTokens: int | float | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class CustomizationEnablement1(WireModel):
-    kind: Literal['global']
+    kind: Literal["global"]
     enabled: bool
 
 
 class CustomizationEnablement2(WireModel):
-    kind: Literal['workspace']
+    kind: Literal["workspace"]
     uri: str
     enabled: bool
 
 
 class CustomizationEnablement3(WireModel):
-    kind: Literal['session']
+    kind: Literal["session"]
     enabled: bool
 
 
 class SessionWorkingDirectoryReplacedAction(WireModel):
-    type: Literal['session/workingDirectoryReplaced']
+    type: Literal["session/workingDirectoryReplaced"]
     directory: str
     replacement: str
 
@@ -769,11 +767,11 @@ class AgentSelection(WireModel):
 class AnnotationEntry(WireModel):
     id: str
     text: str | StringOrMarkdown1
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class AnnotationsEntrySetAction(WireModel):
-    type: Literal['annotations/entrySet']
+    type: Literal["annotations/entrySet"]
     annotationId: str
     entry: AnnotationEntry
 
@@ -785,7 +783,7 @@ class AnnotationsSummary(WireModel):
 
 
 class AnnotationsUpdatedAction(WireModel):
-    type: Literal['annotations/updated']
+    type: Literal["annotations/updated"]
     annotationId: str
     turnId: str | None = None
     resource: str | None = None
@@ -800,12 +798,12 @@ class AuthRequiredErrorData(WireModel):
 class AuthRequiredParams(WireModel):
     channel: str
     resource: ProtectedResourceMetadata
-    reason: Literal['required', 'expired'] | None = None
+    reason: Literal["required", "expired"] | None = None
 
 
 class BaseParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class Changeset(WireModel):
@@ -820,62 +818,62 @@ class ChangesetOperation(WireModel):
     id: str
     label: str
     description: str | None = None
-    scopes: list[Literal['changeset', 'resource', 'range']]
+    scopes: list[Literal["changeset", "resource", "range"]]
     confirmation: str | StringOrMarkdown1 | None = None
     icon: str | None = None
     group: str | None = None
-    status: Literal['idle', 'running', 'error', 'disabled']
+    status: Literal["idle", "running", "error", "disabled"]
     error: ErrorInfo | None = None
 
 
 class ChangesetOperationStatusChangedAction(WireModel):
-    type: Literal['changeset/operationStatusChanged']
+    type: Literal["changeset/operationStatusChanged"]
     operationId: str
-    status: Literal['idle', 'running', 'error', 'disabled']
+    status: Literal["idle", "running", "error", "disabled"]
     error: ErrorInfo | None = None
 
 
 class ChangesetOperationTarget1(WireModel):
-    kind: Literal['resource']
+    kind: Literal["resource"]
     resource: str
-    side: Literal['before', 'after'] | None = None
+    side: Literal["before", "after"] | None = None
 
 
 class ChangesetOperationTarget2(WireModel):
-    kind: Literal['range']
+    kind: Literal["range"]
     resource: str
-    side: Literal['before', 'after'] | None = None
+    side: Literal["before", "after"] | None = None
     range: TextRange
 
 
 class ChangesetOperationsChangedAction(WireModel):
-    type: Literal['changeset/operationsChanged']
+    type: Literal["changeset/operationsChanged"]
     operations: list[ChangesetOperation] | None = None
 
 
 class ChangesetStatusChangedAction(WireModel):
-    type: Literal['changeset/statusChanged']
-    status: Literal['computing', 'ready', 'error']
+    type: Literal["changeset/statusChanged"]
+    status: Literal["computing", "ready", "error"]
     error: ErrorInfo | None = None
 
 
 class ChatErrorAction(WireModel):
-    type: Literal['chat/error']
+    type: Literal["chat/error"]
     turnId: str
     duration: int | float
     error: ErrorInfo
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatInputAnswered(WireModel):
-    state: Literal['draft', 'submitted']
+    state: Literal["draft", "submitted"]
     value: Annotated[
         ChatInputTextAnswerValue
         | ChatInputNumberAnswerValue
         | ChatInputBooleanAnswerValue
         | ChatInputSelectedAnswerValue
         | ChatInputSelectedManyAnswerValue,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
 
 
@@ -884,7 +882,7 @@ class ChatInputMultiSelectQuestion(WireModel):
     title: str | None = None
     message: str
     required: bool | None = None
-    kind: Literal['multi-select']
+    kind: Literal["multi-select"]
     options: list[ChatInputOption]
     allowFreeformInput: bool | None = None
     min: int | float | None = None
@@ -892,27 +890,27 @@ class ChatInputMultiSelectQuestion(WireModel):
 
 
 class ChatOrigin2(WireModel):
-    kind: Literal['fork']
+    kind: Literal["fork"]
     chat: str
     turnId: str
 
 
 class ChatOrigin3(WireModel):
-    kind: Literal['sideChat']
+    kind: Literal["sideChat"]
     chat: str
     turnId: str
     selection: SideChatSelection | None = None
 
 
 class ChatOrigin4(WireModel):
-    kind: Literal['tool']
+    kind: Literal["tool"]
     chat: str
     toolCallId: str
 
 
 class ChatPendingMessageRemovedAction(WireModel):
-    type: Literal['chat/pendingMessageRemoved']
-    kind: Literal['steering', 'queued']
+    type: Literal["chat/pendingMessageRemoved"]
+    kind: Literal["steering", "queued"]
     id: str
 
 
@@ -924,19 +922,19 @@ class ChatSummary(WireModel):
     modifiedAt: str
     origin: Annotated[
         ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | ChatOrigin4 | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    interactivity: Literal['full', 'read-only', 'hidden'] | None = None
+    interactivity: Literal["full", "read-only", "hidden"] | None = None
     workingDirectories: list[str] | None = None
 
 
 class ChatToolCallApprovedAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallConfirmed']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallConfirmed"]
     approved: Literal[True]
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     editedToolInput: str | None = None
     selectedOptionId: str | None = None
 
@@ -944,39 +942,39 @@ class ChatToolCallApprovedAction(WireModel):
 class ChatToolCallDeltaAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallDelta']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallDelta"]
     content: str | None = None
     invocationMessage: str | StringOrMarkdown1 | None = None
 
 
 class ChatUsageAction(WireModel):
-    type: Literal['chat/usage']
+    type: Literal["chat/usage"]
     turnId: str
     usage: UsageInfo
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatWorkingDirectoryRemovedAction(WireModel):
-    type: Literal['chat/workingDirectoryRemoved']
+    type: Literal["chat/workingDirectoryRemoved"]
     directory: str
 
 
 class ChatWorkingDirectorySetAction(WireModel):
-    type: Literal['chat/workingDirectorySet']
+    type: Literal["chat/workingDirectorySet"]
     directory: str
 
 
 class CompletionsParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    kind: Literal['userMessage']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    kind: Literal["userMessage"]
     text: str
     offset: int | float
 
 
 class ConfigPropertySchema(WireModel):
-    type: Literal['string', 'number', 'boolean', 'array', 'object']
+    type: Literal["string", "number", "boolean", "array", "object"]
     title: str
     description: str | None = None
     default: Any | None = None
@@ -996,10 +994,10 @@ class ConfigPropertySchema(WireModel):
 
 
 class ConfigSchema(WireModel):
-    type: Literal['object']
+    type: Literal["object"]
     properties: Annotated[
         dict[str, ConfigPropertySchema],
-        Field(description='JSON Schema: property descriptors keyed by property id'),
+        Field(description="JSON Schema: property descriptors keyed by property id"),
     ]
     required: list[str] | None = None
 
@@ -1007,7 +1005,7 @@ class ConfigSchema(WireModel):
 class ConfirmationOption(WireModel):
     id: str
     label: str
-    kind: Literal['approve', 'deny']
+    kind: Literal["approve", "deny"]
     group: int | float | None = None
 
 
@@ -1019,8 +1017,8 @@ class ContentRef(WireModel):
 
 
 class CreateResourceWatchParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
     recursive: bool | None = None
     excludes: Excludes | None = None
@@ -1033,22 +1031,22 @@ class CreateResourceWatchResult(WireModel):
 
 class DisposeChatParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class DisposeSessionParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class DisposeTerminalParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class FetchTurnsParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     cursor: str | None = None
 
 
@@ -1069,7 +1067,7 @@ class FileEdit(WireModel):
 
 
 class ForkChatSource(WireModel):
-    kind: Literal['fork']
+    kind: Literal["fork"]
     chat: str
     turnId: str
 
@@ -1078,12 +1076,12 @@ class Icon(WireModel):
     src: str
     contentType: str | None = None
     sizes: list[str] | None = None
-    theme: Literal['light', 'dark'] | None = None
+    theme: Literal["light", "dark"] | None = None
 
 
 class InitializeParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     protocolVersions: list[str]
     clientId: str
     clientInfo: Implementation | None = None
@@ -1094,16 +1092,16 @@ class InitializeParams(WireModel):
 
 class InvokeChangesetOperationParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     operationId: str
     target: Annotated[
         ChangesetOperationTarget1 | ChangesetOperationTarget2 | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
 
 
 class McpAuthRequirement(WireModel):
-    reason: Literal['required', 'expired', 'insufficientScope']
+    reason: Literal["required", "expired", "insufficientScope"]
     oauthClient: McpOAuthClient | None = None
     resource: ProtectedResourceMetadata
     requiredScopes: list[str] | None = None
@@ -1111,20 +1109,20 @@ class McpAuthRequirement(WireModel):
 
 
 class McpServerAuthRequiredState(WireModel):
-    reason: Literal['required', 'expired', 'insufficientScope']
+    reason: Literal["required", "expired", "insufficientScope"]
     oauthClient: McpOAuthClient | None = None
     resource: ProtectedResourceMetadata
     requiredScopes: list[str] | None = None
     description: str | None = None
-    kind: Literal['authRequired']
+    kind: Literal["authRequired"]
 
 
 class MessageAnnotationsAttachment(WireModel):
     label: str
     range: TextRange | None = None
     displayKind: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['annotations']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["annotations"]
     resource: str
     annotationIds: list[str] | None = None
 
@@ -1133,15 +1131,15 @@ class MessageAttachmentBase(WireModel):
     label: str
     range: TextRange | None = None
     displayKind: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class MessageChatAttachment(WireModel):
     label: str
     range: TextRange | None = None
     displayKind: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat"]
     resource: str
     endTurn: str | None = None
 
@@ -1150,8 +1148,8 @@ class MessageEmbeddedResourceAttachment(WireModel):
     label: str
     range: TextRange | None = None
     displayKind: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['embeddedResource']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["embeddedResource"]
     data: str
     contentType: str
     selection: TextSelection | None = None
@@ -1161,12 +1159,12 @@ class MessageResourceAttachment(WireModel):
     label: str
     range: TextRange | None = None
     displayKind: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
     sizeHint: int | float | None = None
     contentType: str | None = None
     nonce: str | None = None
-    type: Literal['resource']
+    type: Literal["resource"]
     selection: TextSelection | None = None
 
 
@@ -1204,23 +1202,23 @@ class PromptCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
-    type: Literal['prompt']
+    type: Literal["prompt"]
     description: str | None = None
 
 
 class ReconnectParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     clientId: str
     lastSeenServerSeq: int | float
     subscriptions: list[str]
 
 
 class ResolveSessionConfigParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     provider: str | None = None
     workingDirectory: str | None = None
     config: dict[str, Any] | None = None
@@ -1228,62 +1226,62 @@ class ResolveSessionConfigParams(WireModel):
 
 class ResourceChange(WireModel):
     uri: str
-    type: Literal['added', 'updated', 'deleted']
+    type: Literal["added", "updated", "deleted"]
 
 
 class ResourceCopyParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     source: str
     destination: str
     failIfExists: bool | None = None
 
 
 class ResourceDeleteParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
     recursive: bool | None = None
 
 
 class ResourceListParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
 
 
 class ResourceMkdirParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
 
 
 class ResourceMoveParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     source: str
     destination: str
     failIfExists: bool | None = None
 
 
 class ResourceRequestParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
     read: bool | None = None
     write: bool | None = None
 
 
 class ResourceResolveParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
     followSymlinks: bool | None = None
 
 
 class ResourceResolveResult(WireModel):
     uri: str
-    type: Literal['file', 'directory', 'symlink']
+    type: Literal["file", "directory", "symlink"]
     size: int | float | None = None
     mtime: str | None = None
     ctime: str | None = None
@@ -1296,7 +1294,7 @@ class ResourceResponsePart(WireModel):
     sizeHint: int | float | None = None
     contentType: str | None = None
     nonce: str | None = None
-    kind: Literal['contentRef']
+    kind: Literal["contentRef"]
 
 
 class Changes(WireModel):
@@ -1304,7 +1302,7 @@ class Changes(WireModel):
 
 
 class ResourceWatchChangedAction(WireModel):
-    type: Literal['resourceWatch/changed']
+    type: Literal["resourceWatch/changed"]
     changes: Changes
 
 
@@ -1316,20 +1314,20 @@ class ResourceWatchState(WireModel):
 
 
 class ResourceWriteParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
     data: str
-    encoding: Literal['base64', 'utf-8']
+    encoding: Literal["base64", "utf-8"]
     contentType: str | None = None
     createOnly: bool | None = None
-    mode: Literal['truncate', 'append', 'insert'] | None = None
+    mode: Literal["truncate", "append", "insert"] | None = None
     position: int | float | None = None
     ifMatch: str | None = None
 
 
 class RootConfigState(WireModel):
-    schema_: Annotated[ConfigSchema, Field(alias='schema')]
+    schema_: Annotated[ConfigSchema, Field(alias="schema")]
     values: dict[str, Any]
 
 
@@ -1339,26 +1337,26 @@ class RuleCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
-    type: Literal['rule']
+    type: Literal["rule"]
     description: str | None = None
     alwaysApply: bool | None = None
     globs: list[str] | None = None
 
 
 class SessionChangesetsChangedAction(WireModel):
-    type: Literal['session/changesetsChanged']
+    type: Literal["session/changesetsChanged"]
     changesets: list[Changeset] | None = None
 
 
 class SessionChatAddedAction(WireModel):
-    type: Literal['session/chatAdded']
+    type: Literal["session/chatAdded"]
     summary: ChatSummary
 
 
 class SessionChatRemovedAction(WireModel):
-    type: Literal['session/chatRemoved']
+    type: Literal["session/chatRemoved"]
     chat: str
 
 
@@ -1370,21 +1368,21 @@ class Changes1(WireModel):
     modifiedAt: str | None = None
     origin: Annotated[
         ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | ChatOrigin4 | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    interactivity: Literal['full', 'read-only', 'hidden'] | None = None
+    interactivity: Literal["full", "read-only", "hidden"] | None = None
     workingDirectories: list[str] | None = None
 
 
 class SessionChatUpdatedAction(WireModel):
-    type: Literal['session/chatUpdated']
+    type: Literal["session/chatUpdated"]
     chat: str
     changes: Changes1
 
 
 class SessionConfigCompletionsParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     provider: str | None = None
     workingDirectory: str | None = None
     config: dict[str, Any] | None = None
@@ -1397,7 +1395,7 @@ class SessionConfigCompletionsResult(WireModel):
 
 
 class SessionConfigPropertySchema(WireModel):
-    type: Literal['string', 'number', 'boolean', 'array', 'object']
+    type: Literal["string", "number", "boolean", "array", "object"]
     title: str
     description: str | None = None
     default: Any | None = None
@@ -1419,34 +1417,34 @@ class SessionConfigPropertySchema(WireModel):
 
 
 class SessionConfigSchema(WireModel):
-    type: Literal['object']
+    type: Literal["object"]
     properties: Annotated[
         dict[str, SessionConfigPropertySchema],
-        Field(description='JSON Schema: property descriptors keyed by property id'),
+        Field(description="JSON Schema: property descriptors keyed by property id"),
     ]
     required: list[str] | None = None
 
 
 class SessionConfigState(WireModel):
-    schema_: Annotated[SessionConfigSchema, Field(alias='schema')]
+    schema_: Annotated[SessionConfigSchema, Field(alias="schema")]
     values: dict[str, Any]
 
 
 class SessionCustomizationToggledAction(WireModel):
-    type: Literal['session/customizationToggled']
+    type: Literal["session/customizationToggled"]
     id: str
     enablement: list[
         Annotated[
             CustomizationEnablement1
             | CustomizationEnablement2
             | CustomizationEnablement3,
-            Field(discriminator='kind'),
+            Field(discriminator="kind"),
         ]
     ]
 
 
 class SessionDefaultChatChangedAction(WireModel):
-    type: Literal['session/defaultChatChanged']
+    type: Literal["session/defaultChatChanged"]
     defaultChat: str | None = None
 
 
@@ -1461,7 +1459,7 @@ class SessionInputRequestBase(WireModel):
 
 
 class SessionMcpServerStateChangedAction(WireModel):
-    type: Literal['session/mcpServerStateChanged']
+    type: Literal["session/mcpServerStateChanged"]
     id: str
     state: Annotated[
         McpServerStartingState
@@ -1469,7 +1467,7 @@ class SessionMcpServerStateChangedAction(WireModel):
         | McpServerAuthRequiredState
         | McpServerErrorState
         | McpServerStoppedState,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
     channel: str | None = None
 
@@ -1492,9 +1490,9 @@ class SessionModelInfo(WireModel):
     maxOutputTokens: int | float | None = None
     maxPromptTokens: int | float | None = None
     supportsVision: bool | None = None
-    policyState: Literal['enabled', 'disabled', 'unconfigured'] | None = None
+    policyState: Literal["enabled", "disabled", "unconfigured"] | None = None
     configSchema: ConfigSchema | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class SessionRemovedParams(WireModel):
@@ -1503,7 +1501,7 @@ class SessionRemovedParams(WireModel):
 
 
 class SessionServerToolsChangedAction(WireModel):
-    type: Literal['session/serverToolsChanged']
+    type: Literal["session/serverToolsChanged"]
     tools: list[ToolDefinition]
 
 
@@ -1519,7 +1517,7 @@ class SessionSummary(WireModel):
     createdAt: str
     modifiedAt: str
     changes: ChangesSummary | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class Changes2(WireModel):
@@ -1534,7 +1532,7 @@ class Changes2(WireModel):
     createdAt: str | None = None
     modifiedAt: str | None = None
     changes: ChangesSummary | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class SessionSummaryChangedParams(WireModel):
@@ -1544,17 +1542,17 @@ class SessionSummaryChangedParams(WireModel):
 
 
 class SessionWorkingDirectoryRemovedAction(WireModel):
-    type: Literal['session/workingDirectoryRemoved']
+    type: Literal["session/workingDirectoryRemoved"]
     directory: str
 
 
 class SessionWorkingDirectorySetAction(WireModel):
-    type: Literal['session/workingDirectorySet']
+    type: Literal["session/workingDirectorySet"]
     directory: str
 
 
 class SideChatSource(WireModel):
-    kind: Literal['sideChat']
+    kind: Literal["sideChat"]
     chat: str
     turnId: str
     selection: SideChatSelection | None = None
@@ -1564,8 +1562,8 @@ class SimpleMessageAttachment(WireModel):
     label: str
     range: TextRange | None = None
     displayKind: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['simple']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["simple"]
     modelRepresentation: str | None = None
 
 
@@ -1575,9 +1573,9 @@ class SkillCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
-    type: Literal['skill']
+    type: Literal["skill"]
     description: str | None = None
     disableModelInvocation: bool | None = None
     disableUserInvocation: bool | None = None
@@ -1585,7 +1583,7 @@ class SkillCustomization(WireModel):
 
 class SubscribeParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     delivery: SubscriptionDeliveryOptions | None = None
     view: SubscribeView | None = None
 
@@ -1597,12 +1595,12 @@ class TelemetryCapabilities(WireModel):
 
 
 class TerminalCwdChangedAction(WireModel):
-    type: Literal['terminal/cwdChanged']
+    type: Literal["terminal/cwdChanged"]
     cwd: str
 
 
 class TerminalSessionClaim(WireModel):
-    kind: Literal['session']
+    kind: Literal["session"]
     session: str
     turnId: str | None = None
     toolCallId: str | None = None
@@ -1613,17 +1611,17 @@ class Edits(WireModel):
 
 
 class ToolCallPostConfirmationFields(WireModel):
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     selectedOption: ConfirmationOption | None = None
 
 
 class ToolCallRiskAssessmentBase(WireModel):
-    kind: Literal['judge']
+    kind: Literal["judge"]
 
 
 class ToolCallRiskAssessmentCompleteState(WireModel):
-    kind: Literal['judge']
-    status: Literal['complete']
+    kind: Literal["judge"]
+    status: Literal["complete"]
     reason: str | StringOrMarkdown1
     safety: int | float
 
@@ -1635,10 +1633,10 @@ class ToolCallStreamingState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    status: Literal['streaming']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    status: Literal["streaming"]
     partialInput: str | None = None
     invocationMessage: str | StringOrMarkdown1 | None = None
 
@@ -1647,7 +1645,7 @@ class ToolResultFileEditContent(WireModel):
     before: Before | None = None
     after: After | None = None
     diff: Diff | None = None
-    type: Literal['fileEdit']
+    type: Literal["fileEdit"]
 
 
 class ToolResultResourceContent(WireModel):
@@ -1655,11 +1653,11 @@ class ToolResultResourceContent(WireModel):
     sizeHint: int | float | None = None
     contentType: str | None = None
     nonce: str | None = None
-    type: Literal['resource']
+    type: Literal["resource"]
 
 
 class ToolResultSubagentContent(WireModel):
-    type: Literal['subagent']
+    type: Literal["subagent"]
     resource: str
     title: str
     agentName: str | None = None
@@ -1667,7 +1665,7 @@ class ToolResultSubagentContent(WireModel):
 
 
 class ToolResultTerminalContent(WireModel):
-    type: Literal['terminal']
+    type: Literal["terminal"]
     resource: str
     title: str
     isPty: bool | None = None
@@ -1680,9 +1678,9 @@ class AgentCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
-    type: Literal['agent']
+    type: Literal["agent"]
     description: str | None = None
     model: str | None = None
     tools: list[str] | None = None
@@ -1697,11 +1695,11 @@ class Annotation(WireModel):
     range: TextRange | None = None
     resolved: bool
     entries: list[AnnotationEntry]
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class AnnotationsSetAction(WireModel):
-    type: Literal['annotations/set']
+    type: Literal["annotations/set"]
     annotation: Annotation
 
 
@@ -1713,11 +1711,11 @@ class ChangesetFile(WireModel):
     id: str
     edit: FileEdit
     reviewed: bool | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChangesetFileSetAction(WireModel):
-    type: Literal['changeset/fileSet']
+    type: Literal["changeset/fileSet"]
     file: ChangesetFile
 
 
@@ -1727,23 +1725,23 @@ class ChangesetOperationFollowUp(WireModel):
 
 
 class ChangesetState(WireModel):
-    status: Literal['computing', 'ready', 'error']
+    status: Literal["computing", "ready", "error"]
     error: ErrorInfo | None = None
     files: list[ChangesetFile]
     operations: list[ChangesetOperation] | None = None
 
 
 class ChatInputAnswerChangedAction(WireModel):
-    type: Literal['chat/inputAnswerChanged']
+    type: Literal["chat/inputAnswerChanged"]
     requestId: str
     questionId: str
     answer: ChatInputAnswered | ChatInputSkipped | None = None
 
 
 class ChatInputCompletedAction(WireModel):
-    type: Literal['chat/inputCompleted']
+    type: Literal["chat/inputCompleted"]
     requestId: str
-    response: Literal['accept', 'decline', 'cancel']
+    response: Literal["accept", "decline", "cancel"]
     answers: dict[str, ChatInputAnswered | ChatInputSkipped] | None = None
 
 
@@ -1765,29 +1763,29 @@ class ChatInputRequest(WireModel):
 
 
 class ChatInputRequestedAction(WireModel):
-    type: Literal['chat/inputRequested']
+    type: Literal["chat/inputRequested"]
     request: ChatInputRequest
 
 
 class ChatToolCallAuthRequiredAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallAuthRequired']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallAuthRequired"]
     auth: McpAuthRequirement
 
 
 class ChatToolCallStartAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallStart']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallStart"]
     toolName: str
     displayName: str
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
 
 
@@ -1797,7 +1795,7 @@ class ChildCustomizationBase(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
 
 
@@ -1807,7 +1805,7 @@ class CustomizationBase(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class HookCustomization(WireModel):
@@ -1816,15 +1814,15 @@ class HookCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
-    type: Literal['hook']
+    type: Literal["hook"]
 
 
 class InputRequestResponsePart(WireModel):
-    kind: Literal['inputRequest']
+    kind: Literal["inputRequest"]
     request: ChatInputRequest
-    response: Literal['accept', 'decline', 'cancel'] | None = None
+    response: Literal["accept", "decline", "cancel"] | None = None
 
 
 class InvokeChangesetOperationResult(WireModel):
@@ -1843,15 +1841,15 @@ class McpServerCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['mcpServer']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["mcpServer"]
     enablement: (
         list[
             Annotated[
                 CustomizationEnablement1
                 | CustomizationEnablement2
                 | CustomizationEnablement3,
-                Field(discriminator='kind'),
+                Field(discriminator="kind"),
             ]
         ]
         | None
@@ -1862,7 +1860,7 @@ class McpServerCustomization(WireModel):
         | McpServerAuthRequiredState
         | McpServerErrorState
         | McpServerStoppedState,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
     channel: str | None = None
     mcpApp: McpServerCustomizationApps | None = None
@@ -1873,7 +1871,7 @@ class PermissionDeniedErrorData(WireModel):
 
 
 class ResolveSessionConfigResult(WireModel):
-    schema_: Annotated[SessionConfigSchema, Field(alias='schema')]
+    schema_: Annotated[SessionConfigSchema, Field(alias="schema")]
     values: dict[str, Any]
 
 
@@ -1885,14 +1883,14 @@ class SessionAddedParams(WireModel):
 class SessionChatInputRequest(WireModel):
     id: str
     chat: str
-    kind: Literal['chatInput']
+    kind: Literal["chatInput"]
     request: ChatInputRequest
 
 
 class TerminalClaimedAction(WireModel):
-    type: Literal['terminal/claimed']
+    type: Literal["terminal/claimed"]
     claim: Annotated[
-        TerminalClientClaim | TerminalSessionClaim, Field(discriminator='kind')
+        TerminalClientClaim | TerminalSessionClaim, Field(discriminator="kind")
     ]
 
 
@@ -1900,7 +1898,7 @@ class TerminalInfo(WireModel):
     resource: str
     title: str
     claim: Annotated[
-        TerminalClientClaim | TerminalSessionClaim, Field(discriminator='kind')
+        TerminalClientClaim | TerminalSessionClaim, Field(discriminator="kind")
     ]
     exitCode: int | float | None = None
 
@@ -1913,7 +1911,7 @@ class TerminalState(WireModel):
     content: list[TerminalUnclassifiedPart | TerminalCommandPart]
     exitCode: int | float | None = None
     claim: Annotated[
-        TerminalClientClaim | TerminalSessionClaim, Field(discriminator='kind')
+        TerminalClientClaim | TerminalSessionClaim, Field(discriminator="kind")
     ]
     supportsCommandDetection: bool | None = None
     isPty: bool | None = None
@@ -1926,9 +1924,9 @@ class ToolCallBase(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ToolCallParameterFields(WireModel):
@@ -1938,19 +1936,19 @@ class ToolCallParameterFields(WireModel):
 
 class AhpErrorDetailsMap(WireModel):
     field_AhpErrorCodes_AuthRequired_: Annotated[
-        AuthRequiredErrorData, Field(alias='[AhpErrorCodes.AuthRequired]')
+        AuthRequiredErrorData, Field(alias="[AhpErrorCodes.AuthRequired]")
     ]
     field_AhpErrorCodes_PermissionDenied_: Annotated[
-        PermissionDeniedErrorData, Field(alias='[AhpErrorCodes.PermissionDenied]')
+        PermissionDeniedErrorData, Field(alias="[AhpErrorCodes.PermissionDenied]")
     ]
     field_AhpErrorCodes_UnsupportedProtocolVersion_: Annotated[
         UnsupportedProtocolVersionErrorData,
-        Field(alias='[AhpErrorCodes.UnsupportedProtocolVersion]'),
+        Field(alias="[AhpErrorCodes.UnsupportedProtocolVersion]"),
     ]
 
 
 class ChangesetContentChangedAction(WireModel):
-    type: Literal['changeset/contentChanged']
+    type: Literal["changeset/contentChanged"]
     files: list[ChangesetFile]
     operations: list[ChangesetOperation] | None = None
     error: ErrorInfo | None = None
@@ -1959,8 +1957,8 @@ class ChangesetContentChangedAction(WireModel):
 class ChatToolCallContentChangedAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallContentChanged']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallContentChanged"]
     content: list[
         Annotated[
             ToolResultTextContent
@@ -1969,7 +1967,7 @@ class ChatToolCallContentChangedAction(WireModel):
             | ToolResultFileEditContent
             | ToolResultTerminalContent
             | ToolResultSubagentContent,
-            Field(discriminator='type'),
+            Field(discriminator="type"),
         ]
     ]
 
@@ -1977,11 +1975,11 @@ class ChatToolCallContentChangedAction(WireModel):
 class ChatToolCallReadyAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallReady']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallReady"]
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
     intention: str | None = None
     invocationMessage: str | StringOrMarkdown1
@@ -1989,11 +1987,11 @@ class ChatToolCallReadyAction(WireModel):
     confirmationTitle: str | StringOrMarkdown1 | None = None
     riskAssessment: Annotated[
         ToolCallRiskAssessmentLoadingState | ToolCallRiskAssessmentCompleteState | None,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ] = None
     edits: Edits | None = None
     editable: bool | None = None
-    confirmed: Literal['not-needed', 'user-action', 'setting'] | None = None
+    confirmed: Literal["not-needed", "user-action", "setting"] | None = None
     options: list[ConfirmationOption] | None = None
 
 
@@ -2003,7 +2001,7 @@ class ClientPluginCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     clientId: str | None = None
     load: Annotated[
         CustomizationLoadingState
@@ -2011,7 +2009,7 @@ class ClientPluginCustomization(WireModel):
         | CustomizationDegradedState
         | CustomizationErrorState
         | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
     children: (
         list[
@@ -2022,19 +2020,19 @@ class ClientPluginCustomization(WireModel):
                 | RuleCustomization
                 | HookCustomization
                 | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
-    type: Literal['plugin']
+    type: Literal["plugin"]
     enablement: (
         list[
             Annotated[
                 CustomizationEnablement1
                 | CustomizationEnablement2
                 | CustomizationEnablement3,
-                Field(discriminator='kind'),
+                Field(discriminator="kind"),
             ]
         ]
         | None
@@ -2049,7 +2047,7 @@ class ClientPluginCustomization(WireModel):
                     CustomizationEnablement1
                     | CustomizationEnablement2
                     | CustomizationEnablement3,
-                    Field(discriminator='kind'),
+                    Field(discriminator="kind"),
                 ]
             ],
         ]
@@ -2067,7 +2065,7 @@ class CompletionItem(WireModel):
         | MessageResourceAttachment
         | MessageAnnotationsAttachment
         | MessageChatAttachment,
-        Field(discriminator='type'),
+        Field(discriminator="type"),
     ]
 
 
@@ -2081,7 +2079,7 @@ class ContainerCustomizationBase(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     clientId: str | None = None
     load: Annotated[
         CustomizationLoadingState
@@ -2089,7 +2087,7 @@ class ContainerCustomizationBase(WireModel):
         | CustomizationDegradedState
         | CustomizationErrorState
         | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
     children: (
         list[
@@ -2100,7 +2098,7 @@ class ContainerCustomizationBase(WireModel):
                 | RuleCustomization
                 | HookCustomization
                 | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -2109,9 +2107,9 @@ class ContainerCustomizationBase(WireModel):
 
 class CreateTerminalParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     claim: Annotated[
-        TerminalClientClaim | TerminalSessionClaim, Field(discriminator='kind')
+        TerminalClientClaim | TerminalSessionClaim, Field(discriminator="kind")
     ]
     name: str | None = None
     cwd: str | None = None
@@ -2125,7 +2123,7 @@ class DirectoryCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool
     clientId: str | None = None
     load: Annotated[
@@ -2134,7 +2132,7 @@ class DirectoryCustomization(WireModel):
         | CustomizationDegradedState
         | CustomizationErrorState
         | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
     children: (
         list[
@@ -2145,13 +2143,13 @@ class DirectoryCustomization(WireModel):
                 | RuleCustomization
                 | HookCustomization
                 | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
-    type: Literal['directory']
-    contents: Literal['agent', 'skill', 'prompt', 'rule', 'hook', 'mcpServer']
+    type: Literal["directory"]
+    contents: Literal["agent", "skill", "prompt", "rule", "hook", "mcpServer"]
     writable: bool
 
 
@@ -2166,14 +2164,14 @@ class Message(WireModel):
                 | MessageResourceAttachment
                 | MessageAnnotationsAttachment
                 | MessageChatAttachment,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
     model: ModelSelection | None = None
     agent: AgentSelection | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class PendingMessage(WireModel):
@@ -2187,7 +2185,7 @@ class PluginCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     clientId: str | None = None
     load: Annotated[
         CustomizationLoadingState
@@ -2195,7 +2193,7 @@ class PluginCustomization(WireModel):
         | CustomizationDegradedState
         | CustomizationErrorState
         | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
     children: (
         list[
@@ -2206,19 +2204,19 @@ class PluginCustomization(WireModel):
                 | RuleCustomization
                 | HookCustomization
                 | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
-    type: Literal['plugin']
+    type: Literal["plugin"]
     enablement: (
         list[
             Annotated[
                 CustomizationEnablement1
                 | CustomizationEnablement2
                 | CustomizationEnablement3,
-                Field(discriminator='kind'),
+                Field(discriminator="kind"),
             ]
         ]
         | None
@@ -2251,7 +2249,7 @@ class ProtocolNotification(
 
 
 class RootTerminalsChangedAction(WireModel):
-    type: Literal['root/terminalsChanged']
+    type: Literal["root/terminalsChanged"]
     terminals: list[TerminalInfo]
 
 
@@ -2263,7 +2261,7 @@ class SessionActiveClient(WireModel):
 
 
 class SessionActiveClientSetAction(WireModel):
-    type: Literal['session/activeClientSet']
+    type: Literal["session/activeClientSet"]
     activeClient: SessionActiveClient
 
 
@@ -2273,12 +2271,12 @@ class ToolCallAuthRequiredState(WireModel):
     displayName: str
     intention: str | None = None
     contributor: ToolCallMcpContributor
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | ContentRef | None = None
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     selectedOption: ConfirmationOption | None = None
-    status: Literal['auth-required']
+    status: Literal["auth-required"]
     auth: McpAuthRequirement
     content: (
         list[
@@ -2289,7 +2287,7 @@ class ToolCallAuthRequiredState(WireModel):
                 | ToolResultFileEditContent
                 | ToolResultTerminalContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -2303,13 +2301,13 @@ class ToolCallCancelledState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | ContentRef | None = None
-    status: Literal['cancelled']
-    reason: Literal['denied', 'skipped', 'result-denied']
+    status: Literal["cancelled"]
+    reason: Literal["denied", "skipped", "result-denied"]
     reasonMessage: str | StringOrMarkdown1 | None = None
     userSuggestion: Message | None = None
     selectedOption: ConfirmationOption | None = None
@@ -2322,9 +2320,9 @@ class ToolCallCompletedState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | ContentRef | None = None
     success: bool
@@ -2338,16 +2336,16 @@ class ToolCallCompletedState(WireModel):
                 | ToolResultFileEditContent
                 | ToolResultTerminalContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
     structuredContent: dict[str, Any] | None = None
     error: Error | None = None
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     selectedOption: ConfirmationOption | None = None
-    status: Literal['completed']
+    status: Literal["completed"]
 
 
 class ToolCallPendingConfirmationState(WireModel):
@@ -2357,16 +2355,16 @@ class ToolCallPendingConfirmationState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | ContentRef | None = None
-    status: Literal['pending-confirmation']
+    status: Literal["pending-confirmation"]
     confirmationTitle: str | StringOrMarkdown1 | None = None
     riskAssessment: Annotated[
         ToolCallRiskAssessmentLoadingState | ToolCallRiskAssessmentCompleteState | None,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ] = None
     edits: Edits | None = None
     editable: bool | None = None
@@ -2380,9 +2378,9 @@ class ToolCallPendingResultConfirmationState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | ContentRef | None = None
     success: bool
@@ -2396,16 +2394,16 @@ class ToolCallPendingResultConfirmationState(WireModel):
                 | ToolResultFileEditContent
                 | ToolResultTerminalContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
     structuredContent: dict[str, Any] | None = None
     error: Error | None = None
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     selectedOption: ConfirmationOption | None = None
-    status: Literal['pending-result-confirmation']
+    status: Literal["pending-result-confirmation"]
 
 
 class ToolCallResult(WireModel):
@@ -2420,7 +2418,7 @@ class ToolCallResult(WireModel):
                 | ToolResultFileEditContent
                 | ToolResultTerminalContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -2436,14 +2434,14 @@ class ToolCallRunningState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | ContentRef | None = None
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     selectedOption: ConfirmationOption | None = None
-    status: Literal['running']
+    status: Literal["running"]
     content: (
         list[
             Annotated[
@@ -2453,7 +2451,7 @@ class ToolCallRunningState(WireModel):
                 | ToolResultFileEditContent
                 | ToolResultTerminalContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -2461,13 +2459,13 @@ class ToolCallRunningState(WireModel):
 
 
 class ChatDraftChangedAction(WireModel):
-    type: Literal['chat/draftChanged']
+    type: Literal["chat/draftChanged"]
     draft: Message | None = None
 
 
 class ChatPendingMessageSetAction(WireModel):
-    type: Literal['chat/pendingMessageSet']
-    kind: Literal['steering', 'queued']
+    type: Literal["chat/pendingMessageSet"]
+    kind: Literal["steering", "queued"]
     id: str
     message: Message
 
@@ -2475,8 +2473,8 @@ class ChatPendingMessageSetAction(WireModel):
 class ChatToolCallCompleteAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallComplete']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallComplete"]
     result: ToolCallResult
     requiresResultConfirmation: bool | None = None
 
@@ -2484,38 +2482,38 @@ class ChatToolCallCompleteAction(WireModel):
 class ChatToolCallDeniedAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallConfirmed']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallConfirmed"]
     approved: Literal[False]
-    reason: Literal['denied', 'skipped']
+    reason: Literal["denied", "skipped"]
     userSuggestion: Message | None = None
     reasonMessage: str | StringOrMarkdown1 | None = None
     selectedOptionId: str | None = None
 
 
 class ChatTurnStartedAction(WireModel):
-    type: Literal['chat/turnStarted']
+    type: Literal["chat/turnStarted"]
     turnId: str
     startedAt: str
     message: Message
     queuedMessageId: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class CreateChatParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     chat: str
     initialMessage: Message | None = None
     source: Annotated[
-        ForkChatSource | SideChatSource | None, Field(discriminator='kind')
+        ForkChatSource | SideChatSource | None, Field(discriminator="kind")
     ] = None
     workingDirectories: list[str] | None = None
 
 
 class CreateSessionParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     provider: str | None = None
     workingDirectories: list[str] | None = None
     fork: SessionForkSource | None = None
@@ -2525,19 +2523,19 @@ class CreateSessionParams(WireModel):
 
 
 class SessionCustomizationUpdatedAction(WireModel):
-    type: Literal['session/customizationUpdated']
+    type: Literal["session/customizationUpdated"]
     customization: Annotated[
         PluginCustomization | DirectoryCustomization | McpServerCustomization,
-        Field(discriminator='type'),
+        Field(discriminator="type"),
     ]
 
 
 class SessionCustomizationsChangedAction(WireModel):
-    type: Literal['session/customizationsChanged']
+    type: Literal["session/customizationsChanged"]
     customizations: list[
         Annotated[
             PluginCustomization | DirectoryCustomization | McpServerCustomization,
-            Field(discriminator='type'),
+            Field(discriminator="type"),
         ]
     ]
 
@@ -2545,7 +2543,7 @@ class SessionCustomizationsChangedAction(WireModel):
 class SessionToolAuthenticationRequest(WireModel):
     id: str
     chat: str
-    kind: Literal['toolAuthentication']
+    kind: Literal["toolAuthentication"]
     turnId: str
     toolCall: ToolCallAuthRequiredState
 
@@ -2553,7 +2551,7 @@ class SessionToolAuthenticationRequest(WireModel):
 class SessionToolClientExecutionRequest(WireModel):
     id: str
     chat: str
-    kind: Literal['toolClientExecution']
+    kind: Literal["toolClientExecution"]
     turnId: str
     clientId: str
     toolCall: Annotated[
@@ -2564,12 +2562,12 @@ class SessionToolClientExecutionRequest(WireModel):
         | ToolCallPendingResultConfirmationState
         | ToolCallCompletedState
         | ToolCallCancelledState,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ]
 
 
 class ToolCallResponsePart(WireModel):
-    kind: Literal['toolCall']
+    kind: Literal["toolCall"]
     toolCall: Annotated[
         ToolCallStreamingState
         | ToolCallPendingConfirmationState
@@ -2578,7 +2576,7 @@ class ToolCallResponsePart(WireModel):
         | ToolCallPendingResultConfirmationState
         | ToolCallCompletedState
         | ToolCallCancelledState,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ]
 
 
@@ -2592,7 +2590,7 @@ class AgentInfo(WireModel):
         list[
             Annotated[
                 PluginCustomization | DirectoryCustomization | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -2601,7 +2599,7 @@ class AgentInfo(WireModel):
 
 
 class RootAgentsChangedAction(WireModel):
-    type: Literal['root/agentsChanged']
+    type: Literal["root/agentsChanged"]
     agents: list[AgentInfo]
 
 
@@ -2610,17 +2608,17 @@ class RootState(WireModel):
     activeSessions: int | float | None = None
     terminals: list[TerminalInfo] | None = None
     config: RootConfigState | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class SessionToolConfirmationRequest(WireModel):
     id: str
     chat: str
-    kind: Literal['toolConfirmation']
+    kind: Literal["toolConfirmation"]
     turnId: str
     toolCall: Annotated[
         ToolCallPendingConfirmationState | ToolCallPendingResultConfirmationState,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ]
 
 
@@ -2637,11 +2635,11 @@ class Turn(WireModel):
             | ReasoningResponsePart
             | SystemNotificationResponsePart
             | InputRequestResponsePart,
-            Field(discriminator='kind'),
+            Field(discriminator="kind"),
         ]
     ]
     usage: UsageInfo | None = None
-    state: Literal['complete', 'cancelled', 'error']
+    state: Literal["complete", "cancelled", "error"]
     error: ErrorInfo | None = None
 
 
@@ -2657,14 +2655,14 @@ class ActiveTurn(WireModel):
             | ReasoningResponsePart
             | SystemNotificationResponsePart
             | InputRequestResponsePart,
-            Field(discriminator='kind'),
+            Field(discriminator="kind"),
         ]
     ]
     usage: UsageInfo | None = None
 
 
 class ChatResponsePartAction(WireModel):
-    type: Literal['chat/responsePart']
+    type: Literal["chat/responsePart"]
     turnId: str
     part: Annotated[
         MarkdownResponsePart
@@ -2673,9 +2671,9 @@ class ChatResponsePartAction(WireModel):
         | ReasoningResponsePart
         | SystemNotificationResponsePart
         | InputRequestResponsePart,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatState(WireModel):
@@ -2686,9 +2684,9 @@ class ChatState(WireModel):
     modifiedAt: str
     origin: Annotated[
         ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | ChatOrigin4 | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    interactivity: Literal['full', 'read-only', 'hidden'] | None = None
+    interactivity: Literal["full", "read-only", "hidden"] | None = None
     workingDirectories: list[str] | None = None
     turns: list[Turn]
     turnsNextCursor: str | None = None
@@ -2696,11 +2694,11 @@ class ChatState(WireModel):
     steeringMessage: PendingMessage | None = None
     queuedMessages: list[PendingMessage] | None = None
     draft: Message | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatTurnsLoadedAction(WireModel):
-    type: Literal['chat/turnsLoaded']
+    type: Literal["chat/turnsLoaded"]
     turns: list[Turn]
     turnsNextCursor: str | None = None
 
@@ -2713,7 +2711,7 @@ class SessionState(WireModel):
     project: ProjectInfo | None = None
     workingDirectories: list[str] | None = None
     annotations: AnnotationsSummary | None = None
-    lifecycle: Literal['creating', 'ready', 'creationFailed']
+    lifecycle: Literal["creating", "ready", "creationFailed"]
     creationError: ErrorInfo | None = None
     serverTools: list[ToolDefinition] | None = None
     activeClients: list[SessionActiveClient]
@@ -2724,7 +2722,7 @@ class SessionState(WireModel):
         list[
             Annotated[
                 PluginCustomization | DirectoryCustomization | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -2737,12 +2735,12 @@ class SessionState(WireModel):
                 | SessionToolConfirmationRequest
                 | SessionToolClientExecutionRequest
                 | SessionToolAuthenticationRequest,
-                Field(discriminator='kind'),
+                Field(discriminator="kind"),
             ]
         ]
         | None
     ) = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class Snapshot(WireModel):
@@ -2843,18 +2841,18 @@ class InitializeResult(WireModel):
 
 
 class ReconnectSnapshotResult(WireModel):
-    type: Literal['snapshot']
+    type: Literal["snapshot"]
     snapshots: list[Snapshot]
 
 
 class SessionInputNeededSetAction(WireModel):
-    type: Literal['session/inputNeededSet']
+    type: Literal["session/inputNeededSet"]
     request: Annotated[
         SessionChatInputRequest
         | SessionToolConfirmationRequest
         | SessionToolClientExecutionRequest
         | SessionToolAuthenticationRequest,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
 
 
@@ -3049,7 +3047,7 @@ class DispatchActionParams(WireModel):
 
 
 class ReconnectReplayResult(WireModel):
-    type: Literal['replay']
+    type: Literal["replay"]
     actions: list[ActionEnvelope]
     missing: list[str]
 

@@ -4,15 +4,13 @@
 #   filename:  ahp.schema.json
 
 from __future__ import annotations
-
 from typing import Annotated, Any, Literal
-
-from ahp_bridge.protocol.base import WireModel, WireRoot
 from pydantic import Field
+from ahp_bridge.protocol.base import WireModel, WireRoot
 
 
 class Ahp100Structure(WireRoot[Any]):
-    root: Annotated[Any, Field(title='AHP 1.0.0 (structure)')]
+    root: Annotated[Any, Field(title="AHP 1.0.0 (structure)")]
 
 
 class ActionOrigin(WireModel):
@@ -61,19 +59,19 @@ class AhpMcpUiHostCapabilities(WireModel):
 
 
 class AnnotationsEntryRemovedAction(WireModel):
-    type: Literal['annotations/entryRemoved']
+    type: Literal["annotations/entryRemoved"]
     annotationId: str
     entryId: str
 
 
 class AnnotationsRemovedAction(WireModel):
-    type: Literal['annotations/removed']
+    type: Literal["annotations/removed"]
     annotationId: str
 
 
 class AuthenticateParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     resource: str
     token: str
     expiresIn: Annotated[int | None, Field(ge=1)] = None
@@ -85,17 +83,17 @@ class AuthenticateResult(WireModel):
 
 
 class AutomationAfterDateCondition(WireModel):
-    kind: Literal['afterDate']
+    kind: Literal["afterDate"]
     date: str
 
 
 class AutomationAfterRunsCondition(WireModel):
-    kind: Literal['afterRuns']
+    kind: Literal["afterRuns"]
     max: Annotated[int, Field(ge=1)]
 
 
 class AutomationCancelledRunLifecycle(WireModel):
-    status: Literal['cancelled']
+    status: Literal["cancelled"]
     createdAt: str
     startedAt: str | None = None
     completedAt: str
@@ -114,16 +112,16 @@ class DisableConditions(WireModel):
 
 
 class AutomationManualRunOrigin(WireModel):
-    kind: Literal['manual']
+    kind: Literal["manual"]
 
 
 class AutomationPendingRunLifecycle(WireModel):
-    status: Literal['pending']
+    status: Literal["pending"]
     createdAt: str
 
 
 class AutomationRunCancelRequestedAction(WireModel):
-    type: Literal['automationRun/cancelRequested']
+    type: Literal["automationRun/cancelRequested"]
 
 
 class AutomationRunCancellationCapability(WireModel):
@@ -131,7 +129,7 @@ class AutomationRunCancellationCapability(WireModel):
 
 
 class AutomationRunningRunLifecycle(WireModel):
-    status: Literal['running']
+    status: Literal["running"]
     createdAt: str
     startedAt: str
 
@@ -147,9 +145,9 @@ class AutomationScheduleCapabilities(WireModel):
 
 class AutomationScheduleTrigger(WireModel):
     id: str
-    kind: Literal['schedule']
+    kind: Literal["schedule"]
     schedule: AutomationSchedule
-    misfirePolicy: Literal['skip', 'runOnce'] | None = None
+    misfirePolicy: Literal["skip", "runOnce"] | None = None
 
 
 class AutomationTriggerEventDefinition(WireModel):
@@ -159,7 +157,7 @@ class AutomationTriggerEventDefinition(WireModel):
 
 
 class AutomationTriggeredRunOrigin(WireModel):
-    kind: Literal['trigger']
+    kind: Literal["trigger"]
     triggerId: str
     scheduledFor: str | None = None
     catchUp: bool | None = None
@@ -170,7 +168,7 @@ class BackgroundWorkBase(WireModel):
     id: str
     label: str
     startedAt: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChangesSummary(WireModel):
@@ -184,40 +182,40 @@ class ChangesetCapabilities(WireModel):
 
 
 class ChangesetClearedAction(WireModel):
-    type: Literal['changeset/cleared']
+    type: Literal["changeset/cleared"]
 
 
 class ChangesetFileRemovedAction(WireModel):
-    type: Literal['changeset/fileRemoved']
+    type: Literal["changeset/fileRemoved"]
     fileId: str
 
 
 class ChangesetFilesReviewChangedAction(WireModel):
-    type: Literal['changeset/filesReviewChanged']
+    type: Literal["changeset/filesReviewChanged"]
     files: list[str]
     reviewed: bool
 
 
 class ChatActivityChangedAction(WireModel):
-    type: Literal['chat/activityChanged']
+    type: Literal["chat/activityChanged"]
     activity: str | None = None
 
 
 class ChatBackgroundWorkRemovedAction(WireModel):
-    type: Literal['chat/backgroundWorkRemoved']
+    type: Literal["chat/backgroundWorkRemoved"]
     id: str
 
 
 class ChatDeltaAction(WireModel):
-    type: Literal['chat/delta']
+    type: Literal["chat/delta"]
     turnId: str
     partId: str
     content: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatInputBooleanAnswerValue(WireModel):
-    kind: Literal['boolean']
+    kind: Literal["boolean"]
     value: bool
 
 
@@ -226,12 +224,12 @@ class ChatInputBooleanQuestion(WireModel):
     title: str | None = None
     message: str
     required: bool | None = None
-    kind: Literal['boolean']
+    kind: Literal["boolean"]
     defaultValue: bool | None = None
 
 
 class ChatInputNumberAnswerValue(WireModel):
-    kind: Literal['number']
+    kind: Literal["number"]
     value: int | float
 
 
@@ -240,7 +238,7 @@ class ChatInputNumberQuestion(WireModel):
     title: str | None = None
     message: str
     required: bool | None = None
-    kind: Literal['number', 'integer']
+    kind: Literal["number", "integer"]
     min: int | float | None = None
     max: int | float | None = None
     defaultValue: int | float | None = None
@@ -261,13 +259,13 @@ class ChatInputQuestionBase(WireModel):
 
 
 class ChatInputSelectedAnswerValue(WireModel):
-    kind: Literal['selected']
+    kind: Literal["selected"]
     value: str
     freeformValues: list[str] | None = None
 
 
 class ChatInputSelectedManyAnswerValue(WireModel):
-    kind: Literal['selected-many']
+    kind: Literal["selected-many"]
     value: list[str]
     freeformValues: list[str] | None = None
 
@@ -277,18 +275,18 @@ class ChatInputSingleSelectQuestion(WireModel):
     title: str | None = None
     message: str
     required: bool | None = None
-    kind: Literal['single-select']
+    kind: Literal["single-select"]
     options: list[ChatInputOption]
     allowFreeformInput: bool | None = None
 
 
 class ChatInputSkipped(WireModel):
-    state: Literal['skipped']
+    state: Literal["skipped"]
     freeformValues: list[str] | None = None
 
 
 class ChatInputTextAnswerValue(WireModel):
-    kind: Literal['text']
+    kind: Literal["text"]
     value: str
 
 
@@ -297,7 +295,7 @@ class ChatInputTextQuestion(WireModel):
     title: str | None = None
     message: str
     required: bool | None = None
-    kind: Literal['text']
+    kind: Literal["text"]
     format: str | None = None
     min: int | float | None = None
     max: int | float | None = None
@@ -305,77 +303,77 @@ class ChatInputTextQuestion(WireModel):
 
 
 class ChatIsArchivedChangedAction(WireModel):
-    type: Literal['chat/isArchivedChanged']
+    type: Literal["chat/isArchivedChanged"]
     isArchived: bool
 
 
 class ChatIsReadChangedAction(WireModel):
-    type: Literal['chat/isReadChanged']
+    type: Literal["chat/isReadChanged"]
     isRead: bool
 
 
 class ChatMovableChangedAction(WireModel):
-    type: Literal['chat/movableChanged']
+    type: Literal["chat/movableChanged"]
     movable: bool
 
 
 class ChatMoveToNewSessionDestination(WireModel):
-    kind: Literal['newSession']
+    kind: Literal["newSession"]
 
 
 class ChatOrigin1(WireModel):
-    kind: Literal['user']
+    kind: Literal["user"]
 
 
 class ChatQueuedMessagesReorderedAction(WireModel):
-    type: Literal['chat/queuedMessagesReordered']
+    type: Literal["chat/queuedMessagesReordered"]
     order: list[str]
 
 
 class ChatReasoningAction(WireModel):
-    type: Literal['chat/reasoning']
+    type: Literal["chat/reasoning"]
     turnId: str
     partId: str
     content: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatToolCallAuthResolvedAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallAuthResolved']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallAuthResolved"]
 
 
 class ChatToolCallResultConfirmedAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallResultConfirmed']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallResultConfirmed"]
     approved: bool
 
 
 class ChatTruncatedAction(WireModel):
-    type: Literal['chat/truncated']
+    type: Literal["chat/truncated"]
     turnId: str | None = None
 
 
 class ChatTurnCancelledAction(WireModel):
-    type: Literal['chat/turnCancelled']
+    type: Literal["chat/turnCancelled"]
     turnId: str
     duration: int | float
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatTurnCompleteAction(WireModel):
-    type: Literal['chat/turnComplete']
+    type: Literal["chat/turnComplete"]
     turnId: str
     duration: int | float
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatTurnResumeAction(WireModel):
-    type: Literal['chat/turnResume']
+    type: Literal["chat/turnResume"]
     turnId: str
 
 
@@ -392,47 +390,47 @@ class Includes(WireModel):
 
 
 class CustomizationDegradedState(WireModel):
-    kind: Literal['degraded']
+    kind: Literal["degraded"]
     message: str
 
 
 class CustomizationEnablement1(WireModel):
-    kind: Literal['global']
+    kind: Literal["global"]
     enabled: bool
 
 
 class CustomizationEnablement3(WireModel):
-    kind: Literal['session']
+    kind: Literal["session"]
     enabled: bool
 
 
 class CustomizationErrorState(WireModel):
-    kind: Literal['error']
+    kind: Literal["error"]
     message: str
 
 
 class CustomizationLoadedState(WireModel):
-    kind: Literal['loaded']
+    kind: Literal["loaded"]
 
 
 class CustomizationLoadingState(WireModel):
-    kind: Literal['loading']
+    kind: Literal["loading"]
 
 
 class DirectoryEntry(WireModel):
     name: str
-    type: Literal['file', 'directory']
+    type: Literal["file", "directory"]
 
 
 class ErrorInfo(WireModel):
     errorType: str
     message: str
     stack: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ErrorResponsePart(WireModel):
-    kind: Literal['error']
+    kind: Literal["error"]
     error: ErrorInfo
     resumable: bool | None = None
 
@@ -461,14 +459,14 @@ class JsonRpcErrorCode(WireRoot[Literal[-32700, -32600, -32601, -32602, -32603]]
 
 
 class ListSessionsParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     limit: int | float | None = None
     cursor: str | None = None
 
 
 class MarkdownResponsePart(WireModel):
-    kind: Literal['markdown']
+    kind: Literal["markdown"]
     id: str
     content: str
 
@@ -483,25 +481,25 @@ class McpServerCustomizationApps(WireModel):
 
 
 class McpServerErrorState(WireModel):
-    kind: Literal['error']
+    kind: Literal["error"]
     error: ErrorInfo
 
 
 class McpServerReadyState(WireModel):
-    kind: Literal['ready']
+    kind: Literal["ready"]
 
 
 class McpServerStartingState(WireModel):
-    kind: Literal['starting']
+    kind: Literal["starting"]
     blocking: bool | None = None
 
 
 class McpServerStoppedState(WireModel):
-    kind: Literal['stopped']
+    kind: Literal["stopped"]
 
 
 class MessageOrigin(WireModel):
-    kind: Literal['user', 'agent', 'tool', 'automation', 'systemNotification']
+    kind: Literal["user", "agent", "tool", "automation", "systemNotification"]
 
 
 class ModelSelection(WireModel):
@@ -529,8 +527,8 @@ class PaginatedResult(WireModel):
 
 
 class PingParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ProtectedResourceMetadata(WireModel):
@@ -548,7 +546,7 @@ class ProtectedResourceMetadata(WireModel):
 
 
 class ReasoningResponsePart(WireModel):
-    kind: Literal['reasoning']
+    kind: Literal["reasoning"]
     id: str
     content: str
 
@@ -574,15 +572,15 @@ class ResourceMoveResult(WireModel):
 
 
 class ResourceReadParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
-    encoding: Literal['base64', 'utf-8'] | None = None
+    encoding: Literal["base64", "utf-8"] | None = None
 
 
 class ResourceReadResult(WireModel):
     data: str
-    encoding: Literal['base64', 'utf-8']
+    encoding: Literal["base64", "utf-8"]
     contentType: str | None = None
 
 
@@ -595,28 +593,28 @@ class ResourceWriteResult(WireModel):
 
 
 class RootActiveSessionsChangedAction(WireModel):
-    type: Literal['root/activeSessionsChanged']
+    type: Literal["root/activeSessionsChanged"]
     activeSessions: int | float
 
 
 class RootConfigChangedAction(WireModel):
-    type: Literal['root/configChanged']
+    type: Literal["root/configChanged"]
     config: dict[str, Any]
     replace: bool | None = None
 
 
 class SessionActiveClientRemovedAction(WireModel):
-    type: Literal['session/activeClientRemoved']
+    type: Literal["session/activeClientRemoved"]
     clientId: str
 
 
 class SessionActivityChangedAction(WireModel):
-    type: Literal['session/activityChanged']
+    type: Literal["session/activityChanged"]
     activity: str | None = None
 
 
 class SessionConfigChangedAction(WireModel):
-    type: Literal['session/configChanged']
+    type: Literal["session/configChanged"]
     config: dict[str, Any]
     replace: bool | None = None
 
@@ -628,56 +626,56 @@ class SessionConfigValueItem(WireModel):
 
 
 class SessionCreationFailedAction(WireModel):
-    type: Literal['session/creationFailed']
+    type: Literal["session/creationFailed"]
     error: ErrorInfo
 
 
 class SessionCustomizationRemovedAction(WireModel):
-    type: Literal['session/customizationRemoved']
+    type: Literal["session/customizationRemoved"]
     id: str
 
 
 class SessionInputNeededRemovedAction(WireModel):
-    type: Literal['session/inputNeededRemoved']
+    type: Literal["session/inputNeededRemoved"]
     id: str
 
 
 class SessionIsArchivedChangedAction(WireModel):
-    type: Literal['session/isArchivedChanged']
+    type: Literal["session/isArchivedChanged"]
     isArchived: bool
 
 
 class SessionIsReadChangedAction(WireModel):
-    type: Literal['session/isReadChanged']
+    type: Literal["session/isReadChanged"]
     isRead: bool
 
 
 class SessionMcpServerBackgroundRequestedAction(WireModel):
-    type: Literal['session/mcpServerBackgroundRequested']
+    type: Literal["session/mcpServerBackgroundRequested"]
     id: str
 
 
 class SessionMcpServerStartRequestedAction(WireModel):
-    type: Literal['session/mcpServerStartRequested']
+    type: Literal["session/mcpServerStartRequested"]
     id: str
 
 
 class SessionMcpServerStopRequestedAction(WireModel):
-    type: Literal['session/mcpServerStopRequested']
+    type: Literal["session/mcpServerStopRequested"]
     id: str
 
 
 class SessionMetaChangedAction(WireModel):
-    type: Literal['session/metaChanged']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    type: Literal["session/metaChanged"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class SessionReadyAction(WireModel):
-    type: Literal['session/ready']
+    type: Literal["session/ready"]
 
 
 class SessionTitleChangedAction(WireModel):
-    type: Literal['session/titleChanged']
+    type: Literal["session/titleChanged"]
     title: str
 
 
@@ -699,40 +697,40 @@ class SubscriptionDeliveryOptions(WireModel):
 
 
 class SystemNotificationResponsePart(WireModel):
-    kind: Literal['systemNotification']
+    kind: Literal["systemNotification"]
     content: str | StringOrMarkdown1
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class TerminalClearedAction(WireModel):
-    type: Literal['terminal/cleared']
+    type: Literal["terminal/cleared"]
 
 
 class TerminalClientClaim(WireModel):
-    kind: Literal['client']
+    kind: Literal["client"]
     clientId: str
 
 
 class TerminalCommandDetectionAvailableAction(WireModel):
-    type: Literal['terminal/commandDetectionAvailable']
+    type: Literal["terminal/commandDetectionAvailable"]
 
 
 class TerminalCommandExecutedAction(WireModel):
-    type: Literal['terminal/commandExecuted']
+    type: Literal["terminal/commandExecuted"]
     commandId: str
     commandLine: str
     timestamp: int | float
 
 
 class TerminalCommandFinishedAction(WireModel):
-    type: Literal['terminal/commandFinished']
+    type: Literal["terminal/commandFinished"]
     commandId: str
     exitCode: int | float | None = None
     durationMs: int | float | None = None
 
 
 class TerminalCommandPart(WireModel):
-    type: Literal['command']
+    type: Literal["command"]
     commandId: str
     commandLine: str
     output: str
@@ -749,42 +747,42 @@ class TerminalCommandResult(WireModel):
 
 
 class TerminalDataAction(WireModel):
-    type: Literal['terminal/data']
+    type: Literal["terminal/data"]
     data: str
 
 
 class TerminalExitedAction(WireModel):
-    type: Literal['terminal/exited']
+    type: Literal["terminal/exited"]
     exitCode: int | float | None = None
 
 
 class TerminalExitedLifecycleState(WireModel):
-    status: Literal['exited']
+    status: Literal["exited"]
     exitCode: int | float | None = None
 
 
 class TerminalInputAction(WireModel):
-    type: Literal['terminal/input']
+    type: Literal["terminal/input"]
     data: str
 
 
 class TerminalResizedAction(WireModel):
-    type: Literal['terminal/resized']
+    type: Literal["terminal/resized"]
     cols: int | float
     rows: int | float
 
 
 class TerminalRunningLifecycleState(WireModel):
-    status: Literal['running']
+    status: Literal["running"]
 
 
 class TerminalTitleChangedAction(WireModel):
-    type: Literal['terminal/titleChanged']
+    type: Literal["terminal/titleChanged"]
     title: str
 
 
 class TerminalUnclassifiedPart(WireModel):
-    type: Literal['unclassified']
+    type: Literal["unclassified"]
     value: str
 
 
@@ -813,11 +811,11 @@ class ToolAnnotations(WireModel):
 class ToolCallActionBase(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ToolCallClientContributor(WireModel):
-    kind: Literal['client']
+    kind: Literal["client"]
     clientId: str
 
 
@@ -827,23 +825,23 @@ class Error(WireModel):
 
 
 class ToolCallMcpContributor(WireModel):
-    kind: Literal['mcp']
+    kind: Literal["mcp"]
     customizationId: str
 
 
 class ToolCallRiskAssessmentLoadingState(WireModel):
-    kind: Literal['judge']
-    status: Literal['loading']
+    kind: Literal["judge"]
+    status: Literal["loading"]
 
 
 class InputSchema(WireModel):
-    type: Literal['object']
+    type: Literal["object"]
     properties: dict[str, dict[str, Any]] | None = None
     required: list[str] | None = None
 
 
 class OutputSchema(WireModel):
-    type: Literal['object']
+    type: Literal["object"]
     properties: dict[str, dict[str, Any]] | None = None
     required: list[str] | None = None
 
@@ -855,17 +853,17 @@ class ToolDefinition(WireModel):
     inputSchema: InputSchema | None = None
     outputSchema: OutputSchema | None = None
     annotations: ToolAnnotations | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ToolResultEmbeddedResourceContent(WireModel):
-    type: Literal['embeddedResource']
+    type: Literal["embeddedResource"]
     data: str
     contentType: str
 
 
 class ToolResultTextContent(WireModel):
-    type: Literal['text']
+    type: Literal["text"]
     text: str
 
 
@@ -882,7 +880,7 @@ class UsageInfo(WireModel):
     outputTokens: int | float | None = None
     model: str | None = None
     cacheReadTokens: int | float | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class AgentCapabilities(WireModel):
@@ -897,7 +895,7 @@ class AgentSelection(WireModel):
 class AnnotationEntry(WireModel):
     id: str
     text: str | StringOrMarkdown1
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class AnnotationOrigin(WireModel):
@@ -907,7 +905,7 @@ class AnnotationOrigin(WireModel):
 
 
 class AnnotationsEntrySetAction(WireModel):
-    type: Literal['annotations/entrySet']
+    type: Literal["annotations/entrySet"]
     annotationId: str
     entry: AnnotationEntry
 
@@ -919,7 +917,7 @@ class AnnotationsSummary(WireModel):
 
 
 class AnnotationsUpdatedAction(WireModel):
-    type: Literal['annotations/updated']
+    type: Literal["annotations/updated"]
     annotationId: str
     origin: AnnotationOrigin | None = None
     resource: str | None = None
@@ -934,7 +932,7 @@ class AuthRequiredErrorData(WireModel):
 class AuthRequiredParams(WireModel):
     channel: str
     resource: ProtectedResourceMetadata
-    reason: Literal['required', 'expired'] | None = None
+    reason: Literal["required", "expired"] | None = None
 
 
 class AutomationCapabilities(WireModel):
@@ -946,7 +944,7 @@ class AutomationCapabilities(WireModel):
 
 
 class AutomationCompletedRunLifecycle(WireModel):
-    status: Literal['completed']
+    status: Literal["completed"]
     createdAt: str
     startedAt: str
     completedAt: str
@@ -955,7 +953,7 @@ class AutomationCompletedRunLifecycle(WireModel):
 
 class AutomationEventTrigger(WireModel):
     id: str
-    kind: Literal['event']
+    kind: Literal["event"]
     type: str
     title: str
     description: str | None = None
@@ -964,7 +962,7 @@ class AutomationEventTrigger(WireModel):
 
 
 class AutomationFailedRunLifecycle(WireModel):
-    status: Literal['failed']
+    status: Literal["failed"]
     createdAt: str
     startedAt: str | None = None
     completedAt: str
@@ -972,34 +970,34 @@ class AutomationFailedRunLifecycle(WireModel):
 
 
 class AutomationRemovedAction(WireModel):
-    type: Literal['automation/removed']
+    type: Literal["automation/removed"]
     resource: str
 
 
 class AutomationRunLifecycleChangedAction(WireModel):
-    type: Literal['automationRun/lifecycleChanged']
+    type: Literal["automationRun/lifecycleChanged"]
     lifecycle: Annotated[
         AutomationPendingRunLifecycle
         | AutomationRunningRunLifecycle
         | AutomationCompletedRunLifecycle
         | AutomationFailedRunLifecycle
         | AutomationCancelledRunLifecycle,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ]
 
 
 class AutomationRunPrimarySessionChangedAction(WireModel):
-    type: Literal['automationRun/primarySessionChanged']
+    type: Literal["automationRun/primarySessionChanged"]
     primarySession: str | None = None
 
 
 class AutomationRunSessionRemovedAction(WireModel):
-    type: Literal['automationRun/sessionRemoved']
+    type: Literal["automationRun/sessionRemoved"]
     session: str
 
 
 class AutomationRunSessionSetAction(WireModel):
-    type: Literal['automationRun/sessionSet']
+    type: Literal["automationRun/sessionSet"]
     session: str
 
 
@@ -1008,7 +1006,7 @@ class AutomationRunState(WireModel):
     automation: str
     origin: Annotated[
         AutomationManualRunOrigin | AutomationTriggeredRunOrigin,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
     lifecycle: Annotated[
         AutomationPendingRunLifecycle
@@ -1016,11 +1014,11 @@ class AutomationRunState(WireModel):
         | AutomationCompletedRunLifecycle
         | AutomationFailedRunLifecycle
         | AutomationCancelledRunLifecycle,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ]
     sessions: list[str]
     primarySession: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class AutomationRunSummary(WireModel):
@@ -1028,7 +1026,7 @@ class AutomationRunSummary(WireModel):
     automation: str
     origin: Annotated[
         AutomationManualRunOrigin | AutomationTriggeredRunOrigin,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
     lifecycle: Annotated[
         AutomationPendingRunLifecycle
@@ -1036,15 +1034,15 @@ class AutomationRunSummary(WireModel):
         | AutomationCompletedRunLifecycle
         | AutomationFailedRunLifecycle
         | AutomationCancelledRunLifecycle,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ]
     primarySession: str | None = None
     sessionCount: int | float
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class AutomationSessionOrigin(WireModel):
-    kind: Literal['automation']
+    kind: Literal["automation"]
     automation: str
     run: str
 
@@ -1053,8 +1051,8 @@ class BackgroundShellWork(WireModel):
     id: str
     label: str
     startedAt: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    kind: Literal['shell']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    kind: Literal["shell"]
     command: str
     terminal: str | None = None
 
@@ -1063,14 +1061,14 @@ class BackgroundSubagentWork(WireModel):
     id: str
     label: str
     startedAt: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    kind: Literal['subagent']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    kind: Literal["subagent"]
     chat: str
 
 
 class BaseParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class CanvasReference(WireModel):
@@ -1088,7 +1086,7 @@ class CanvasState(WireModel):
 
 
 class CanvasStateChangedAction(WireModel):
-    type: Literal['canvas/stateChanged']
+    type: Literal["canvas/stateChanged"]
     canvas: CanvasState
 
 
@@ -1104,79 +1102,79 @@ class ChangesetOperation(WireModel):
     id: str
     label: str
     description: str | None = None
-    scopes: list[Literal['changeset', 'resource', 'range']]
+    scopes: list[Literal["changeset", "resource", "range"]]
     confirmation: str | StringOrMarkdown1 | None = None
     icon: str | None = None
     group: str | None = None
-    status: Literal['idle', 'running', 'error', 'disabled']
+    status: Literal["idle", "running", "error", "disabled"]
     error: ErrorInfo | None = None
 
 
 class ChangesetOperationStatusChangedAction(WireModel):
-    type: Literal['changeset/operationStatusChanged']
+    type: Literal["changeset/operationStatusChanged"]
     operationId: str
-    status: Literal['idle', 'running', 'error', 'disabled']
+    status: Literal["idle", "running", "error", "disabled"]
     error: ErrorInfo | None = None
 
 
 class ChangesetOperationTarget1(WireModel):
-    kind: Literal['resource']
+    kind: Literal["resource"]
     resource: str
-    side: Literal['before', 'after'] | None = None
+    side: Literal["before", "after"] | None = None
 
 
 class ChangesetOperationTarget2(WireModel):
-    kind: Literal['range']
+    kind: Literal["range"]
     resource: str
-    side: Literal['before', 'after'] | None = None
+    side: Literal["before", "after"] | None = None
     range: TextRange
 
 
 class ChangesetOperationsChangedAction(WireModel):
-    type: Literal['changeset/operationsChanged']
+    type: Literal["changeset/operationsChanged"]
     operations: list[ChangesetOperation] | None = None
 
 
 class ChangesetStatusChangedAction(WireModel):
-    type: Literal['changeset/statusChanged']
-    status: Literal['computing', 'recomputing', 'ready', 'error']
+    type: Literal["changeset/statusChanged"]
+    status: Literal["computing", "recomputing", "ready", "error"]
     error: ErrorInfo | None = None
 
 
 class ChatBackgroundWorkSetAction(WireModel):
-    type: Literal['chat/backgroundWorkSet']
+    type: Literal["chat/backgroundWorkSet"]
     work: Annotated[
-        BackgroundShellWork | BackgroundSubagentWork, Field(discriminator='kind')
+        BackgroundShellWork | BackgroundSubagentWork, Field(discriminator="kind")
     ]
 
 
 class ChatCanvasesChangedAction(WireModel):
-    type: Literal['chat/canvasesChanged']
+    type: Literal["chat/canvasesChanged"]
     canvases: list[CanvasReference] | None = None
 
 
 class ChatChangesetsChangedAction(WireModel):
-    type: Literal['chat/changesetsChanged']
+    type: Literal["chat/changesetsChanged"]
     changesets: list[Changeset] | None = None
 
 
 class ChatErrorAction(WireModel):
-    type: Literal['chat/error']
+    type: Literal["chat/error"]
     turnId: str
     duration: int | float
     part: ErrorResponsePart
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatInputAnswered(WireModel):
-    state: Literal['draft', 'submitted']
+    state: Literal["draft", "submitted"]
     value: Annotated[
         ChatInputTextAnswerValue
         | ChatInputNumberAnswerValue
         | ChatInputBooleanAnswerValue
         | ChatInputSelectedAnswerValue
         | ChatInputSelectedManyAnswerValue,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
 
 
@@ -1185,7 +1183,7 @@ class ChatInputMultiSelectQuestion(WireModel):
     title: str | None = None
     message: str
     required: bool | None = None
-    kind: Literal['multi-select']
+    kind: Literal["multi-select"]
     options: list[ChatInputOption]
     allowFreeformInput: bool | None = None
     min: int | float | None = None
@@ -1193,33 +1191,33 @@ class ChatInputMultiSelectQuestion(WireModel):
 
 
 class ChatMoveToSessionDestination(WireModel):
-    kind: Literal['session']
+    kind: Literal["session"]
     session: str
     after: str | None = None
 
 
 class ChatOrigin2(WireModel):
-    kind: Literal['fork']
+    kind: Literal["fork"]
     chat: str
     turnId: str
 
 
 class ChatOrigin3(WireModel):
-    kind: Literal['sideChat']
+    kind: Literal["sideChat"]
     chat: str
     turnId: str
     selection: SideChatSelection | None = None
 
 
 class ChatOrigin4(WireModel):
-    kind: Literal['tool']
+    kind: Literal["tool"]
     chat: str
     toolCallId: str
 
 
 class ChatPendingMessageRemovedAction(WireModel):
-    type: Literal['chat/pendingMessageRemoved']
-    kind: Literal['steering', 'queued']
+    type: Literal["chat/pendingMessageRemoved"]
+    kind: Literal["steering", "queued"]
     id: str
 
 
@@ -1232,20 +1230,20 @@ class ChatSummary(WireModel):
     changes: ChangesSummary | None = None
     origin: Annotated[
         ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | ChatOrigin4 | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
     movable: bool | None = None
-    interactivity: Literal['full', 'read-only', 'hidden'] | None = None
+    interactivity: Literal["full", "read-only", "hidden"] | None = None
     workingDirectories: list[str] | None = None
 
 
 class ChatToolCallApprovedAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallConfirmed']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallConfirmed"]
     approved: Literal[True]
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     editedToolInput: str | None = None
     selectedOptionId: str | None = None
 
@@ -1253,39 +1251,39 @@ class ChatToolCallApprovedAction(WireModel):
 class ChatToolCallDeltaAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallDelta']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallDelta"]
     content: str | None = None
     invocationMessage: str | StringOrMarkdown1 | None = None
 
 
 class ChatUsageAction(WireModel):
-    type: Literal['chat/usage']
+    type: Literal["chat/usage"]
     turnId: str
     usage: UsageInfo
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatWorkingDirectoryRemovedAction(WireModel):
-    type: Literal['chat/workingDirectoryRemoved']
+    type: Literal["chat/workingDirectoryRemoved"]
     directory: str
 
 
 class ChatWorkingDirectorySetAction(WireModel):
-    type: Literal['chat/workingDirectorySet']
+    type: Literal["chat/workingDirectorySet"]
     directory: str
 
 
 class CompletionsParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    kind: Literal['userMessage']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    kind: Literal["userMessage"]
     text: str
     offset: int | float
 
 
 class ConfigPropertySchema(WireModel):
-    type: Literal['string', 'number', 'boolean', 'array', 'object']
+    type: Literal["string", "number", "boolean", "array", "object"]
     title: str
     description: str | None = None
     default: Any | None = None
@@ -1302,7 +1300,7 @@ class ConfigPropertySchema(WireModel):
 
 
 class ConfigSchema(WireModel):
-    type: Literal['object']
+    type: Literal["object"]
     properties: dict[str, ConfigPropertySchema]
     required: list[str] | None = None
 
@@ -1310,7 +1308,7 @@ class ConfigSchema(WireModel):
 class ConfirmationOption(WireModel):
     id: str
     label: str
-    kind: Literal['approve', 'deny']
+    kind: Literal["approve", "deny"]
     group: int | float | None = None
 
 
@@ -1322,8 +1320,8 @@ class ContentRef(WireModel):
 
 
 class CreateResourceWatchParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
     recursive: bool | None = None
     excludes: Excludes | None = None
@@ -1335,36 +1333,36 @@ class CreateResourceWatchResult(WireModel):
 
 
 class CustomizationEnablement2(WireModel):
-    kind: Literal['workspace']
+    kind: Literal["workspace"]
     uri: str
     enabled: bool
 
 
 class DisposeChatParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class DisposeSessionParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class DisposeTerminalParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class FetchAutomationRunsParams(WireModel):
-    channel: Literal['ahp-automations://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-automations://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     automation: str
     cursor: str | None = None
 
 
 class FetchTurnsParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     cursor: str | None = None
 
 
@@ -1374,7 +1372,7 @@ class FileEditSide(WireModel):
 
 
 class ForkChatSource(WireModel):
-    kind: Literal['fork']
+    kind: Literal["fork"]
     chat: str
     turnId: str
 
@@ -1383,12 +1381,12 @@ class Icon(WireModel):
     src: str
     contentType: str | None = None
     sizes: list[str] | None = None
-    theme: Literal['light', 'dark'] | None = None
+    theme: Literal["light", "dark"] | None = None
 
 
 class InitializeParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     protocolVersions: list[str]
     clientId: str
     clientInfo: Implementation | None = None
@@ -1399,24 +1397,24 @@ class InitializeParams(WireModel):
 
 class InvokeChangesetOperationParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     operationId: str
     target: Annotated[
         ChangesetOperationTarget1 | ChangesetOperationTarget2 | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
 
 
 class ListAutomationTriggerDefinitionsParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     provider: str | None = None
     workingDirectories: list[str] | None = None
     sessionConfig: dict[str, Any] | None = None
 
 
 class McpAuthRequirement(WireModel):
-    reason: Literal['required', 'expired', 'insufficientScope']
+    reason: Literal["required", "expired", "insufficientScope"]
     oauthClient: McpOAuthClient | None = None
     resource: ProtectedResourceMetadata
     requiredScopes: list[str] | None = None
@@ -1424,20 +1422,20 @@ class McpAuthRequirement(WireModel):
 
 
 class McpServerAuthRequiredState(WireModel):
-    reason: Literal['required', 'expired', 'insufficientScope']
+    reason: Literal["required", "expired", "insufficientScope"]
     oauthClient: McpOAuthClient | None = None
     resource: ProtectedResourceMetadata
     requiredScopes: list[str] | None = None
     description: str | None = None
-    kind: Literal['authRequired']
+    kind: Literal["authRequired"]
 
 
 class MessageAnnotationsAttachment(WireModel):
     label: str
     range: TextRange | None = None
     displayKind: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['annotations']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["annotations"]
     resource: str
     annotationIds: list[str] | None = None
 
@@ -1446,15 +1444,15 @@ class MessageAttachmentBase(WireModel):
     label: str
     range: TextRange | None = None
     displayKind: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class MessageChatAttachment(WireModel):
     label: str
     range: TextRange | None = None
     displayKind: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat"]
     resource: str
     endTurn: str | None = None
 
@@ -1463,8 +1461,8 @@ class MessageEmbeddedResourceAttachment(WireModel):
     label: str
     range: TextRange | None = None
     displayKind: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['embeddedResource']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["embeddedResource"]
     data: str
     contentType: str
     selection: TextSelection | None = None
@@ -1474,12 +1472,12 @@ class MessageResourceAttachment(WireModel):
     label: str
     range: TextRange | None = None
     displayKind: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
     sizeHint: int | float | None = None
     contentType: str | None = None
     nonce: str | None = None
-    type: Literal['resource']
+    type: Literal["resource"]
     selection: TextSelection | None = None
 
 
@@ -1521,23 +1519,23 @@ class PromptCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
-    type: Literal['prompt']
+    type: Literal["prompt"]
     description: str | None = None
 
 
 class ReconnectParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     clientId: str
     lastSeenServerSeq: int | float
     subscriptions: list[str]
 
 
 class ResolveSessionConfigParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     provider: str | None = None
     workingDirectory: str | None = None
     config: dict[str, Any] | None = None
@@ -1545,62 +1543,62 @@ class ResolveSessionConfigParams(WireModel):
 
 class ResourceChange(WireModel):
     uri: str
-    type: Literal['added', 'updated', 'deleted']
+    type: Literal["added", "updated", "deleted"]
 
 
 class ResourceCopyParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     source: str
     destination: str
     failIfExists: bool | None = None
 
 
 class ResourceDeleteParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
     recursive: bool | None = None
 
 
 class ResourceListParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
 
 
 class ResourceMkdirParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
 
 
 class ResourceMoveParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     source: str
     destination: str
     failIfExists: bool | None = None
 
 
 class ResourceRequestParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
     read: bool | None = None
     write: bool | None = None
 
 
 class ResourceResolveParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
     followSymlinks: bool | None = None
 
 
 class ResourceResolveResult(WireModel):
     uri: str
-    type: Literal['file', 'directory', 'symlink']
+    type: Literal["file", "directory", "symlink"]
     size: int | float | None = None
     mtime: str | None = None
     ctime: str | None = None
@@ -1613,7 +1611,7 @@ class ResourceResponsePart(WireModel):
     sizeHint: int | float | None = None
     contentType: str | None = None
     nonce: str | None = None
-    kind: Literal['contentRef']
+    kind: Literal["contentRef"]
 
 
 class Changes(WireModel):
@@ -1621,7 +1619,7 @@ class Changes(WireModel):
 
 
 class ResourceWatchChangedAction(WireModel):
-    type: Literal['resourceWatch/changed']
+    type: Literal["resourceWatch/changed"]
     changes: Changes
 
 
@@ -1633,20 +1631,20 @@ class ResourceWatchState(WireModel):
 
 
 class ResourceWriteParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     uri: str
     data: str
-    encoding: Literal['base64', 'utf-8']
+    encoding: Literal["base64", "utf-8"]
     contentType: str | None = None
     createOnly: bool | None = None
-    mode: Literal['truncate', 'append', 'insert'] | None = None
+    mode: Literal["truncate", "append", "insert"] | None = None
     position: int | float | None = None
     ifMatch: str | None = None
 
 
 class RootConfigState(WireModel):
-    schema_: Annotated[ConfigSchema, Field(alias='schema')]
+    schema_: Annotated[ConfigSchema, Field(alias="schema")]
     values: dict[str, Any]
 
 
@@ -1656,17 +1654,17 @@ class RuleCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
-    type: Literal['rule']
+    type: Literal["rule"]
     description: str | None = None
     alwaysApply: bool | None = None
     globs: list[str] | None = None
 
 
 class RunAutomationParams(WireModel):
-    channel: Literal['ahp-automations://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-automations://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     automation: str
     requestId: str
 
@@ -1676,17 +1674,17 @@ class RunAutomationResult(WireModel):
 
 
 class SessionChangesetsChangedAction(WireModel):
-    type: Literal['session/changesetsChanged']
+    type: Literal["session/changesetsChanged"]
     changesets: list[Changeset] | None = None
 
 
 class SessionChatAddedAction(WireModel):
-    type: Literal['session/chatAdded']
+    type: Literal["session/chatAdded"]
     summary: ChatSummary
 
 
 class SessionChatRemovedAction(WireModel):
-    type: Literal['session/chatRemoved']
+    type: Literal["session/chatRemoved"]
     chat: str
 
 
@@ -1695,9 +1693,9 @@ class SessionChatSummary(WireModel):
     title: str
     origin: Annotated[
         ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | ChatOrigin4 | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    interactivity: Literal['full', 'read-only', 'hidden'] | None = None
+    interactivity: Literal["full", "read-only", "hidden"] | None = None
     status: Annotated[int | None, Field(ge=0)] = None
     changes: ChangesSummary | None = None
 
@@ -1711,27 +1709,27 @@ class Changes1(WireModel):
     changes: ChangesSummary | None = None
     origin: Annotated[
         ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | ChatOrigin4 | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
     movable: bool | None = None
-    interactivity: Literal['full', 'read-only', 'hidden'] | None = None
+    interactivity: Literal["full", "read-only", "hidden"] | None = None
     workingDirectories: list[str] | None = None
 
 
 class SessionChatUpdatedAction(WireModel):
-    type: Literal['session/chatUpdated']
+    type: Literal["session/chatUpdated"]
     chat: str
     changes: Changes1
 
 
 class SessionChatsReorderedAction(WireModel):
-    type: Literal['session/chatsReordered']
+    type: Literal["session/chatsReordered"]
     chats: list[str]
 
 
 class SessionConfigCompletionsParams(WireModel):
-    channel: Literal['ahp-root://']
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    channel: Literal["ahp-root://"]
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     provider: str | None = None
     workingDirectory: str | None = None
     config: dict[str, Any] | None = None
@@ -1744,7 +1742,7 @@ class SessionConfigCompletionsResult(WireModel):
 
 
 class SessionConfigPropertySchema(WireModel):
-    type: Literal['string', 'number', 'boolean', 'array', 'object']
+    type: Literal["string", "number", "boolean", "array", "object"]
     title: str
     description: str | None = None
     default: Any | None = None
@@ -1763,31 +1761,31 @@ class SessionConfigPropertySchema(WireModel):
 
 
 class SessionConfigSchema(WireModel):
-    type: Literal['object']
+    type: Literal["object"]
     properties: dict[str, SessionConfigPropertySchema]
     required: list[str] | None = None
 
 
 class SessionConfigState(WireModel):
-    schema_: Annotated[SessionConfigSchema, Field(alias='schema')]
+    schema_: Annotated[SessionConfigSchema, Field(alias="schema")]
     values: dict[str, Any]
 
 
 class SessionCustomizationToggledAction(WireModel):
-    type: Literal['session/customizationToggled']
+    type: Literal["session/customizationToggled"]
     id: str
     enablement: list[
         Annotated[
             CustomizationEnablement1
             | CustomizationEnablement2
             | CustomizationEnablement3,
-            Field(discriminator='kind'),
+            Field(discriminator="kind"),
         ]
     ]
 
 
 class SessionDefaultChatChangedAction(WireModel):
-    type: Literal['session/defaultChatChanged']
+    type: Literal["session/defaultChatChanged"]
     defaultChat: str | None = None
 
 
@@ -1797,7 +1795,7 @@ class SessionInputRequestBase(WireModel):
 
 
 class SessionMcpServerStateChangedAction(WireModel):
-    type: Literal['session/mcpServerStateChanged']
+    type: Literal["session/mcpServerStateChanged"]
     id: str
     state: Annotated[
         McpServerStartingState
@@ -1805,7 +1803,7 @@ class SessionMcpServerStateChangedAction(WireModel):
         | McpServerAuthRequiredState
         | McpServerErrorState
         | McpServerStoppedState,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
     channel: str | None = None
 
@@ -1818,9 +1816,9 @@ class SessionModelInfo(WireModel):
     maxOutputTokens: int | float | None = None
     maxPromptTokens: int | float | None = None
     supportsVision: bool | None = None
-    policyState: Literal['enabled', 'disabled', 'unconfigured'] | None = None
+    policyState: Literal["enabled", "disabled", "unconfigured"] | None = None
     configSchema: ConfigSchema | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class SessionOrigin(WireRoot[AutomationSessionOrigin]):
@@ -1833,7 +1831,7 @@ class SessionRemovedParams(WireModel):
 
 
 class SessionServerToolsChangedAction(WireModel):
-    type: Literal['session/serverToolsChanged']
+    type: Literal["session/serverToolsChanged"]
     tools: list[ToolDefinition]
 
 
@@ -1850,7 +1848,7 @@ class SessionSummary(WireModel):
     createdAt: str
     modifiedAt: str
     changes: ChangesSummary | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     chats: list[SessionChatSummary] | None = None
     defaultChat: str | None = None
 
@@ -1868,7 +1866,7 @@ class Changes2(WireModel):
     createdAt: str | None = None
     modifiedAt: str | None = None
     changes: ChangesSummary | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     chats: list[SessionChatSummary] | None = None
     defaultChat: str | None = None
 
@@ -1880,23 +1878,23 @@ class SessionSummaryChangedParams(WireModel):
 
 
 class SessionWorkingDirectoryRemovedAction(WireModel):
-    type: Literal['session/workingDirectoryRemoved']
+    type: Literal["session/workingDirectoryRemoved"]
     directory: str
 
 
 class SessionWorkingDirectoryReplacedAction(WireModel):
-    type: Literal['session/workingDirectoryReplaced']
+    type: Literal["session/workingDirectoryReplaced"]
     directory: str
     replacement: str
 
 
 class SessionWorkingDirectorySetAction(WireModel):
-    type: Literal['session/workingDirectorySet']
+    type: Literal["session/workingDirectorySet"]
     directory: str
 
 
 class SideChatSource(WireModel):
-    kind: Literal['sideChat']
+    kind: Literal["sideChat"]
     chat: str
     turnId: str
     selection: SideChatSelection | None = None
@@ -1906,8 +1904,8 @@ class SimpleMessageAttachment(WireModel):
     label: str
     range: TextRange | None = None
     displayKind: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['simple']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["simple"]
     modelRepresentation: str | None = None
 
 
@@ -1917,9 +1915,9 @@ class SkillCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
-    type: Literal['skill']
+    type: Literal["skill"]
     description: str | None = None
     disableModelInvocation: bool | None = None
     disableUserInvocation: bool | None = None
@@ -1927,7 +1925,7 @@ class SkillCustomization(WireModel):
 
 class SubscribeParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     delivery: SubscriptionDeliveryOptions | None = None
     view: SubscribeView | None = None
 
@@ -1939,12 +1937,12 @@ class TelemetryCapabilities(WireModel):
 
 
 class TerminalCwdChangedAction(WireModel):
-    type: Literal['terminal/cwdChanged']
+    type: Literal["terminal/cwdChanged"]
     cwd: str
 
 
 class TerminalSessionClaim(WireModel):
-    kind: Literal['session']
+    kind: Literal["session"]
     session: str
     chat: str
     turnId: str | None = None
@@ -1952,17 +1950,17 @@ class TerminalSessionClaim(WireModel):
 
 
 class ToolCallPostConfirmationFields(WireModel):
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     selectedOption: ConfirmationOption | None = None
 
 
 class ToolCallRiskAssessmentBase(WireModel):
-    kind: Literal['judge']
+    kind: Literal["judge"]
 
 
 class ToolCallRiskAssessmentCompleteState(WireModel):
-    kind: Literal['judge']
-    status: Literal['complete']
+    kind: Literal["judge"]
+    status: Literal["complete"]
     reason: str | StringOrMarkdown1
     safety: int | float
 
@@ -1974,10 +1972,10 @@ class ToolCallStreamingState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    status: Literal['streaming']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    status: Literal["streaming"]
     partialInput: str | None = None
     invocationMessage: str | StringOrMarkdown1 | None = None
 
@@ -1986,7 +1984,7 @@ class ToolResultFileEditContent(WireModel):
     before: FileEditSide | None = None
     after: FileEditSide | None = None
     diff: FileEditDiffStats | None = None
-    type: Literal['fileEdit']
+    type: Literal["fileEdit"]
 
 
 class ToolResultResourceContent(WireModel):
@@ -1994,11 +1992,11 @@ class ToolResultResourceContent(WireModel):
     sizeHint: int | float | None = None
     contentType: str | None = None
     nonce: str | None = None
-    type: Literal['resource']
+    type: Literal["resource"]
 
 
 class ToolResultSubagentContent(WireModel):
-    type: Literal['subagent']
+    type: Literal["subagent"]
     resource: str
     title: str
     agentName: str | None = None
@@ -2006,7 +2004,7 @@ class ToolResultSubagentContent(WireModel):
 
 
 class ToolResultTerminalContent(WireModel):
-    type: Literal['terminal']
+    type: Literal["terminal"]
     resource: str
     title: str
     isPty: bool | None = None
@@ -2019,9 +2017,9 @@ class AgentCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
-    type: Literal['agent']
+    type: Literal["agent"]
     description: str | None = None
     model: str | None = None
     tools: list[str] | None = None
@@ -2036,11 +2034,11 @@ class Annotation(WireModel):
     range: TextRange | None = None
     resolved: bool
     entries: list[AnnotationEntry]
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class AnnotationsSetAction(WireModel):
-    type: Literal['annotations/set']
+    type: Literal["annotations/set"]
     annotation: Annotation
 
 
@@ -2062,16 +2060,16 @@ class ChangesetOperationFollowUp(WireModel):
 
 
 class ChatInputAnswerChangedAction(WireModel):
-    type: Literal['chat/inputAnswerChanged']
+    type: Literal["chat/inputAnswerChanged"]
     requestId: str
     questionId: str
     answer: ChatInputAnswered | ChatInputSkipped | None = None
 
 
 class ChatInputCompletedAction(WireModel):
-    type: Literal['chat/inputCompleted']
+    type: Literal["chat/inputCompleted"]
     requestId: str
-    response: Literal['accept', 'decline', 'cancel']
+    response: Literal["accept", "decline", "cancel"]
     answers: dict[str, ChatInputAnswered | ChatInputSkipped] | None = None
 
 
@@ -2093,29 +2091,29 @@ class ChatInputRequest(WireModel):
 
 
 class ChatInputRequestedAction(WireModel):
-    type: Literal['chat/inputRequested']
+    type: Literal["chat/inputRequested"]
     request: ChatInputRequest
 
 
 class ChatToolCallAuthRequiredAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallAuthRequired']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallAuthRequired"]
     auth: McpAuthRequirement
 
 
 class ChatToolCallStartAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallStart']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallStart"]
     toolName: str
     displayName: str
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
 
 
@@ -2125,7 +2123,7 @@ class ChildCustomizationBase(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
 
 
@@ -2135,7 +2133,7 @@ class CustomizationBase(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class FileEdit(WireModel):
@@ -2154,15 +2152,15 @@ class HookCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     enabled: bool | None = None
-    type: Literal['hook']
+    type: Literal["hook"]
 
 
 class InputRequestResponsePart(WireModel):
-    kind: Literal['inputRequest']
+    kind: Literal["inputRequest"]
     request: ChatInputRequest
-    response: Literal['accept', 'decline', 'cancel'] | None = None
+    response: Literal["accept", "decline", "cancel"] | None = None
 
 
 class InvokeChangesetOperationResult(WireModel):
@@ -2185,15 +2183,15 @@ class McpServerCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['mcpServer']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["mcpServer"]
     enablement: (
         list[
             Annotated[
                 CustomizationEnablement1
                 | CustomizationEnablement2
                 | CustomizationEnablement3,
-                Field(discriminator='kind'),
+                Field(discriminator="kind"),
             ]
         ]
         | None
@@ -2204,7 +2202,7 @@ class McpServerCustomization(WireModel):
         | McpServerAuthRequiredState
         | McpServerErrorState
         | McpServerStoppedState,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
     channel: str | None = None
     mcpApp: McpServerCustomizationApps | None = None
@@ -2212,10 +2210,10 @@ class McpServerCustomization(WireModel):
 
 class MoveChatParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     destination: Annotated[
         ChatMoveToSessionDestination | ChatMoveToNewSessionDestination,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
 
 
@@ -2224,7 +2222,7 @@ class PermissionDeniedErrorData(WireModel):
 
 
 class ResolveSessionConfigResult(WireModel):
-    schema_: Annotated[SessionConfigSchema, Field(alias='schema')]
+    schema_: Annotated[SessionConfigSchema, Field(alias="schema")]
     values: dict[str, Any]
 
 
@@ -2236,7 +2234,7 @@ class SessionAddedParams(WireModel):
 class SessionChatInputRequest(WireModel):
     id: str
     chat: str
-    kind: Literal['chatInput']
+    kind: Literal["chatInput"]
     request: ChatInputRequest
 
 
@@ -2252,9 +2250,9 @@ class SessionMetadata(WireModel):
 
 
 class TerminalClaimedAction(WireModel):
-    type: Literal['terminal/claimed']
+    type: Literal["terminal/claimed"]
     claim: Annotated[
-        TerminalClientClaim | TerminalSessionClaim, Field(discriminator='kind')
+        TerminalClientClaim | TerminalSessionClaim, Field(discriminator="kind")
     ]
 
 
@@ -2262,11 +2260,11 @@ class TerminalInfo(WireModel):
     resource: str
     title: str
     claim: Annotated[
-        TerminalClientClaim | TerminalSessionClaim, Field(discriminator='kind')
+        TerminalClientClaim | TerminalSessionClaim, Field(discriminator="kind")
     ]
     lifecycle: Annotated[
         TerminalRunningLifecycleState | TerminalExitedLifecycleState,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ]
 
 
@@ -2278,10 +2276,10 @@ class TerminalState(WireModel):
     content: list[TerminalUnclassifiedPart | TerminalCommandPart]
     lifecycle: Annotated[
         TerminalRunningLifecycleState | TerminalExitedLifecycleState,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ]
     claim: Annotated[
-        TerminalClientClaim | TerminalSessionClaim, Field(discriminator='kind')
+        TerminalClientClaim | TerminalSessionClaim, Field(discriminator="kind")
     ]
     supportsCommandDetection: bool | None = None
     isPty: bool | None = None
@@ -2294,9 +2292,9 @@ class ToolCallBase(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ToolCallParameterFields(WireModel):
@@ -2306,14 +2304,14 @@ class ToolCallParameterFields(WireModel):
 
 class AhpErrorDetailsMap(WireModel):
     field_AhpErrorCodes_AuthRequired_: Annotated[
-        AuthRequiredErrorData, Field(alias='[AhpErrorCodes.AuthRequired]')
+        AuthRequiredErrorData, Field(alias="[AhpErrorCodes.AuthRequired]")
     ]
     field_AhpErrorCodes_PermissionDenied_: Annotated[
-        PermissionDeniedErrorData, Field(alias='[AhpErrorCodes.PermissionDenied]')
+        PermissionDeniedErrorData, Field(alias="[AhpErrorCodes.PermissionDenied]")
     ]
     field_AhpErrorCodes_UnsupportedProtocolVersion_: Annotated[
         UnsupportedProtocolVersionErrorData,
-        Field(alias='[AhpErrorCodes.UnsupportedProtocolVersion]'),
+        Field(alias="[AhpErrorCodes.UnsupportedProtocolVersion]"),
     ]
 
 
@@ -2321,16 +2319,16 @@ class ChangesetFile(WireModel):
     id: str
     edit: FileEdit
     reviewed: bool | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChangesetFileSetAction(WireModel):
-    type: Literal['changeset/fileSet']
+    type: Literal["changeset/fileSet"]
     file: ChangesetFile
 
 
 class ChangesetState(WireModel):
-    status: Literal['computing', 'recomputing', 'ready', 'error']
+    status: Literal["computing", "recomputing", "ready", "error"]
     error: ErrorInfo | None = None
     files: list[ChangesetFile]
     operations: list[ChangesetOperation] | None = None
@@ -2339,8 +2337,8 @@ class ChangesetState(WireModel):
 class ChatToolCallContentChangedAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallContentChanged']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallContentChanged"]
     content: list[
         Annotated[
             ToolResultTextContent
@@ -2349,7 +2347,7 @@ class ChatToolCallContentChangedAction(WireModel):
             | ToolResultFileEditContent
             | ToolResultTerminalContent
             | ToolResultSubagentContent,
-            Field(discriminator='type'),
+            Field(discriminator="type"),
         ]
     ]
 
@@ -2357,11 +2355,11 @@ class ChatToolCallContentChangedAction(WireModel):
 class ChatToolCallReadyAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallReady']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallReady"]
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
     intention: str | None = None
     invocationMessage: str | StringOrMarkdown1
@@ -2369,11 +2367,11 @@ class ChatToolCallReadyAction(WireModel):
     confirmationTitle: str | StringOrMarkdown1 | None = None
     riskAssessment: Annotated[
         ToolCallRiskAssessmentLoadingState | ToolCallRiskAssessmentCompleteState | None,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ] = None
     edits: FileEditCollection | None = None
     editable: bool | None = None
-    confirmed: Literal['not-needed', 'user-action', 'setting'] | None = None
+    confirmed: Literal["not-needed", "user-action", "setting"] | None = None
     options: list[ConfirmationOption] | None = None
 
 
@@ -2383,7 +2381,7 @@ class ClientPluginCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     clientId: str | None = None
     load: Annotated[
         CustomizationLoadingState
@@ -2391,7 +2389,7 @@ class ClientPluginCustomization(WireModel):
         | CustomizationDegradedState
         | CustomizationErrorState
         | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
     children: (
         list[
@@ -2402,19 +2400,19 @@ class ClientPluginCustomization(WireModel):
                 | RuleCustomization
                 | HookCustomization
                 | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
-    type: Literal['plugin']
+    type: Literal["plugin"]
     enablement: (
         list[
             Annotated[
                 CustomizationEnablement1
                 | CustomizationEnablement2
                 | CustomizationEnablement3,
-                Field(discriminator='kind'),
+                Field(discriminator="kind"),
             ]
         ]
         | None
@@ -2429,7 +2427,7 @@ class ClientPluginCustomization(WireModel):
                     CustomizationEnablement1
                     | CustomizationEnablement2
                     | CustomizationEnablement3,
-                    Field(discriminator='kind'),
+                    Field(discriminator="kind"),
                 ]
             ],
         ]
@@ -2447,7 +2445,7 @@ class CompletionItem(WireModel):
         | MessageResourceAttachment
         | MessageAnnotationsAttachment
         | MessageChatAttachment,
-        Field(discriminator='type'),
+        Field(discriminator="type"),
     ]
 
 
@@ -2461,7 +2459,7 @@ class ContainerCustomizationBase(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     clientId: str | None = None
     load: Annotated[
         CustomizationLoadingState
@@ -2469,7 +2467,7 @@ class ContainerCustomizationBase(WireModel):
         | CustomizationDegradedState
         | CustomizationErrorState
         | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
     children: (
         list[
@@ -2480,7 +2478,7 @@ class ContainerCustomizationBase(WireModel):
                 | RuleCustomization
                 | HookCustomization
                 | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -2489,9 +2487,9 @@ class ContainerCustomizationBase(WireModel):
 
 class CreateTerminalParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     claim: Annotated[
-        TerminalClientClaim | TerminalSessionClaim, Field(discriminator='kind')
+        TerminalClientClaim | TerminalSessionClaim, Field(discriminator="kind")
     ]
     name: str | None = None
     cwd: str | None = None
@@ -2505,7 +2503,7 @@ class DirectoryCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     clientId: str | None = None
     load: Annotated[
         CustomizationLoadingState
@@ -2513,7 +2511,7 @@ class DirectoryCustomization(WireModel):
         | CustomizationDegradedState
         | CustomizationErrorState
         | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
     children: (
         list[
@@ -2524,14 +2522,14 @@ class DirectoryCustomization(WireModel):
                 | RuleCustomization
                 | HookCustomization
                 | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
-    type: Literal['directory']
+    type: Literal["directory"]
     enabled: bool
-    contents: Literal['agent', 'skill', 'prompt', 'rule', 'hook', 'mcpServer']
+    contents: Literal["agent", "skill", "prompt", "rule", "hook", "mcpServer"]
     writable: bool
 
 
@@ -2546,14 +2544,14 @@ class Message(WireModel):
                 | MessageResourceAttachment
                 | MessageAnnotationsAttachment
                 | MessageChatAttachment,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
     model: ModelSelection | None = None
     agent: AgentSelection | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class PendingMessage(WireModel):
@@ -2567,7 +2565,7 @@ class PluginCustomization(WireModel):
     name: str
     icons: list[Icon] | None = None
     range: TextRange | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     clientId: str | None = None
     load: Annotated[
         CustomizationLoadingState
@@ -2575,7 +2573,7 @@ class PluginCustomization(WireModel):
         | CustomizationDegradedState
         | CustomizationErrorState
         | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
     children: (
         list[
@@ -2586,19 +2584,19 @@ class PluginCustomization(WireModel):
                 | RuleCustomization
                 | HookCustomization
                 | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
-    type: Literal['plugin']
+    type: Literal["plugin"]
     enablement: (
         list[
             Annotated[
                 CustomizationEnablement1
                 | CustomizationEnablement2
                 | CustomizationEnablement3,
-                Field(discriminator='kind'),
+                Field(discriminator="kind"),
             ]
         ]
         | None
@@ -2631,7 +2629,7 @@ class ProtocolNotification(
 
 
 class RootTerminalsChangedAction(WireModel):
-    type: Literal['root/terminalsChanged']
+    type: Literal["root/terminalsChanged"]
     terminals: list[TerminalInfo]
 
 
@@ -2643,7 +2641,7 @@ class SessionActiveClient(WireModel):
 
 
 class SessionActiveClientSetAction(WireModel):
-    type: Literal['session/activeClientSet']
+    type: Literal["session/activeClientSet"]
     activeClient: SessionActiveClient
 
 
@@ -2653,12 +2651,12 @@ class ToolCallAuthRequiredState(WireModel):
     displayName: str
     intention: str | None = None
     contributor: ToolCallMcpContributor
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | ContentRef | None = None
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     selectedOption: ConfirmationOption | None = None
-    status: Literal['auth-required']
+    status: Literal["auth-required"]
     auth: McpAuthRequirement
     content: (
         list[
@@ -2669,7 +2667,7 @@ class ToolCallAuthRequiredState(WireModel):
                 | ToolResultFileEditContent
                 | ToolResultTerminalContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -2683,13 +2681,13 @@ class ToolCallCancelledState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | ContentRef | None = None
-    status: Literal['cancelled']
-    reason: Literal['denied', 'skipped', 'result-denied']
+    status: Literal["cancelled"]
+    reason: Literal["denied", "skipped", "result-denied"]
     reasonMessage: str | StringOrMarkdown1 | None = None
     userSuggestion: Message | None = None
     selectedOption: ConfirmationOption | None = None
@@ -2702,9 +2700,9 @@ class ToolCallCompletedState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | ContentRef | None = None
     success: bool
@@ -2718,16 +2716,16 @@ class ToolCallCompletedState(WireModel):
                 | ToolResultFileEditContent
                 | ToolResultTerminalContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
     structuredContent: dict[str, Any] | None = None
     error: Error | None = None
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     selectedOption: ConfirmationOption | None = None
-    status: Literal['completed']
+    status: Literal["completed"]
 
 
 class ToolCallPendingConfirmationState(WireModel):
@@ -2737,16 +2735,16 @@ class ToolCallPendingConfirmationState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | ContentRef | None = None
-    status: Literal['pending-confirmation']
+    status: Literal["pending-confirmation"]
     confirmationTitle: str | StringOrMarkdown1 | None = None
     riskAssessment: Annotated[
         ToolCallRiskAssessmentLoadingState | ToolCallRiskAssessmentCompleteState | None,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ] = None
     edits: FileEditCollection | None = None
     editable: bool | None = None
@@ -2760,9 +2758,9 @@ class ToolCallPendingResultConfirmationState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | ContentRef | None = None
     success: bool
@@ -2776,16 +2774,16 @@ class ToolCallPendingResultConfirmationState(WireModel):
                 | ToolResultFileEditContent
                 | ToolResultTerminalContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
     ) = None
     structuredContent: dict[str, Any] | None = None
     error: Error | None = None
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     selectedOption: ConfirmationOption | None = None
-    status: Literal['pending-result-confirmation']
+    status: Literal["pending-result-confirmation"]
 
 
 class ToolCallResult(WireModel):
@@ -2800,7 +2798,7 @@ class ToolCallResult(WireModel):
                 | ToolResultFileEditContent
                 | ToolResultTerminalContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -2816,14 +2814,14 @@ class ToolCallRunningState(WireModel):
     intention: str | None = None
     contributor: Annotated[
         ToolCallClientContributor | ToolCallMcpContributor | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     invocationMessage: str | StringOrMarkdown1
     toolInput: str | ContentRef | None = None
-    confirmed: Literal['not-needed', 'user-action', 'setting']
+    confirmed: Literal["not-needed", "user-action", "setting"]
     selectedOption: ConfirmationOption | None = None
-    status: Literal['running']
+    status: Literal["running"]
     content: (
         list[
             Annotated[
@@ -2833,7 +2831,7 @@ class ToolCallRunningState(WireModel):
                 | ToolResultFileEditContent
                 | ToolResultTerminalContent
                 | ToolResultSubagentContent,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -2850,19 +2848,19 @@ class AutomationSessionTemplate(WireModel):
 
 
 class ChangesetContentChangedAction(WireModel):
-    type: Literal['changeset/contentChanged']
+    type: Literal["changeset/contentChanged"]
     files: list[ChangesetFile]
     operations: list[ChangesetOperation] | None = None
 
 
 class ChatDraftChangedAction(WireModel):
-    type: Literal['chat/draftChanged']
+    type: Literal["chat/draftChanged"]
     draft: Message | None = None
 
 
 class ChatPendingMessageSetAction(WireModel):
-    type: Literal['chat/pendingMessageSet']
-    kind: Literal['steering', 'queued']
+    type: Literal["chat/pendingMessageSet"]
+    kind: Literal["steering", "queued"]
     id: str
     message: Message
 
@@ -2870,8 +2868,8 @@ class ChatPendingMessageSetAction(WireModel):
 class ChatToolCallCompleteAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallComplete']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallComplete"]
     result: ToolCallResult
     requiresResultConfirmation: bool | None = None
 
@@ -2879,38 +2877,38 @@ class ChatToolCallCompleteAction(WireModel):
 class ChatToolCallDeniedAction(WireModel):
     turnId: str
     toolCallId: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
-    type: Literal['chat/toolCallConfirmed']
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+    type: Literal["chat/toolCallConfirmed"]
     approved: Literal[False]
-    reason: Literal['denied', 'skipped']
+    reason: Literal["denied", "skipped"]
     userSuggestion: Message | None = None
     reasonMessage: str | StringOrMarkdown1 | None = None
     selectedOptionId: str | None = None
 
 
 class ChatTurnStartedAction(WireModel):
-    type: Literal['chat/turnStarted']
+    type: Literal["chat/turnStarted"]
     turnId: str
     startedAt: str
     message: Message
     queuedMessageId: str | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class CreateChatParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     chat: str
     initialMessage: Message | None = None
     source: Annotated[
-        ForkChatSource | SideChatSource | None, Field(discriminator='kind')
+        ForkChatSource | SideChatSource | None, Field(discriminator="kind")
     ] = None
     workingDirectories: list[str] | None = None
 
 
 class CreateSessionParams(WireModel):
     channel: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     provider: str | None = None
     workingDirectories: list[str] | None = None
     config: dict[str, Any] | None = None
@@ -2919,19 +2917,19 @@ class CreateSessionParams(WireModel):
 
 
 class SessionCustomizationUpdatedAction(WireModel):
-    type: Literal['session/customizationUpdated']
+    type: Literal["session/customizationUpdated"]
     customization: Annotated[
         PluginCustomization | DirectoryCustomization | McpServerCustomization,
-        Field(discriminator='type'),
+        Field(discriminator="type"),
     ]
 
 
 class SessionCustomizationsChangedAction(WireModel):
-    type: Literal['session/customizationsChanged']
+    type: Literal["session/customizationsChanged"]
     customizations: list[
         Annotated[
             PluginCustomization | DirectoryCustomization | McpServerCustomization,
-            Field(discriminator='type'),
+            Field(discriminator="type"),
         ]
     ]
 
@@ -2939,7 +2937,7 @@ class SessionCustomizationsChangedAction(WireModel):
 class SessionToolAuthenticationRequest(WireModel):
     id: str
     chat: str
-    kind: Literal['toolAuthentication']
+    kind: Literal["toolAuthentication"]
     turnId: str
     toolCall: ToolCallAuthRequiredState
 
@@ -2947,14 +2945,14 @@ class SessionToolAuthenticationRequest(WireModel):
 class SessionToolClientExecutionRequest(WireModel):
     id: str
     chat: str
-    kind: Literal['toolClientExecution']
+    kind: Literal["toolClientExecution"]
     turnId: str
     clientId: str
     toolCall: ToolCallRunningState
 
 
 class ToolCallResponsePart(WireModel):
-    kind: Literal['toolCall']
+    kind: Literal["toolCall"]
     toolCall: Annotated[
         ToolCallStreamingState
         | ToolCallPendingConfirmationState
@@ -2963,7 +2961,7 @@ class ToolCallResponsePart(WireModel):
         | ToolCallPendingResultConfirmationState
         | ToolCallCompletedState
         | ToolCallCancelledState,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ]
 
 
@@ -2977,7 +2975,7 @@ class AgentInfo(WireModel):
         list[
             Annotated[
                 PluginCustomization | DirectoryCustomization | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -2993,20 +2991,20 @@ class AutomationDefinition(WireModel):
     triggers: list[
         Annotated[
             AutomationScheduleTrigger | AutomationEventTrigger,
-            Field(discriminator='kind'),
+            Field(discriminator="kind"),
         ]
     ]
     disableConditions: (
         list[
             Annotated[
                 AutomationAfterRunsCondition | AutomationAfterDateCondition,
-                Field(discriminator='kind'),
+                Field(discriminator="kind"),
             ]
         ]
         | DisableConditions
         | None
     ) = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class AutomationDefinitionPatch(WireModel):
@@ -3018,7 +3016,7 @@ class AutomationDefinitionPatch(WireModel):
         list[
             Annotated[
                 AutomationScheduleTrigger | AutomationEventTrigger,
-                Field(discriminator='kind'),
+                Field(discriminator="kind"),
             ]
         ]
         | None
@@ -3027,13 +3025,13 @@ class AutomationDefinitionPatch(WireModel):
         list[
             Annotated[
                 AutomationAfterRunsCondition | AutomationAfterDateCondition,
-                Field(discriminator='kind'),
+                Field(discriminator="kind"),
             ]
         ]
         | DisableConditions
         | None
     ) = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class AutomationEntry(WireModel):
@@ -3043,31 +3041,31 @@ class AutomationEntry(WireModel):
     runCount: int | float | None = None
     runs: list[AutomationRunSummary]
     runsNextCursor: str | None = None
-    operations: list[Literal['update', 'remove', 'run']]
+    operations: list[Literal["update", "remove", "run"]]
     customizations: list[PluginCustomization] | None = None
     createdAt: str
     modifiedAt: str
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class AutomationSetAction(WireModel):
-    type: Literal['automation/set']
+    type: Literal["automation/set"]
     automation: AutomationEntry
 
 
 class AutomationState(WireModel):
     entries: list[AutomationEntry]
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class AutomationUpdateRequestedAction(WireModel):
-    type: Literal['automation/updateRequested']
+    type: Literal["automation/updateRequested"]
     resource: str
     changes: AutomationDefinitionPatch
 
 
 class RootAgentsChangedAction(WireModel):
-    type: Literal['root/agentsChanged']
+    type: Literal["root/agentsChanged"]
     agents: list[AgentInfo]
 
 
@@ -3076,17 +3074,17 @@ class RootState(WireModel):
     activeSessions: int | float | None = None
     terminals: list[TerminalInfo] | None = None
     config: RootConfigState | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class SessionToolConfirmationRequest(WireModel):
     id: str
     chat: str
-    kind: Literal['toolConfirmation']
+    kind: Literal["toolConfirmation"]
     turnId: str
     toolCall: Annotated[
         ToolCallPendingConfirmationState | ToolCallPendingResultConfirmationState,
-        Field(discriminator='status'),
+        Field(discriminator="status"),
     ]
 
 
@@ -3104,11 +3102,11 @@ class Turn(WireModel):
             | SystemNotificationResponsePart
             | InputRequestResponsePart
             | ErrorResponsePart,
-            Field(discriminator='kind'),
+            Field(discriminator="kind"),
         ]
     ]
     usage: UsageInfo | None = None
-    state: Literal['complete', 'cancelled', 'error']
+    state: Literal["complete", "cancelled", "error"]
 
 
 class ActiveTurn(WireModel):
@@ -3124,20 +3122,20 @@ class ActiveTurn(WireModel):
             | SystemNotificationResponsePart
             | InputRequestResponsePart
             | ErrorResponsePart,
-            Field(discriminator='kind'),
+            Field(discriminator="kind"),
         ]
     ]
     usage: UsageInfo | None = None
 
 
 class AutomationCreateRequestedAction(WireModel):
-    type: Literal['automation/createRequested']
+    type: Literal["automation/createRequested"]
     resource: str
     definition: AutomationDefinition
 
 
 class ChatResponsePartAction(WireModel):
-    type: Literal['chat/responsePart']
+    type: Literal["chat/responsePart"]
     turnId: str
     part: Annotated[
         MarkdownResponsePart
@@ -3147,9 +3145,9 @@ class ChatResponsePartAction(WireModel):
         | SystemNotificationResponsePart
         | InputRequestResponsePart
         | ErrorResponsePart,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatState(WireModel):
@@ -3161,17 +3159,17 @@ class ChatState(WireModel):
     changes: ChangesSummary | None = None
     origin: Annotated[
         ChatOrigin1 | ChatOrigin2 | ChatOrigin3 | ChatOrigin4 | None,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ] = None
     movable: bool | None = None
-    interactivity: Literal['full', 'read-only', 'hidden'] | None = None
+    interactivity: Literal["full", "read-only", "hidden"] | None = None
     workingDirectories: list[str] | None = None
     changesets: list[Changeset] | None = None
     backgroundWork: (
         list[
             Annotated[
                 BackgroundShellWork | BackgroundSubagentWork,
-                Field(discriminator='kind'),
+                Field(discriminator="kind"),
             ]
         ]
         | None
@@ -3183,11 +3181,11 @@ class ChatState(WireModel):
     steeringMessage: PendingMessage | None = None
     queuedMessages: list[PendingMessage] | None = None
     draft: Message | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class ChatTurnsLoadedAction(WireModel):
-    type: Literal['chat/turnsLoaded']
+    type: Literal["chat/turnsLoaded"]
     turns: list[Turn]
     turnsNextCursor: str | None = None
 
@@ -3201,7 +3199,7 @@ class SessionState(WireModel):
     project: ProjectInfo | None = None
     workingDirectories: list[str] | None = None
     annotations: AnnotationsSummary | None = None
-    lifecycle: Literal['creating', 'ready', 'failed']
+    lifecycle: Literal["creating", "ready", "failed"]
     creationError: ErrorInfo | None = None
     serverTools: list[ToolDefinition] | None = None
     activeClients: list[SessionActiveClient]
@@ -3212,7 +3210,7 @@ class SessionState(WireModel):
         list[
             Annotated[
                 PluginCustomization | DirectoryCustomization | McpServerCustomization,
-                Field(discriminator='type'),
+                Field(discriminator="type"),
             ]
         ]
         | None
@@ -3225,12 +3223,12 @@ class SessionState(WireModel):
                 | SessionToolConfirmationRequest
                 | SessionToolClientExecutionRequest
                 | SessionToolAuthenticationRequest,
-                Field(discriminator='kind'),
+                Field(discriminator="kind"),
             ]
         ]
         | None
     ) = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
 class Snapshot(WireModel):
@@ -3342,7 +3340,7 @@ class InitializeResult(WireModel):
     protocolVersion: str
     serverSeq: int | float
     serverInfo: Implementation | None = None
-    field_meta: Annotated[dict[str, Any] | None, Field(alias='_meta')] = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
     snapshots: list[Snapshot]
     defaultDirectory: str | None = None
     completionTriggerCharacters: list[str] | None = None
@@ -3352,18 +3350,18 @@ class InitializeResult(WireModel):
 
 
 class ReconnectSnapshotResult(WireModel):
-    type: Literal['snapshot']
+    type: Literal["snapshot"]
     snapshots: list[Snapshot]
 
 
 class SessionInputNeededSetAction(WireModel):
-    type: Literal['session/inputNeededSet']
+    type: Literal["session/inputNeededSet"]
     request: Annotated[
         SessionChatInputRequest
         | SessionToolConfirmationRequest
         | SessionToolClientExecutionRequest
         | SessionToolAuthenticationRequest,
-        Field(discriminator='kind'),
+        Field(discriminator="kind"),
     ]
 
 
@@ -3598,14 +3596,14 @@ class DispatchActionParams(WireModel):
 
 
 class ReconnectReplayResult(WireModel):
-    type: Literal['replay']
+    type: Literal["replay"]
     actions: list[ActionEnvelope]
     missing: list[str]
 
 
 class ReconnectResult(WireRoot[ReconnectReplayResult | ReconnectSnapshotResult]):
     root: Annotated[
-        ReconnectReplayResult | ReconnectSnapshotResult, Field(discriminator='type')
+        ReconnectReplayResult | ReconnectSnapshotResult, Field(discriminator="type")
     ]
 
 
