@@ -70,8 +70,8 @@ def test_a_def_that_reaches_itself_or_nothing_is_refused_by_name() -> None:
         schema_strategies.inline_refs(DEFS, "Lost")
 
 
-#: Defs with refs nested a few deep (a turn's message, a tool call's result, a session's config).
-DRAWN = ["ChatTurnStartedAction", "ChatToolCallCompleteAction", "SessionConfigChangedAction"]
+#: Defs with refs nested a few deep (a tool call's result and its content, a session's config).
+DRAWN = ["ChatToolCallCompleteAction", "SessionConfigChangedAction"]
 
 
 @pytest.mark.parametrize("name", DRAWN)
