@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ahp_bridge_support.imports import import_without_gc
 from ahp_bridge_support.private import private_dir
 
 from .options import CopilotOptions
@@ -62,6 +63,7 @@ def quiet_sdk_logs() -> None:
 
 def make_client(opts: CopilotOptions, cli: Path | None) -> Any:
     """A new, unstarted CopilotClient. Call on the asyncio thread that will run it."""
+    import_without_gc("copilot")
     from copilot import CopilotClient
     from copilot.client import RuntimeConnection
 

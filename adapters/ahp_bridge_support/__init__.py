@@ -9,11 +9,13 @@ translate), never the host, never an adapter or an SDK.
   ACP SDKs run on one each).
 - ``lifetime``: ``async with provider:`` for a provider, with the trio nursery it owns for its
   turns; ``close_each`` for a shutdown.
+- ``imports``: an SDK imported with the cyclic garbage collector off (``import_without_gc``).
 """
 
 from __future__ import annotations
 
 from .asyncio_thread import AsyncioThread, LoopStopped
+from .imports import import_without_gc
 from .lifetime import ProviderLifetime, close_each
 
-__all__ = ["AsyncioThread", "LoopStopped", "ProviderLifetime", "close_each"]
+__all__ = ["AsyncioThread", "LoopStopped", "ProviderLifetime", "close_each", "import_without_gc"]

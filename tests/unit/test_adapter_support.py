@@ -1,13 +1,23 @@
-"""ahp_bridge_support: the provider lifetime every adapter inherits, and the asyncio thread."""
+"""ahp_bridge_support: the provider lifetime every adapter inherits, the asyncio thread, and an
+SDK's import with the cyclic collector off."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
+import sys
+from pathlib import Path
 
 import pytest
 import trio
-from ahp_bridge_support import AsyncioThread, LoopStopped, ProviderLifetime, close_each
+from ahp_bridge_support import (
+    AsyncioThread,
+    LoopStopped,
+    ProviderLifetime,
+    close_each,
+    import_without_gc,
+)
 
 from ahp_bridge.agentapi import AgentAPIError, Closed
 
@@ -167,3 +177,28 @@ async def test_an_asyncio_thread_without_the_late_answer_handler_keeps_asyncios(
         assert await copilot.run(handler()) is not None
     finally:
         copilot.stop()
+
+
+def _module_that_records_the_collector(root: Path, name: str, body: str = "") -> None:
+    (root / f"{name}.py").write_text(f"import gc\nENABLED = gc.isenabled()\n{body}")
+
+
+def test_an_sdk_is_imported_with_the_collector_off_and_it_comes_back_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _module_that_records_the_collector(tmp_path, "sdk_quiet_a")
+    _module_that_records_the_collector(tmp_path, "sdk_quiet_b", "raise ImportError('no b')\n")
+    assert gc.isenabled()
+    import_without_gc("sdk_quiet_a")
+    assert sys.modules["sdk_quiet_a"].ENABLED is False
+    assert gc.isenabled()
+    with pytest.raises(ImportError, match="no b"):  # as `import` would
+        import_without_gc("sdk_quiet_b")
+    assert gc.isenabled()
+    gc.disable()  # a caller that had it off keeps it off
+    try:
+        import_without_gc("sdk_quiet_a")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
