@@ -155,6 +155,42 @@ def test_a_wire_model_is_built_at_its_first_use_not_at_import() -> None:
     out = _python(code)
     count, built, before, after, confirmed, turn, code = json.loads(out.stdout)
     # Codegen ends each module with the recursive ConfigPropertySchema's `model_rebuild()`.
-    assert count > 900 and built == ["ConfigPropertySchema"], out.stderr
+    assert count > 700 and built == ["ConfigPropertySchema"], out.stderr  # 0.7 and 1.0 lines
     assert (before, after) == ([False, False], [True, True])
     assert (confirmed, turn, code) == ("ChatToolCallApprovedAction", "t", -32601)
+
+
+def test_the_0_8_models_are_built_for_the_first_0_8_peer_only() -> None:
+    """Likewise 0.8.0's: a 0.7 peer's steps go through 0.8 with its action types alone
+    (`TYPES_0_8`, the types `ACTIONS_08` has); the first 0.8 peer's params and actions build the
+    models, the line's own (86 action types, `workingDirectoryReplaced` among them)."""
+    code = (
+        "import json, sys\n"
+        "import ahp_bridge.host.app\n"
+        "from ahp_bridge.protocol.lens import wires\n"
+        "from ahp_bridge.protocol.versions import V07, V08\n"
+        "from ahp_bridge.protocol.actions_v08 import TYPES_0_8\n"
+        "ws = wires()\n"
+        "g8 = 'ahp_bridge.protocol._generated_v08'\n"
+        "v07 = ws[V07].actions.parse({'type': 'session/titleChanged', 'title': 't'})\n"
+        "built = [g8 in sys.modules]\n"
+        "wire = ws[V08]\n"
+        "create = wire.methods['createSession']\n"
+        "action = wire.actions.parse({'type': 'session/titleChanged', 'title': 't'})\n"
+        "built.append(g8 in sys.modules)\n"
+        "print(json.dumps([built, create.__module__, type(action).__module__,"
+        " type(v07).__module__, len(wire.actions.types),"
+        " frozenset(wire.actions.types) == TYPES_0_8,"
+        " 'session/workingDirectoryReplaced' in TYPES_0_8]))\n"
+    )
+    out = _python(code)
+    g8 = "ahp_bridge.protocol._generated_v08"
+    assert json.loads(out.stdout) == [
+        [False, True],
+        g8,
+        g8,
+        "ahp_bridge.protocol._generated",
+        86,
+        True,
+        True,
+    ]

@@ -31,15 +31,14 @@ from typing import Any, Final, Protocol
 
 import orjson
 
-from ahp_bridge.protocol import actions_v06, wire06, wire07, wire08, wire09
+from ahp_bridge.protocol import actions_v06, actions_v08, wire06, wire07, wire08, wire09
 from ahp_bridge.protocol import errors as E
 from ahp_bridge.protocol import params as params_module
 from ahp_bridge.protocol.actions import ACTIONS_07, ActionSet
-from ahp_bridge.protocol.actions_v08 import ACTIONS_08
 from ahp_bridge.protocol.actions_v1 import ACTIONS_09, ACTIONS_10
 from ahp_bridge.protocol.activity import ActivityTimes
 from ahp_bridge.protocol.base import WireModel
-from ahp_bridge.protocol.params import METHODS, METHODS_V08, METHODS_V1
+from ahp_bridge.protocol.params import METHODS, METHODS_V1
 from ahp_bridge.protocol.reduce_older import (
     LINE_06,
     LINE_07,
@@ -311,11 +310,18 @@ class Wire08(_Older):
 
     line: Line = V08
     version = "0.8.0"
-    actions = ACTIONS_08
-    methods = METHODS_V08
     post_state = wire08.NEEDS_POST_STATE
     reducer = LINE_08
     passes = wire08.PASSED
+
+    @property
+    def actions(self) -> ActionSet:  # type: ignore[override]
+        """0.8.0's models are built for the first 0.8 peer, not as every bridge starts."""
+        return actions_v08.ACTIONS_08
+
+    @property
+    def methods(self) -> Mapping[str, type[WireModel]]:  # type: ignore[override]
+        return params_module.METHODS_V08
 
     def __init__(self, parent: Wire) -> None:
         super().__init__(parent)

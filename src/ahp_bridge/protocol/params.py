@@ -13,12 +13,12 @@ the JSON-RPC ``-32602`` message. A method this table does not know raises
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any, Final
 
 from pydantic import ValidationError
 
 from ahp_bridge.protocol import _generated as _g
-from ahp_bridge.protocol import _generated_v08 as _g8
 from ahp_bridge.protocol import _generated_v1 as _g1
 from ahp_bridge.protocol.base import WireModel
 from ahp_bridge.protocol.fieldpath import describe
@@ -28,7 +28,7 @@ __all__ = [
     "CLIENT_NOTIFICATIONS",
     "METHODS",
     "METHODS_V06",  # noqa: F822 - built when first asked for (`__getattr__`)
-    "METHODS_V08",
+    "METHODS_V08",  # noqa: F822 - built when first asked for (`__getattr__`)
     "METHODS_V1",
     "DispatchActionParams",
     "ParamsError",
@@ -96,40 +96,34 @@ METHODS_V1: Final[dict[str, type[WireModel]]] = {
 }
 
 
-class DispatchActionParamsV08(_g8.DispatchActionParams):
-    """0.8.0 ``dispatchAction`` params; ``action`` stays a raw object, as for 0.7.0."""
-
-    action: dict[str, Any]  # type: ignore[assignment]
-
-
-#: 0.8.0: 0.7.0's methods (the method set is the same from 0.6.0 to 0.8.0), each with the
-#: optional ``_meta`` 0.8.0 gave every command's params.
-METHODS_V08: Final[dict[str, type[WireModel]]] = {
-    name: (DispatchActionParamsV08 if name == "dispatchAction" else getattr(_g8, cls.__name__))
-    for name, cls in METHODS.items()
-}
-
-
 def __getattr__(name: str) -> dict[str, type[WireModel]]:
-    """``METHODS_V06``, 0.6.0's params: 0.7.0's methods in 0.6.0's shapes (one
-    ``workingDirectory``, a fork ``source`` without ``kind``), built when first asked for, as
-    ``actions_v06.ACTIONS_06`` is (the 0.6.0 models are built only for a 0.6 peer)."""
-    if name != "METHODS_V06":
+    """``METHODS_V08`` and ``METHODS_V06``, built when first asked for, as ``ACTIONS_08`` and
+    ``ACTIONS_06`` are (those lines' models are built only for their peers).
+
+    0.8.0's are 0.7.0's methods (the method set is the same from 0.6.0 to 0.8.0), each with the
+    optional ``_meta`` 0.8.0 gave every command's params. 0.6.0's are 0.7.0's methods in 0.6.0's
+    shapes (one ``workingDirectory``, a fork ``source`` without ``kind``)."""
+    line: ModuleType
+    if name == "METHODS_V08":
+        from ahp_bridge.protocol import _generated_v08 as line
+    elif name == "METHODS_V06":
+        from ahp_bridge.protocol import _generated_v06 as line
+    else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from ahp_bridge.protocol import _generated_v06 as _g6
 
-    class DispatchActionParamsV06(_g6.DispatchActionParams):
-        """0.6.0 ``dispatchAction`` params; ``action`` stays a raw object, as for 0.7.0."""
+    class DispatchActionParamsOlder(line.DispatchActionParams):  # type: ignore[name-defined]
+        """``dispatchAction`` params of an older line; ``action`` stays a raw object, as for
+        0.7.0."""
 
-        action: dict[str, Any]  # type: ignore[assignment]
+        action: dict[str, Any]
 
     methods: dict[str, type[WireModel]] = {
         method: (
-            DispatchActionParamsV06 if method == "dispatchAction" else getattr(_g6, cls.__name__)
+            DispatchActionParamsOlder if method == "dispatchAction" else getattr(line, cls.__name__)
         )
         for method, cls in METHODS.items()
     }
-    globals()["METHODS_V06"] = methods
+    globals()[name] = methods
     return methods
 
 

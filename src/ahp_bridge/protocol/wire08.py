@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ahp_bridge.protocol import wire09
-from ahp_bridge.protocol.actions_v08 import ACTIONS_08
+from ahp_bridge.protocol.actions_v08 import TYPES_0_8
 
 __all__ = [
     "CLOCK_STAMPED",
@@ -80,7 +80,7 @@ CLOCK_STAMPED: Final[frozenset[str]] = frozenset(
 #: rebuild, ``session/chatsReordered``, needs it too).
 NEEDS_POST_STATE: Final[frozenset[str]] = frozenset({"chat/turnResume", "session/chatsReordered"})
 
-_TYPES: Final = frozenset(ACTIONS_08.types)
+_TYPES: Final = TYPES_0_8
 #: The action types :func:`step_actions` may change or drop (besides the types 0.8 lacks).
 STEPPED: Final[frozenset[str]] = frozenset(
     {
