@@ -8,6 +8,7 @@ EventExit and is closed; the next open starts a new CLI.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from ahp_bridge_support import AsyncioThread, ProviderLifetime, close_each
+from ahp_bridge_support import AsyncioThread, LoopStopped, ProviderLifetime, close_each
 
 from ahp_bridge.agentapi import (
     ACCOUNT_ENV,
@@ -67,6 +68,8 @@ log = logging.getLogger(__name__)
 
 #: Seconds a utility call may take when its request sets no timeout.
 UTILITY_TIMEOUT = 300.0
+#: Seconds the SDK's reader has, once the CLI we started has exited, to read what it wrote.
+EXIT_DRAIN = 0.5
 
 
 def sdk_thread() -> AsyncioThread:
@@ -206,9 +209,40 @@ class CopilotProvider(ProviderLifetime):
             return client
 
     async def _watch_process(self, client: Any, process: subprocess.Popen[bytes]) -> None:
-        """EventExit for every conversation when the CLI we started exits while in use."""
+        """EventExit for every conversation when the CLI we started exits while in use.
+
+        What the CLI wrote before it exited (the answer to a request, a turn's last events) is
+        still in its output: the SDK's reader gets until the output ends (at most EXIT_DRAIN
+        seconds: a child of the CLI may hold it open) and the SDK's loop one pass to run what
+        that woke, so a request the CLI answered is not reported lost with the runtime."""
+        drained = self._output_end(client)
         code = await trio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
+        with trio.move_on_after(EXIT_DRAIN):
+            await drained.wait()
+        with contextlib.suppress(LoopStopped):
+            await self._loop.run(_one_pass())
         await self._runtime_lost(client, f"the Copilot CLI exited unexpectedly (exit code {code})")
+
+    @staticmethod
+    def _output_end(client: Any) -> trio.Event:
+        """Set when the SDK's reader reaches the end of the CLI's output (its ``on_close``,
+        which it calls from its thread after failing the requests still waiting)."""
+        ended = trio.Event()
+        rpc = getattr(client, "_client", None)
+        if rpc is None:
+            ended.set()
+            return ended
+        token = trio.lowlevel.current_trio_token()
+        previous = rpc.on_close
+
+        def closed() -> None:
+            if previous is not None:
+                previous()
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(ended.set)
+
+        rpc.on_close = closed
+        return ended
 
     def _watch_connection(self, client: Any, nursery: trio.Nursery) -> None:
         """For a CLI we only connect to (cli_url): the SDK's own connection-closed callback.
@@ -645,6 +679,13 @@ async def _quiet_force_stop(client: Any) -> None:
         await client.force_stop()
     except Exception:
         log.debug("copilot: force_stop failed", exc_info=True)
+
+
+async def _one_pass() -> None:
+    """Two turns of the asyncio loop: a task woken by an answer the reader has dispatched runs
+    before whatever is scheduled after this."""
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
 
 
 async def _quiet_stop(loop: AsyncioThread, client: Any) -> None:
