@@ -117,6 +117,8 @@ def __getattr__(name: str) -> dict[str, type[WireModel]]:
 
         action: dict[str, Any]
 
+    own = f"DispatchActionParamsV{name[-2:]}"  # DispatchActionParamsV08, ...V06
+    DispatchActionParamsOlder.__name__ = DispatchActionParamsOlder.__qualname__ = own
     methods: dict[str, type[WireModel]] = {
         method: (
             DispatchActionParamsOlder if method == "dispatchAction" else getattr(line, cls.__name__)
