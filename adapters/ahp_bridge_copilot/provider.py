@@ -13,6 +13,7 @@ import contextlib
 import logging
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -228,20 +229,8 @@ class CopilotProvider(ProviderLifetime):
         """Set when the SDK's reader reaches the end of the CLI's output (its ``on_close``,
         which it calls from its thread after failing the requests still waiting)."""
         ended = trio.Event()
-        rpc = getattr(client, "_client", None)
-        if rpc is None:
+        if not _on_connection_end(client, ended.set):
             ended.set()
-            return ended
-        token = trio.lowlevel.current_trio_token()
-        previous = rpc.on_close
-
-        def closed() -> None:
-            if previous is not None:
-                previous()
-            with contextlib.suppress(trio.RunFinishedError):
-                token.run_sync_soon(ended.set)
-
-        rpc.on_close = closed
         return ended
 
     def _watch_connection(self, client: Any, nursery: trio.Nursery) -> None:
@@ -250,11 +239,6 @@ class CopilotProvider(ProviderLifetime):
         The SDK calls ``on_close`` from its reader thread when the connection ends while it is
         still running (not on our own stop); it emits nothing to sessions, so we chain onto it.
         """
-        rpc = getattr(client, "_client", None)
-        if rpc is None:
-            return
-        token = trio.lowlevel.current_trio_token()
-        previous = rpc.on_close
         error = f"the connection to the Copilot CLI at {self._opts.cli_url} was lost"
 
         def start_lost() -> None:
@@ -262,13 +246,7 @@ class CopilotProvider(ProviderLifetime):
                 if self._turn_nursery() is nursery:
                     nursery.start_soon(self._runtime_lost, client, error)
 
-        def closed() -> None:
-            if previous is not None:
-                previous()
-            with contextlib.suppress(trio.RunFinishedError):
-                token.run_sync_soon(start_lost)
-
-        rpc.on_close = closed
+        _on_connection_end(client, start_lost)
 
     async def _runtime_lost(self, client: Any, error: str) -> None:
         if self._stopping or self._client is not client:
@@ -679,6 +657,26 @@ async def _quiet_force_stop(client: Any) -> None:
         await client.force_stop()
     except Exception:
         log.debug("copilot: force_stop failed", exc_info=True)
+
+
+def _on_connection_end(client: Any, then: Callable[[], None]) -> bool:
+    """Chain ``then`` (run on the trio thread) after the SDK's own ``on_close``, which its
+    reader thread calls when the CLI's output or connection ends while the client runs.
+    False when the client has no connection to watch."""
+    rpc = getattr(client, "_client", None)
+    if rpc is None:
+        return False
+    token = trio.lowlevel.current_trio_token()
+    previous = rpc.on_close
+
+    def closed() -> None:
+        if previous is not None:
+            previous()
+        with contextlib.suppress(trio.RunFinishedError):
+            token.run_sync_soon(then)
+
+    rpc.on_close = closed
+    return True
 
 
 async def _one_pass() -> None:
