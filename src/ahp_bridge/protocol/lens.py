@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping
-from typing import Any, Final, Protocol
+from types import ModuleType
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 import orjson
 
@@ -216,6 +217,23 @@ class Wire09(Wire):
         return wire09.down_state(kind, state)
 
 
+T = TypeVar("T")
+
+
+class _BuiltLater(Generic[T]):
+    """A line's actions or params that its module builds when first asked for (PEP 562
+    ``__getattr__``: the 0.6 and 0.8 lines, whose models are built for their first peer, not as
+    every bridge starts), so the wire class reads them at each use, not when it is made."""
+
+    def __init__(self, module: ModuleType, name: str) -> None:
+        self._module = module
+        self._name = name
+
+    def __get__(self, wire: object, owner: type | None = None) -> T:
+        built: T = getattr(self._module, self._name)
+        return built
+
+
 class _Older(Wire):
     """A line before 0.9: one step down from ``parent``, the host's wire of the next newer line
     (0.8 from 0.9, 0.7 from 0.8, 0.6 from 0.7), so each line holds only what its own step
@@ -314,14 +332,8 @@ class Wire08(_Older):
     reducer = LINE_08
     passes = wire08.PASSED
 
-    @property
-    def actions(self) -> ActionSet:  # type: ignore[override]
-        """0.8.0's models are built for the first 0.8 peer, not as every bridge starts."""
-        return actions_v08.ACTIONS_08
-
-    @property
-    def methods(self) -> Mapping[str, type[WireModel]]:  # type: ignore[override]
-        return params_module.METHODS_V08
+    actions = _BuiltLater[ActionSet](actions_v08, "ACTIONS_08")
+    methods = _BuiltLater[Mapping[str, type[WireModel]]](params_module, "METHODS_V08")
 
     def __init__(self, parent: Wire) -> None:
         super().__init__(parent)
@@ -431,14 +443,8 @@ class Wire06(_Older):
     reducer = LINE_06
     passes = wire06.PASSED
 
-    @property
-    def actions(self) -> ActionSet:  # type: ignore[override]
-        """0.6.0's models are built for the first 0.6 peer, not as every bridge starts."""
-        return actions_v06.ACTIONS_06
-
-    @property
-    def methods(self) -> Mapping[str, type[WireModel]]:  # type: ignore[override]
-        return params_module.METHODS_V06
+    actions = _BuiltLater[ActionSet](actions_v06, "ACTIONS_06")
+    methods = _BuiltLater[Mapping[str, type[WireModel]]](params_module, "METHODS_V06")
 
     def step(self, env: EnvelopeLike, action: JSON) -> list[JSON]:
         return wire06.step_actions(action)
