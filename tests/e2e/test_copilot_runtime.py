@@ -57,7 +57,9 @@ async def test_runtime_dying_mid_turn_emits_exit(
     """The CLI answers the send, starts the turn and exits at once. The provider may see the
     exit before the SDK's reader has dispatched the answer (under load it did, and the send
     came back uncertain): "held back" delays the reader 0.3 s a message, so that it always
-    does. Either way the send returns, and the turn fails with the exit."""
+    does, and keeps the SDK's loop busy as each answer reaches it, so that the provider's
+    reaction is queued before the task the answer wakes. Either way the send returns, and the
+    turn fails with the exit."""
     if reader == "held back":
         import copilot._jsonrpc as jsonrpc
 
@@ -65,6 +67,10 @@ async def test_runtime_dying_mid_turn_emits_exit(
 
         def slow(self: Any, message: dict[str, Any]) -> None:
             time.sleep(0.3)
+            if "result" in message and self._loop is not None:
+                # The SDK's loop is busy when the answer reaches it, so the provider's reaction
+                # to the exit is queued there too, before the task the answer wakes.
+                self._loop.call_soon_threadsafe(time.sleep, 0.3)
             handle(self, message)
 
         monkeypatch.setattr(jsonrpc.JsonRpcClient, "_handle_message", slow)
