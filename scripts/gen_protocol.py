@@ -330,7 +330,10 @@ def postprocess(source: str, spec: str = "0.7.0") -> str:
     """
     for before, after in _IMPORTS:
         if before not in source:
-            raise RuntimeError(f"codegen's output no longer has the import {before.strip()!r}")
+            raise RuntimeError(
+                f"codegen's output no longer has the import {before.strip()!r}: set _IMPORTS in "
+                "scripts/gen_protocol.py to the imports it writes now"
+            )
         source = source.replace(before, after, 1)
     lines = source.splitlines(keepends=True)
     rewrites = {"float": "int | float", "RootModel": "WireRoot"}
